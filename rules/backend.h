@@ -1,0 +1,50 @@
+// Backend: the interface each kernel datapath (nftables, iptables, IPVS)
+// implements. A backend is driven by Plans alone and owns only its own
+// kernel objects (its tables, its chain prefix, its virtual servers).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/ip.h"
+#include "base/result.h"
+#include "rules/plan.h"
+
+namespace sb::rules {
+
+// Node-wide settings that come from flags, not from Kubernetes objects.
+struct BackendOptions {
+    // --cluster-cidr: traffic to a ClusterIP from outside these prefixes is
+    // masqueraded. Empty: none is (unless masquerade_all).
+    std::vector<Prefix> cluster_cidrs;
+    bool masquerade_all = false;  // --masquerade-all
+    // --nodeport-addresses: NodePorts answer on local addresses inside
+    // these prefixes; empty means every local address of the node.
+    std::vector<Prefix> nodeport_addresses;
+    uint32_t masquerade_mark = 0x4000;  // --masquerade-bit as a mask
+    std::string ipvs_scheduler = "rr";  // --ipvs-scheduler
+};
+
+struct SyncStats {
+    bool full = false;         // the whole ruleset was (re)written
+    size_t objects_sent = 0;   // rules/elements/servers in the batch
+    size_t services = 0;       // service ports in the plan
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual const char* name() const = 0;
+    // Makes the kernel match `plan`. `previous` is the plan of the last
+    // successful sync (nullptr: unknown, read the kernel state back and
+    // repair drift). Atomic: on failure the kernel keeps its previous rules.
+    // Not thread-safe: one caller (the sync runner) at a time.
+    virtual Result<SyncStats> sync(const Plan& plan, const Plan* previous) = 0;
+    // Removes every kernel object this backend owns. Idempotent.
+    virtual Status cleanup() = 0;
+    // The rules `plan` would produce, as text for --dry-run; touches nothing.
+    virtual Result<std::string> render_text(const Plan& plan) = 0;
+};
+
+}  // namespace sb::rules

@@ -1,0 +1,47 @@
+#include "watch/objects.h"
+
+namespace sb::watch {
+
+const char* to_string(Protocol protocol) {
+    switch (protocol) {
+        case Protocol::kTCP:
+            return "TCP";
+        case Protocol::kUDP:
+            return "UDP";
+        case Protocol::kSCTP:
+            return "SCTP";
+    }
+    return "TCP";
+}
+
+const char* to_string(ServiceType type) {
+    switch (type) {
+        case ServiceType::kClusterIP:
+            return "ClusterIP";
+        case ServiceType::kNodePort:
+            return "NodePort";
+        case ServiceType::kLoadBalancer:
+            return "LoadBalancer";
+        case ServiceType::kExternalName:
+            return "ExternalName";
+    }
+    return "ClusterIP";
+}
+
+const char* to_string(TrafficPolicy policy) {
+    return policy == TrafficPolicy::kLocal ? "Local" : "Cluster";
+}
+
+const char* to_string(AddressType type) {
+    switch (type) {
+        case AddressType::kIPv4:
+            return "IPv4";
+        case AddressType::kIPv6:
+            return "IPv6";
+        case AddressType::kFQDN:
+            return "FQDN";
+    }
+    return "IPv4";
+}
+
+}  // namespace sb::watch

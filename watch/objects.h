@@ -1,0 +1,175 @@
+// The Kubernetes object model switchboard uses: plain, copyable value types
+// holding only the fields the proxy and DNS read, already validated by the
+// decoder (watch/decode.h). Absent optional API fields are resolved to their
+// API meaning at decode time (e.g. an absent `ready` condition means ready),
+// so consumers never re-interpret nil.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/ip.h"
+
+namespace sb::watch {
+
+// namespace/name; namespace is empty for cluster-scoped objects (Node).
+struct ObjectKey {
+    std::string ns;
+    std::string name;
+    std::string to_string() const { return ns.empty() ? name : ns + "/" + name; }
+    auto operator<=>(const ObjectKey&) const = default;
+};
+
+struct ObjectMeta {
+    std::string ns;
+    std::string name;
+    std::string uid;
+    std::string resource_version;
+    std::map<std::string, std::string> labels;
+    std::map<std::string, std::string> annotations;
+
+    ObjectKey key() const { return {ns, name}; }
+    bool operator==(const ObjectMeta&) const = default;
+};
+
+enum class Protocol : uint8_t { kTCP, kUDP, kSCTP };
+const char* to_string(Protocol protocol);  // "TCP", "UDP", "SCTP"
+
+// targetPort: a number or the name of a container port.
+struct IntOrString {
+    bool is_string = false;
+    int32_t number = 0;
+    std::string name;
+    bool operator==(const IntOrString&) const = default;
+};
+
+struct ServicePort {
+    std::string name;  // may be empty when the Service has one port
+    Protocol protocol = Protocol::kTCP;
+    uint16_t port = 0;
+    IntOrString target_port;  // defaults to `port` when absent
+    uint16_t node_port = 0;   // 0: none
+    bool operator==(const ServicePort&) const = default;
+};
+
+enum class ServiceType : uint8_t { kClusterIP, kNodePort, kLoadBalancer, kExternalName };
+const char* to_string(ServiceType type);
+
+enum class TrafficPolicy : uint8_t { kCluster, kLocal };
+const char* to_string(TrafficPolicy policy);  // "Cluster" / "Local"
+
+enum class SessionAffinity : uint8_t { kNone, kClientIP };
+
+struct LoadBalancerIngress {
+    std::optional<IpAddress> ip;
+    std::string hostname;
+    // status.loadBalancer.ingress[].ipMode == "Proxy": the load balancer
+    // does not deliver packets with the LB IP as destination, so (as in
+    // kube-proxy) the node must not short-circuit it.
+    bool ip_mode_proxy = false;
+    bool operator==(const LoadBalancerIngress&) const = default;
+};
+
+// Kubernetes' default for sessionAffinityConfig.clientIP.timeoutSeconds.
+inline constexpr int32_t kDefaultAffinityTimeoutSeconds = 10800;
+
+struct Service {
+    ObjectMeta meta;
+    ServiceType type = ServiceType::kClusterIP;
+    // spec.clusterIP == "None".
+    bool headless = false;
+    // spec.clusterIPs (or spec.clusterIP when clusterIPs is absent); empty
+    // for headless and ExternalName Services and unallocated ones.
+    std::vector<IpAddress> cluster_ips;
+    std::vector<IpFamily> ip_families;
+    std::vector<ServicePort> ports;
+    bool has_selector = false;
+    std::map<std::string, std::string> selector;
+    std::vector<IpAddress> external_ips;
+    std::string external_name;  // ExternalName only; a validated DNS name
+    TrafficPolicy external_traffic_policy = TrafficPolicy::kCluster;
+    TrafficPolicy internal_traffic_policy = TrafficPolicy::kCluster;
+    uint16_t health_check_node_port = 0;
+    SessionAffinity session_affinity = SessionAffinity::kNone;
+    int32_t affinity_timeout_seconds = kDefaultAffinityTimeoutSeconds;
+    std::vector<Prefix> load_balancer_source_ranges;
+    bool publish_not_ready_addresses = false;
+    std::string traffic_distribution;  // "" when unset, e.g. "PreferClose"
+    std::vector<LoadBalancerIngress> load_balancer_ingress;
+
+    bool operator==(const Service&) const = default;
+};
+
+enum class AddressType : uint8_t { kIPv4, kIPv6, kFQDN };
+const char* to_string(AddressType type);
+
+struct ObjectReference {
+    std::string kind;
+    std::string ns;
+    std::string name;
+    bool operator==(const ObjectReference&) const = default;
+};
+
+struct Endpoint {
+    // IP endpoints (addressType IPv4/IPv6): parsed addresses of that family.
+    std::vector<IpAddress> addresses;
+    // addressType FQDN: the names (kept for completeness; not proxied).
+    std::vector<std::string> fqdn_addresses;
+    // Resolved conditions: absent ready/serving mean true, absent
+    // terminating means false (discovery.k8s.io/v1 semantics).
+    bool ready = true;
+    bool serving = true;
+    bool terminating = false;
+    std::string hostname;
+    std::string node_name;
+    std::string zone;
+    std::vector<std::string> hints_for_zones;
+    std::vector<std::string> hints_for_nodes;
+    std::optional<ObjectReference> target_ref;
+    bool operator==(const Endpoint&) const = default;
+};
+
+struct EndpointPort {
+    std::string name;
+    Protocol protocol = Protocol::kTCP;
+    // nullopt: the API's "all ports" (nil); such a port is not proxied.
+    std::optional<uint16_t> port;
+    bool operator==(const EndpointPort&) const = default;
+};
+
+inline constexpr const char* kServiceNameLabel = "kubernetes.io/service-name";
+
+struct EndpointSlice {
+    ObjectMeta meta;
+    // The label kubernetes.io/service-name; empty when absent (the slice is
+    // then not associated with any Service).
+    std::string service_name;
+    AddressType address_type = AddressType::kIPv4;
+    std::vector<Endpoint> endpoints;
+    std::vector<EndpointPort> ports;
+    bool operator==(const EndpointSlice&) const = default;
+};
+
+struct NodeAddress {
+    std::string type;  // InternalIP, ExternalIP, Hostname, ...
+    std::string address;
+    bool operator==(const NodeAddress&) const = default;
+};
+
+inline constexpr const char* kZoneLabel = "topology.kubernetes.io/zone";
+
+struct Node {
+    ObjectMeta meta;
+    std::vector<NodeAddress> addresses;
+    std::string zone() const {
+        auto it = meta.labels.find(kZoneLabel);
+        return it == meta.labels.end() ? std::string() : it->second;
+    }
+    bool operator==(const Node&) const = default;
+};
+
+}  // namespace sb::watch
