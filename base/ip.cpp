@@ -13,7 +13,8 @@ const char* to_string(IpFamily family) { return family == IpFamily::kV4 ? "IPv4"
 Result<IpAddress> IpAddress::parse(std::string_view text) {
     // inet_pton needs a NUL-terminated string; 45 characters is the longest
     // valid IPv6 text (IPv4-mapped with full groups).
-    if (text.empty() || text.size() > 45) {
+    // An embedded NUL would end inet_pton's string early ("10.0.0.1\0junk").
+    if (text.empty() || text.size() > 45 || text.find('\0') != std::string_view::npos) {
         return make_error(ErrorCode::kInvalidArgument,
                           "invalid IP address \"" + std::string(text.substr(0, 64)) + "\"");
     }

@@ -1,7 +1,41 @@
-// switchboard's entry point (the daemon is built in issue 2/3 work).
-#include <cstdio>
+// switchboard's entry point: parse the flags, set up logging and signals,
+// hand over to proxy::run(). Exit codes: 0 ok, 1 runtime failure, 2 bad
+// flags or configuration (one line on stderr naming the flag or file).
+#include <signal.h>
+#include <spdlog/sinks/stdout_sinks.h>
 
-int main() {
-    std::fprintf(stderr, "switchboard: no command implemented yet\n");
-    return 2;
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "base/log.h"
+#include "proxy/daemon.h"
+#include "proxy/flags.h"
+
+int main(int argc, char** argv) {
+    // Before any thread exists, so that every thread inherits the mask and
+    // the signals reach proxy::run()'s sigtimedwait only.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    // A peer closing a socket mid-write must not kill the daemon.
+    signal(SIGPIPE, SIG_IGN);
+
+    // stdout carries `plan` and --dry-run output only; logs go to stderr.
+    spdlog::set_default_logger(spdlog::stderr_logger_mt("switchboard"));
+
+    std::vector<std::string> args(argv + 1, argv + argc);
+    auto options = sb::proxy::parse_flags(args, sb::proxy::current_environment());
+    if (!options) {
+        std::fprintf(stderr, "switchboard: %s\n", options.error().message.c_str());
+        return sb::proxy::kExitUsage;
+    }
+    if (options->command == sb::proxy::Command::kHelp) {
+        std::fputs(sb::proxy::usage().c_str(), stdout);
+        return sb::proxy::kExitOk;
+    }
+    sb::log::set_level(options->verbosity >= 2 ? "debug" : "info");
+    return sb::proxy::run(*options);
 }

@@ -145,6 +145,28 @@ void Store::replace(Objects objects) {
     notify(changes);
 }
 
+void Store::replace(Kind kind, Objects objects) {
+    std::vector<Change> changes;
+    {
+        std::lock_guard lock(mutex_);
+        switch (kind) {
+            case Kind::kService:
+                diff_into(kind, services_, objects.services, changes, &service_key_of_service);
+                break;
+            case Kind::kEndpointSlice:
+                diff_into(kind, slices_, objects.endpoint_slices, changes, &service_of);
+                break;
+            case Kind::kNode:
+                diff_into(kind, nodes_, objects.nodes, changes, &no_service);
+                break;
+        }
+        if (changes.empty()) return;
+        ++generation_;
+        cached_.reset();
+    }
+    notify(changes);
+}
+
 void Store::set_synced(bool synced) {
     {
         std::lock_guard lock(mutex_);

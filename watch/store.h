@@ -63,6 +63,10 @@ public:
         std::vector<Node> nodes;
     };
     void replace(Objects objects);
+    // Replaces only the objects of `kind` with the matching vector of
+    // `objects` (the other vectors are ignored) and leaves the other kinds
+    // untouched: one resource's relist (KubeSource, after 410 Gone).
+    void replace(Kind kind, Objects objects);
 
     void set_synced(bool synced);
 

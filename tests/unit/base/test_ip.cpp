@@ -17,6 +17,7 @@ TEST_CASE("IPv4 and IPv6 addresses parse strictly and print canonically") {
         REQUIRE_FALSE(parsed.ok());
         CHECK(parsed.error().message.find("invalid IP address") != std::string::npos);
     }
+    CHECK_FALSE(IpAddress::parse(std::string_view("10.0.0.1\0junk", 13)).ok());
 }
 
 TEST_CASE("addresses order IPv4 before IPv6 and by bytes") {

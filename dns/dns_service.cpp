@@ -1,0 +1,240 @@
+#include "dns/dns_service.h"
+
+#include <condition_variable>
+#include <thread>
+
+#include "base/log.h"
+#include "dns/cache.h"
+#include "dns/forward.h"
+#include "dns/server.h"
+#include "dns/zone.h"
+
+namespace sb::dns {
+
+Result<std::vector<HostPort>> parse_upstreams(std::string_view text) {
+    std::vector<HostPort> result;
+    size_t start = 0;
+    while (start <= text.size()) {
+        size_t comma = text.find(',', start);
+        if (comma == std::string_view::npos) comma = text.size();
+        std::string_view item = text.substr(start, comma - start);
+        while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+        while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+        if (item.empty()) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "--dns-upstream: empty entry in \"" + std::string(text) + "\"");
+        }
+        auto parsed = parse_host_port(item, 53);
+        if (!parsed) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "--dns-upstream: " + parsed.error().message);
+        }
+        result.push_back(*parsed);
+        start = comma + 1;
+    }
+    return result;
+}
+
+Result<PodRecords> parse_pod_records(std::string_view text) {
+    if (text == "disabled") return PodRecords::kDisabled;
+    if (text == "insecure") return PodRecords::kInsecure;
+    if (text == "verified") return PodRecords::kVerified;
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        "--dns-pods: \"" + std::string(text) + "\" is not one of disabled, insecure, verified");
+}
+
+namespace {
+
+// How long the zone builder waits for a burst of Store changes to settle,
+// and the most it delays a rebuild while changes keep coming.
+constexpr auto kCoalesceQuiet = std::chrono::milliseconds(20);
+constexpr auto kCoalesceMax = std::chrono::milliseconds(200);
+
+}  // namespace
+
+// Rebuilds the zone on its own thread after Store changes. The Store's
+// listener holds only a weak reference, since the Store cannot unsubscribe.
+struct ZoneBuilder {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool dirty = true;
+    bool stopping = false;
+    std::chrono::steady_clock::time_point first_change;
+    std::chrono::steady_clock::time_point last_change;
+};
+
+struct DnsService::Impl {
+    DnsOptions options;
+    watch::Store* store = nullptr;
+    ZoneConfig zone_config;
+    ZoneHolder zones;
+    std::shared_ptr<ZoneBuilder> builder = std::make_shared<ZoneBuilder>();
+    std::thread builder_thread;
+    std::unique_ptr<Cache> cache;
+    std::unique_ptr<Forwarder> forwarder;
+    std::unique_ptr<Server> server;
+    std::atomic<uint64_t> rebuilds{0};
+    std::atomic<uint64_t> zone_names{0};
+    std::atomic<uint64_t> zone_serial{0};
+    bool stopped = false;
+
+    void rebuild() {
+        auto snapshot = store->snapshot();
+        auto zone = Zone::build(*snapshot, zone_config);
+        if (!zone) {
+            log::error("dns: cannot build the zone: {}", zone.error().describe());
+            return;
+        }
+        zone_names = (*zone)->name_count();
+        zone_serial = (*zone)->serial();
+        zones.publish(std::move(*zone));
+        rebuilds.fetch_add(1, std::memory_order_relaxed);
+    }
+
+    void run_builder() {
+        auto& b = *builder;
+        std::unique_lock lock(b.mutex);
+        while (true) {
+            b.cv.wait(lock, [&b] { return b.dirty || b.stopping; });
+            if (b.stopping) return;
+            // Coalesce: wait until the burst goes quiet (bounded).
+            while (!b.stopping) {
+                auto now = std::chrono::steady_clock::now();
+                auto quiet_at = b.last_change + kCoalesceQuiet;
+                auto latest = b.first_change + kCoalesceMax;
+                if (now >= quiet_at || now >= latest) break;
+                b.cv.wait_until(lock, std::min(quiet_at, latest));
+            }
+            if (b.stopping) return;
+            b.dirty = false;
+            lock.unlock();
+            rebuild();
+            lock.lock();
+        }
+    }
+};
+
+DnsService::DnsService(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+DnsService::~DnsService() {
+    stop();
+}
+
+Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch::Store& store) {
+    if (options.listen.empty()) {
+        return make_error(ErrorCode::kInvalidArgument, "--dns-listen: no address to listen on");
+    }
+    auto impl = std::make_unique<Impl>();
+    impl->store = &store;
+    impl->zone_config.domain = options.cluster_domain;
+    impl->zone_config.ttl = options.ttl;
+    impl->zone_config.pods = options.pods;
+    if (auto origin = name_from_text(options.cluster_domain); !origin) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "--cluster-domain: " + origin.error().message);
+    }
+    impl->rebuild();  // queries never see "no zone"
+
+    std::vector<HostPort> upstreams = options.upstreams;
+    if (upstreams.empty()) upstreams = resolv_conf_nameservers(options.resolv_conf);
+    if (!upstreams.empty()) {
+        ForwarderOptions forward_options;
+        forward_options.upstreams = upstreams;
+        impl->forwarder = std::make_unique<Forwarder>(forward_options);
+        impl->forwarder->drop_self(options.listen);
+        if (auto status = impl->forwarder->start(); !status) return status.error();
+        impl->cache = std::make_unique<Cache>();
+    } else {
+        log::info("dns: no upstream nameserver: names outside {} are refused",
+                  options.cluster_domain);
+    }
+
+    ServerOptions server_options;
+    server_options.listen = options.listen;
+    server_options.workers =
+        options.workers ? options.workers : std::max(1u, std::thread::hardware_concurrency());
+    impl->server = std::make_unique<Server>(server_options, impl->zones, impl->forwarder.get(),
+                                            impl->cache.get());
+    if (auto status = impl->server->start(); !status) {
+        if (impl->forwarder) impl->forwarder->stop();
+        return status.error();
+    }
+    if (impl->forwarder) {
+        // Port 0 listen addresses are known only now.
+        impl->forwarder->drop_self(impl->server->bound());
+        impl->forwarder->send_loop_probes();
+    }
+
+    std::weak_ptr<ZoneBuilder> weak = impl->builder;
+    store.subscribe([weak](const std::vector<watch::Change>&) {
+        auto builder = weak.lock();
+        if (!builder) return;
+        std::lock_guard lock(builder->mutex);
+        auto now = std::chrono::steady_clock::now();
+        if (!builder->dirty) builder->first_change = now;
+        builder->last_change = now;
+        builder->dirty = true;
+        builder->cv.notify_one();
+    });
+    Impl* raw = impl.get();
+    {
+        // Changes between the first build and the subscription are picked up.
+        std::lock_guard lock(impl->builder->mutex);
+        impl->builder->dirty = true;
+        impl->builder->first_change = impl->builder->last_change = std::chrono::steady_clock::now();
+    }
+    impl->builder_thread = std::thread([raw] { raw->run_builder(); });
+    std::string listening;
+    for (const auto& address : impl->server->bound()) {
+        listening += (listening.empty() ? "" : ", ") + address.to_string();
+    }
+    log::info("dns: serving {} on {} ({} upstreams)", options.cluster_domain, listening,
+              upstreams.size());
+    impl->options = std::move(options);
+    return std::unique_ptr<DnsService>(new DnsService(std::move(impl)));
+}
+
+void DnsService::stop() {
+    if (!impl_ || impl_->stopped) return;
+    impl_->stopped = true;
+    {
+        std::lock_guard lock(impl_->builder->mutex);
+        impl_->builder->stopping = true;
+        impl_->builder->cv.notify_all();
+    }
+    if (impl_->builder_thread.joinable()) impl_->builder_thread.join();
+    // Workers first (no new forwards), then the forwarder, whose pending
+    // callbacks post into the (still allocated) workers' inboxes.
+    impl_->server->stop();
+    if (impl_->forwarder) impl_->forwarder->stop();
+}
+
+std::vector<HostPort> DnsService::bound() const {
+    return impl_->server->bound();
+}
+
+void DnsService::append_metrics(std::string& out) const {
+    impl_->server->append_metrics(out);
+    const Cache* cache = impl_->cache.get();
+    auto line = [&out](const char* name, const char* kind, const char* help, uint64_t value) {
+        out +=
+            fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, kind, name, value);
+    };
+    line("coredns_cache_hits_total", "counter", "Forwarded names answered from the cache.",
+         cache ? cache->hits() : 0);
+    line("coredns_cache_misses_total", "counter", "Forwarded names not found in the cache.",
+         cache ? cache->misses() : 0);
+    line("coredns_cache_entries", "gauge", "Entries in the cache.", cache ? cache->size() : 0);
+    line("coredns_cache_evictions_total", "counter", "Cache entries evicted by the size bound.",
+         cache ? cache->evictions() : 0);
+    if (impl_->forwarder) impl_->forwarder->append_metrics(out);
+    line("switchboard_dns_zone_rebuilds_total", "counter", "Zones rebuilt after Store changes.",
+         impl_->rebuilds.load());
+    line("switchboard_dns_zone_names", "gauge", "Names in the published zone.",
+         impl_->zone_names.load());
+    line("switchboard_dns_zone_serial", "gauge", "SOA serial of the published zone.",
+         impl_->zone_serial.load());
+}
+
+}  // namespace sb::dns

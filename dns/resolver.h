@@ -1,0 +1,42 @@
+// Resolver: answers one parsed query from a Zone, with no sockets and no
+// clock (pure, so every rule is unit-tested). The server calls it for every
+// query; what it cannot answer from the zone it hands back as a forward.
+#pragma once
+
+#include <memory>
+
+#include "dns/wire.h"
+#include "dns/zone.h"
+
+namespace sb::dns {
+
+struct Resolution {
+    enum class Kind {
+        kReply,    // `response` is complete (apart from EDNS: see finish_reply)
+        kForward,  // ask an upstream `forward` and append its answer to `response`
+        kDrop,     // not a query (QR set): no reply, so two servers cannot loop
+    };
+    Kind kind = Kind::kReply;
+    // kReply: the reply. kForward: the reply so far: header, question and
+    // the records that lead to `forward` (an ExternalName's CNAME), if any.
+    Message response;
+    Question forward;
+};
+
+struct ResolverOptions {
+    bool forwarding = false;  // upstreams exist: names outside the zone are forwarded
+};
+
+// `zone` may be null (no zone built yet): cluster names get SERVFAIL then.
+Resolution resolve(const Zone* zone, const Message& query, const ResolverOptions& options);
+
+// The reply to a packet that did not parse (FORMERR) or a query with another
+// opcode (NOTIMP): the header echoed, no question. Empty when the packet is
+// too short to carry a header or is itself a response.
+std::string error_reply(std::span<const uint8_t> packet, Rcode rcode);
+
+// Adds the OPT record a reply carries when the query had one (our payload
+// size, the query's DO bit) and returns the size limit for a UDP reply.
+size_t finish_reply(const Message& query, Message& reply);
+
+}  // namespace sb::dns

@@ -1,0 +1,883 @@
+#include "dns/server.h"
+
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <unordered_map>
+
+#include "base/log.h"
+#include "dns/socket_util.h"
+
+namespace sb::dns {
+
+size_t ServerStats::type_index(uint16_t qtype) {
+    switch (qtype) {
+        case type::kA:
+            return 0;
+        case type::kAAAA:
+            return 1;
+        case type::kSRV:
+            return 2;
+        case type::kPTR:
+            return 3;
+        case type::kTXT:
+            return 4;
+        case type::kSOA:
+            return 5;
+        case type::kNS:
+            return 6;
+        case type::kCNAME:
+            return 7;
+        case type::kANY:
+            return 8;
+        case type::kMX:
+            return 9;
+        default:
+            return 10;
+    }
+}
+
+namespace {
+
+constexpr uint16_t kTypeOfIndex[ServerStats::kTypes] = {
+    type::kA,  type::kAAAA,  type::kSRV, type::kPTR, type::kTXT, type::kSOA,
+    type::kNS, type::kCNAME, type::kANY, type::kMX,  0};
+
+constexpr size_t kBatch = 64;
+constexpr size_t kUdpBuffer = 4096;
+constexpr size_t kRenderCacheLimit = 50000;
+constexpr size_t kMaxTcpBuffered = 256 * 1024;  // unsent bytes before we stop reading
+
+enum Proto { kUdp = 0, kTcp = 1 };
+
+// The reply-shaping parts of a query that the fast path reads without
+// building a Message: anything unusual goes to the full parser.
+struct QuickQuery {
+    size_t name_end = 0;  // offset just past the question name
+    uint16_t qtype = 0;
+    bool edns = false;
+    bool dnssec_ok = false;
+    uint16_t udp_size = 0;
+};
+
+uint16_t get16(const uint8_t* p) {
+    return static_cast<uint16_t>((p[0] << 8) | p[1]);
+}
+
+bool quick_parse(const uint8_t* p, size_t n, QuickQuery& q, std::string& key) {
+    if (n < kHeaderSize + 5) return false;
+    if ((p[2] & 0xf8) != 0) return false;  // QR or opcode set: full path
+    if (get16(p + 4) != 1 || get16(p + 6) != 0 || get16(p + 8) != 0 || get16(p + 10) > 1) {
+        return false;
+    }
+    key.clear();
+    size_t pos = kHeaderSize;
+    while (true) {
+        if (pos >= n) return false;
+        uint8_t length = p[pos];
+        if (length == 0) break;
+        if (length > kMaxLabelLength || pos + 1 + length >= n) return false;
+        key.push_back(static_cast<char>(length));
+        for (size_t i = 1; i <= length; ++i) {
+            char c = static_cast<char>(p[pos + i]);
+            key.push_back((c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c);
+        }
+        pos += 1 + length;
+    }
+    key.push_back('\0');
+    if (key.size() > kMaxNameLength) return false;
+    q.name_end = pos + 1;
+    if (q.name_end + 4 > n) return false;
+    q.qtype = get16(p + q.name_end);
+    if (get16(p + q.name_end + 2) != kClassIN) return false;
+    size_t end = q.name_end + 4;
+    if (get16(p + 10) == 1) {
+        // OPT: root owner, type 41, class = payload size, version 0.
+        if (end + 11 > n || p[end] != 0 || get16(p + end + 1) != type::kOPT) return false;
+        q.edns = true;
+        q.udp_size = get16(p + end + 3);
+        if (p[end + 6] != 0) return false;  // version: BADVERS on the full path
+        q.dnssec_ok = p[end + 7] & 0x80;
+        end += 11 + get16(p + end + 9);
+    }
+    if (end != n) return false;
+    key.push_back(static_cast<char>(q.qtype >> 8));
+    key.push_back(static_cast<char>(q.qtype & 0xff));
+    return true;
+}
+
+struct Rendered {
+    std::string bytes;
+    uint16_t shuffle_offset = 0;
+    uint16_t shuffle_size = 0;
+    uint16_t shuffle_count = 0;
+};
+
+// A client to reply to once a forwarded query completes.
+struct ClientRef {
+    Proto proto = kUdp;
+    int udp_fd = -1;
+    sockaddr_storage address{};
+    socklen_t address_length = 0;
+    uint64_t connection = 0;  // TCP connection id
+};
+
+// A client to reply to once a forwarded query completes, and the sink that
+// delivers that reply (the worker owning the socket or connection).
+class ReplySink {
+  public:
+    virtual void post(ClientRef client, std::string reply) = 0;
+
+  protected:
+    ~ReplySink() = default;
+};
+
+// The per-thread query state: the current zone, the rendered-reply cache,
+// the shuffle's random state and the counters. Used by one thread only.
+class Engine {
+  public:
+    enum class Outcome { kReply, kNone, kForwarded };
+
+    Engine(const ZoneHolder& zones, Forwarder* forwarder, Cache* cache, ReplySink& sink)
+        : zones_(zones), forwarder_(forwarder), cache_(cache), sink_(sink) {
+        uint64_t seed = 0;
+        if (::getrandom(&seed, sizeof(seed), 0) != sizeof(seed)) {
+            seed = reinterpret_cast<uintptr_t>(this);
+        }
+        random_ = seed | 1;
+    }
+
+    ServerStats& stats() { return *stats_; }
+    const ServerStats& stats() const { return *stats_; }
+
+    void refresh_zone() {
+        uint64_t version = zones_.version();
+        bool forwarding = forwarder_ && forwarder_->enabled();
+        if (version != zone_version_ || !zone_ || forwarding != forwarding_) {
+            zone_ = zones_.get();
+            zone_version_ = version;
+            forwarding_ = forwarding;
+            rendered_.clear();
+        }
+    }
+
+    // Handles one query: kReply with `out` set when the reply is ready now,
+    // kForwarded when it will be posted to the sink, kNone when dropped.
+    Outcome handle(const uint8_t* p, size_t n, Proto proto, const ClientRef& client,
+                   std::string& out) {
+        QuickQuery quick;
+        if (quick_parse(p, n, quick, key_)) {
+            bump(stats_->requests[proto][ServerStats::type_index(quick.qtype)]);
+            size_t limit = proto == kTcp ? 65535
+                           : quick.edns
+                               ? std::clamp<size_t>(quick.udp_size, kClassicUdpSize, kEdnsUdpSize)
+                               : kClassicUdpSize;
+            key_.push_back(static_cast<char>((quick.edns ? 1 : 0) | (quick.dnssec_ok ? 2 : 0)));
+            key_.push_back(static_cast<char>(limit >> 8));
+            key_.push_back(static_cast<char>(limit & 0xff));
+            auto it = rendered_.find(key_);
+            if (it != rendered_.end()) {
+                const Rendered& r = it->second;
+                out = r.bytes;
+                out[0] = static_cast<char>(p[0]);
+                out[1] = static_cast<char>(p[1]);
+                out[2] = static_cast<char>((out[2] & ~0x01) | (p[2] & 0x01));  // RD
+                out[3] = static_cast<char>((out[3] & ~0x10) | (p[3] & 0x10));  // CD
+                // The question as asked (same length: it differs in case only).
+                std::memcpy(out.data() + kHeaderSize, p + kHeaderSize,
+                            quick.name_end - kHeaderSize);
+                shuffle(out, r.shuffle_offset, r.shuffle_size, r.shuffle_count);
+                bump(stats_->render_hits);
+                count_response(static_cast<uint8_t>(out[3] & 0x0f));
+                return Outcome::kReply;
+            }
+            return handle_full(p, n, proto, client, out, &key_, limit);
+        }
+        return handle_full(p, n, proto, client, out, nullptr, 0);
+    }
+
+    static void bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
+        // One writer per Engine: a plain load+store avoids a locked RMW.
+        counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
+
+  private:
+    void shuffle(std::string& bytes, size_t offset, size_t size, size_t count) {
+        if (count < 2 || offset + size * count > bytes.size()) return;
+        char temp[64];
+        if (size > sizeof(temp)) return;
+        for (size_t i = count - 1; i > 0; --i) {
+            size_t j = next_random() % (i + 1);
+            if (i == j) continue;
+            char* a = bytes.data() + offset + i * size;
+            char* b = bytes.data() + offset + j * size;
+            std::memcpy(temp, a, size);
+            std::memcpy(a, b, size);
+            std::memcpy(b, temp, size);
+        }
+    }
+
+    uint64_t next_random() {
+        random_ ^= random_ >> 12;
+        random_ ^= random_ << 25;
+        random_ ^= random_ >> 27;
+        return random_ * 0x2545F4914F6CDD1Dull;
+    }
+
+    void count_response(uint8_t rcode) {
+        bump(stats_->responses[std::min<size_t>(rcode, ServerStats::kRcodes - 1)]);
+    }
+
+    Outcome handle_full(const uint8_t* p, size_t n, Proto proto, const ClientRef& client,
+                        std::string& out, const std::string* render_key, size_t quick_limit) {
+        auto packet = std::span<const uint8_t>(p, n);
+        auto parsed = parse_message(packet);
+        if (!parsed) {
+            if (!render_key) bump(stats_->requests[proto][ServerStats::kTypes - 1]);
+            out = error_reply(packet, Rcode::kFormErr);
+            if (out.empty()) {
+                bump(stats_->dropped);
+                return Outcome::kNone;
+            }
+            count_response(static_cast<uint8_t>(Rcode::kFormErr));
+            return Outcome::kReply;
+        }
+        Message& query = *parsed;
+        if (!render_key) {
+            uint16_t qtype = query.questions.size() == 1 ? query.questions[0].qtype : 0;
+            bump(stats_->requests[proto][ServerStats::type_index(qtype)]);
+        }
+        if (forwarder_ && query.questions.size() == 1 &&
+            forwarder_->loop_detected(name_lower(query.questions[0].name))) {
+            Message refused;
+            refused.header = query.header;
+            refused.header.qr = true;
+            refused.header.rcode = static_cast<uint8_t>(Rcode::kRefused);
+            refused.questions = query.questions;
+            out = write_message(refused).bytes;
+            count_response(refused.header.rcode);
+            return Outcome::kReply;
+        }
+        ResolverOptions resolver_options;
+        resolver_options.forwarding = forwarding_;
+        Resolution resolution = resolve(zone_.get(), query, resolver_options);
+        if (resolution.kind == Resolution::Kind::kDrop) {
+            bump(stats_->dropped);
+            return Outcome::kNone;
+        }
+        if (resolution.kind == Resolution::Kind::kForward) {
+            return forward(std::move(query), std::move(resolution), proto, client, out);
+        }
+        size_t limit = finish_reply(query, resolution.response);
+        if (proto == kTcp) limit = 65535;
+        WriteResult written = write_message(resolution.response, limit);
+        if (written.truncated) bump(stats_->truncated);
+        if (render_key && limit == quick_limit && rendered_.size() < kRenderCacheLimit) {
+            Rendered r;
+            r.bytes = written.bytes;
+            r.shuffle_offset = static_cast<uint16_t>(written.shuffle_offset);
+            r.shuffle_size = static_cast<uint16_t>(written.shuffle_size);
+            r.shuffle_count = static_cast<uint16_t>(written.shuffle_count);
+            rendered_.emplace(*render_key, std::move(r));
+        }
+        out = std::move(written.bytes);
+        shuffle(out, written.shuffle_offset, written.shuffle_size, written.shuffle_count);
+        count_response(resolution.response.header.rcode);
+        return Outcome::kReply;
+    }
+
+    // The reply to `query` given the resolver's partial reply and the upstream's.
+    static std::string merge_upstream(const Message& query, Message reply, Proto proto,
+                                      const Result<CachedAnswer>& upstream, bool& truncated) {
+        if (!upstream) {
+            reply.answers.clear();
+            reply.header.rcode = static_cast<uint8_t>(Rcode::kServFail);
+        } else {
+            reply.header.rcode = upstream->rcode;
+            reply.answers.insert(reply.answers.end(), upstream->answers.begin(),
+                                 upstream->answers.end());
+            reply.authority = upstream->authority;
+            reply.additional = upstream->additional;
+        }
+        reply.header.ra = true;
+        size_t limit = finish_reply(query, reply);
+        if (proto == kTcp) limit = 65535;
+        WriteResult written = write_message(reply, limit);
+        truncated = written.truncated;
+        return std::move(written.bytes);
+    }
+
+    Outcome forward(Message query, Resolution resolution, Proto proto, const ClientRef& client,
+                    std::string& out) {
+        auto now = Cache::Clock::now();
+        if (cache_) {
+            if (auto hit = cache_->lookup(resolution.forward, now)) {
+                bool truncated = false;
+                out = merge_upstream(query, std::move(resolution.response), proto, *hit, truncated);
+                if (truncated) bump(stats_->truncated);
+                count_response(static_cast<uint8_t>(out[3] & 0x0f));
+                return Outcome::kReply;
+            }
+        }
+        // The callback runs on the forwarder's thread: it touches only the
+        // sink (thread-safe) and atomics shared with the exporter.
+        std::shared_ptr<ServerStats> stats = stats_;
+        Cache* cache = cache_;
+        ReplySink* sink = &sink_;
+        Question question = resolution.forward;
+        forwarder_->submit(question, [sink, stats, cache, query = std::move(query), proto, client,
+                                      question, now, reply = std::move(resolution.response)](
+                                         Result<Message> upstream) mutable {
+            Result<CachedAnswer> answer = make_error(ErrorCode::kUnavailable, "");
+            if (upstream) {
+                if (cache) cache->insert(question, *upstream, Cache::Clock::now());
+                CachedAnswer a;
+                a.rcode = upstream->header.rcode;
+                a.answers = std::move(upstream->answers);
+                a.authority = std::move(upstream->authority);
+                a.additional = std::move(upstream->additional);
+                answer = std::move(a);
+            } else {
+                log::debug("dns: forward failed: {}", upstream.error().describe());
+            }
+            bool truncated = false;
+            std::string bytes = merge_upstream(query, std::move(reply), proto, answer, truncated);
+            if (truncated) stats->forwarded_truncated.fetch_add(1);
+            stats->forwarded_responses[std::min<size_t>(bytes[3] & 0x0f, ServerStats::kRcodes - 1)]
+                .fetch_add(1);
+            stats->forwarded_duration.record(
+                std::chrono::duration<double>(Cache::Clock::now() - now).count(), 1, true);
+            sink->post(client, std::move(bytes));
+        });
+        return Outcome::kForwarded;
+    }
+
+    const ZoneHolder& zones_;
+    Forwarder* forwarder_;
+    Cache* cache_;
+    ReplySink& sink_;
+    // Shared with forward callbacks, which may outlive a query's thread.
+    std::shared_ptr<ServerStats> stats_ = std::make_shared<ServerStats>();
+    std::shared_ptr<const Zone> zone_;
+    uint64_t zone_version_ = 0;
+    bool forwarding_ = false;
+    std::unordered_map<std::string, Rendered> rendered_;
+    std::string key_;
+    uint64_t random_ = 1;
+};
+
+}  // namespace
+
+class Server::Worker : public ReplySink {
+  public:
+    Worker(const ServerOptions& options, const ZoneHolder& zones, Forwarder* forwarder,
+           Cache* cache)
+        : options_(options),
+          zones_(zones),
+          forwarder_(forwarder),
+          cache_(cache),
+          tcp_engine_(zones, forwarder, cache, *this) {
+        max_connections_ =
+            std::max<size_t>(1, options.max_tcp_connections / std::max<size_t>(1, options.workers));
+    }
+
+    ~Worker() {
+        stop();
+        for (auto& [id, conn] : connections_) ::close(conn.fd);
+        for (auto& loop : udp_loops_) ::close(loop->fd);
+        for (int fd : tcp_fds_) ::close(fd);
+        if (epoll_fd_ >= 0) ::close(epoll_fd_);
+        if (wake_fd_ >= 0) ::close(wake_fd_);
+    }
+
+    Status bind_all(const std::vector<HostPort>& addresses) {
+        epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+        wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (epoll_fd_ < 0 || wake_fd_ < 0) {
+            return make_error(ErrorCode::kIo, "epoll/eventfd", errno);
+        }
+        add_fd(wake_fd_, EPOLLIN, kWakeTag);
+        for (const auto& address : addresses) {
+            auto udp = bind_socket(address, SOCK_DGRAM);
+            if (!udp) return udp.error();
+            int buffer = 4 << 20;
+            ::setsockopt(*udp, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer));
+            // The UDP thread blocks in recvmmsg; the timeout bounds how long
+            // stop() waits should the shutdown() wake-up be missed.
+            timeval timeout{0, 500000};
+            ::setsockopt(*udp, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+            int flags = ::fcntl(*udp, F_GETFL);
+            ::fcntl(*udp, F_SETFL, flags & ~O_NONBLOCK);
+            udp_loops_.push_back(
+                std::make_unique<UdpLoop>(*udp, zones_, forwarder_, cache_, *this));
+            auto tcp = bind_socket(address, SOCK_STREAM);
+            if (!tcp) return tcp.error();
+            tcp_fds_.push_back(*tcp);
+        }
+        for (size_t i = 0; i < tcp_fds_.size(); ++i) add_fd(tcp_fds_[i], EPOLLIN, kListenTag + i);
+        return {};
+    }
+
+    void start() {
+        thread_ = std::thread([this] { run(); });
+        for (auto& loop : udp_loops_) {
+            UdpLoop* raw = loop.get();
+            loop->thread = std::thread([this, raw] { serve_udp(*raw); });
+        }
+    }
+
+    void stop() {
+        if (stopping_.exchange(true)) return;
+        wake();
+        for (auto& loop : udp_loops_) ::shutdown(loop->fd, SHUT_RD);
+        if (thread_.joinable()) thread_.join();
+        for (auto& loop : udp_loops_) {
+            if (loop->thread.joinable()) loop->thread.join();
+        }
+    }
+
+    template <typename F>
+    void for_each_stats(F f) const {
+        f(tcp_engine_.stats());
+        for (const auto& loop : udp_loops_) f(loop->engine.stats());
+    }
+
+    // Called on the forwarder's thread: queue the reply and wake the loop.
+    void post(ClientRef client, std::string reply) override {
+        {
+            std::lock_guard lock(inbox_mutex_);
+            inbox_.emplace_back(std::move(client), std::move(reply));
+        }
+        wake();
+    }
+
+  private:
+    static constexpr uint64_t kWakeTag = 1ull << 62;
+    static constexpr uint64_t kListenTag = 3ull << 60;
+    static constexpr uint64_t kTagMask = 0xfull << 60;
+
+    // One thread per UDP socket, blocked in recvmmsg: under load a batch
+    // costs one receive and one send system call, with no epoll round.
+    struct UdpLoop {
+        UdpLoop(int socket, const ZoneHolder& zones, Forwarder* forwarder, Cache* cache,
+                ReplySink& sink)
+            : fd(socket), engine(zones, forwarder, cache, sink) {}
+        int fd;
+        Engine engine;
+        std::thread thread;
+    };
+
+    struct Connection {
+        int fd = -1;
+        std::string in;
+        std::string out;
+        std::chrono::steady_clock::time_point last_active;
+        bool want_write = false;
+        bool closing = false;  // peer half-closed: close once all replies went out
+        unsigned pending = 0;  // forwarded queries not yet answered
+    };
+
+    void wake() {
+        uint64_t one = 1;
+        (void)!::write(wake_fd_, &one, sizeof(one));
+    }
+
+    void add_fd(int fd, uint32_t events, uint64_t tag) {
+        epoll_event event{};
+        event.events = events;
+        event.data.u64 = tag;
+        ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
+    }
+
+    void drain_inbox() {
+        std::deque<std::pair<ClientRef, std::string>> items;
+        {
+            std::lock_guard lock(inbox_mutex_);
+            items.swap(inbox_);
+        }
+        for (auto& [client, bytes] : items) {
+            if (client.proto == kUdp) {
+                ::sendto(client.udp_fd, bytes.data(), bytes.size(), MSG_DONTWAIT,
+                         reinterpret_cast<const sockaddr*>(&client.address), client.address_length);
+                continue;
+            }
+            auto it = connections_.find(client.connection);
+            if (it == connections_.end()) continue;  // the client went away
+            if (it->second.pending > 0) --it->second.pending;
+            queue_tcp(it->second, bytes);
+            flush(client.connection, it->second);
+        }
+    }
+
+    void serve_udp(UdpLoop& loop) {
+        std::vector<std::array<uint8_t, kUdpBuffer>> buffers(kBatch);
+        std::array<std::string, kBatch> replies;
+        std::array<mmsghdr, kBatch> in{};
+        std::array<iovec, kBatch> in_iov{};
+        std::array<sockaddr_storage, kBatch> from{};
+        std::array<mmsghdr, kBatch> out{};
+        std::array<iovec, kBatch> out_iov{};
+        ServerStats& stats = loop.engine.stats();
+        while (!stopping_.load(std::memory_order_relaxed)) {
+            for (size_t i = 0; i < kBatch; ++i) {
+                in_iov[i] = {buffers[i].data(), kUdpBuffer};
+                in[i].msg_hdr = {};
+                in[i].msg_hdr.msg_iov = &in_iov[i];
+                in[i].msg_hdr.msg_iovlen = 1;
+                in[i].msg_hdr.msg_name = &from[i];
+                in[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
+            }
+            int received = ::recvmmsg(loop.fd, in.data(), kBatch, MSG_WAITFORONE, nullptr);
+            if (received <= 0) continue;  // timeout, signal or shutdown: check stopping_
+            auto start = std::chrono::steady_clock::now();
+            loop.engine.refresh_zone();
+            size_t replies_ready = 0;
+            for (int i = 0; i < received; ++i) {
+                ClientRef client;
+                client.proto = kUdp;
+                client.udp_fd = loop.fd;
+                client.address = from[i];
+                client.address_length = in[i].msg_hdr.msg_namelen;
+                std::string& reply = replies[replies_ready];
+                size_t length = std::min<size_t>(in[i].msg_len, kUdpBuffer);
+                if (loop.engine.handle(buffers[i].data(), length, kUdp, client, reply) !=
+                    Engine::Outcome::kReply) {
+                    continue;
+                }
+                out_iov[replies_ready] = {reply.data(), reply.size()};
+                out[replies_ready].msg_hdr = {};
+                out[replies_ready].msg_hdr.msg_iov = &out_iov[replies_ready];
+                out[replies_ready].msg_hdr.msg_iovlen = 1;
+                out[replies_ready].msg_hdr.msg_name = &from[i];
+                out[replies_ready].msg_hdr.msg_namelen = in[i].msg_hdr.msg_namelen;
+                ++replies_ready;
+            }
+            // One clock read per batch: every reply of the batch took the
+            // batch's time from receipt to send.
+            stats.duration.record(
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                replies_ready, false);
+            size_t sent = 0;
+            while (sent < replies_ready) {
+                int n = ::sendmmsg(loop.fd, out.data() + sent,
+                                   static_cast<unsigned>(replies_ready - sent), MSG_DONTWAIT);
+                if (n <= 0) break;  // a full socket buffer drops replies, as UDP does
+                sent += static_cast<size_t>(n);
+            }
+        }
+    }
+
+    void accept_tcp(int listen_fd) {
+        while (true) {
+            int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0) return;
+            if (connections_.size() >= max_connections_) {
+                Engine::bump(tcp_engine_.stats().tcp_rejected);
+                ::close(fd);
+                continue;
+            }
+            uint64_t id = next_connection_++;
+            Connection& conn = connections_[id];
+            conn.fd = fd;
+            conn.last_active = std::chrono::steady_clock::now();
+            add_fd(fd, EPOLLIN | EPOLLRDHUP, id);
+        }
+    }
+
+    void queue_tcp(Connection& conn, const std::string& reply) {
+        conn.out.push_back(static_cast<char>(reply.size() >> 8));
+        conn.out.push_back(static_cast<char>(reply.size() & 0xff));
+        conn.out += reply;
+    }
+
+    void close_connection(uint64_t id) {
+        auto it = connections_.find(id);
+        if (it == connections_.end()) return;
+        ::close(it->second.fd);  // also removes it from the epoll set
+        connections_.erase(it);
+    }
+
+    // Sends what is queued; watches for writability while some remains.
+    void flush(uint64_t id, Connection& conn) {
+        while (!conn.out.empty()) {
+            ssize_t n = ::send(conn.fd, conn.out.data(), conn.out.size(), MSG_NOSIGNAL);
+            if (n > 0) {
+                conn.out.erase(0, static_cast<size_t>(n));
+                continue;
+            }
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+            close_connection(id);
+            return;
+        }
+        bool want_write = !conn.out.empty();
+        if (want_write != conn.want_write) {
+            conn.want_write = want_write;
+            epoll_event event{};
+            // Reading pauses while too much is unsent (a client that never reads).
+            event.events = (want_write ? EPOLLOUT : 0u) |
+                           (conn.out.size() < kMaxTcpBuffered ? EPOLLIN | EPOLLRDHUP : 0u);
+            event.data.u64 = id;
+            ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, conn.fd, &event);
+        }
+        if (conn.closing && conn.out.empty() && conn.pending == 0) close_connection(id);
+    }
+
+    void serve_tcp(uint64_t id, uint32_t events) {
+        auto it = connections_.find(id);
+        if (it == connections_.end()) return;
+        Connection& conn = it->second;
+        conn.last_active = std::chrono::steady_clock::now();
+        if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+            char buffer[16384];
+            while (true) {
+                ssize_t n = ::recv(conn.fd, buffer, sizeof(buffer), 0);
+                if (n > 0) {
+                    conn.in.append(buffer, static_cast<size_t>(n));
+                    if (conn.in.size() > 2 * 65538) break;  // process before reading more
+                    continue;
+                }
+                if (n == 0) conn.closing = true;
+                if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+                    close_connection(id);
+                    return;
+                }
+                break;
+            }
+            // Pipelining: every complete frame is answered, in order of
+            // arrival (forwarded ones when their upstream answers).
+            size_t pos = 0;
+            std::string reply;
+            while (conn.in.size() - pos >= 2) {
+                size_t length = (static_cast<uint8_t>(conn.in[pos]) << 8) |
+                                static_cast<uint8_t>(conn.in[pos + 1]);
+                if (conn.in.size() - pos - 2 < length) break;
+                auto start = std::chrono::steady_clock::now();
+                ClientRef client;
+                client.proto = kTcp;
+                client.connection = id;
+                const auto* p = reinterpret_cast<const uint8_t*>(conn.in.data() + pos + 2);
+                Engine::Outcome outcome = tcp_engine_.handle(p, length, kTcp, client, reply);
+                if (outcome == Engine::Outcome::kReply) {
+                    tcp_engine_.stats().duration.record(
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                            .count(),
+                        1, false);
+                    queue_tcp(conn, reply);
+                } else if (outcome == Engine::Outcome::kForwarded) {
+                    ++conn.pending;
+                }
+                pos += 2 + length;
+            }
+            conn.in.erase(0, pos);
+        }
+        flush(id, conn);
+    }
+
+    void expire_idle() {
+        auto now = std::chrono::steady_clock::now();
+        std::vector<uint64_t> idle;
+        for (const auto& [id, conn] : connections_) {
+            if (conn.pending == 0 && now - conn.last_active > options_.tcp_idle_timeout) {
+                idle.push_back(id);
+            }
+        }
+        for (uint64_t id : idle) close_connection(id);
+    }
+
+    void run() {
+        std::array<epoll_event, 64> events;
+        auto last_scan = std::chrono::steady_clock::now();
+        while (!stopping_.load(std::memory_order_relaxed)) {
+            int n = ::epoll_wait(epoll_fd_, events.data(), events.size(), 1000);
+            tcp_engine_.refresh_zone();
+            for (int i = 0; i < n; ++i) {
+                uint64_t tag = events[i].data.u64;
+                if (tag == kWakeTag) {
+                    uint64_t value = 0;
+                    (void)!::read(wake_fd_, &value, sizeof(value));
+                    drain_inbox();
+                } else if ((tag & kTagMask) == kListenTag) {
+                    accept_tcp(tcp_fds_[tag & ~kTagMask]);
+                } else {
+                    serve_tcp(tag, events[i].events);
+                }
+            }
+            auto now = std::chrono::steady_clock::now();
+            if (now - last_scan > std::chrono::seconds(1)) {
+                last_scan = now;
+                expire_idle();
+            }
+        }
+    }
+
+    const ServerOptions& options_;
+    const ZoneHolder& zones_;
+    Forwarder* forwarder_;
+    Cache* cache_;
+
+    int epoll_fd_ = -1;
+    int wake_fd_ = -1;
+    std::vector<std::unique_ptr<UdpLoop>> udp_loops_;
+    std::vector<int> tcp_fds_;
+    std::thread thread_;
+    std::atomic<bool> stopping_{false};
+
+    // Event-loop thread state.
+    Engine tcp_engine_;
+    std::unordered_map<uint64_t, Connection> connections_;
+    uint64_t next_connection_ = 1;
+    size_t max_connections_ = 1;
+
+    std::mutex inbox_mutex_;
+    std::deque<std::pair<ClientRef, std::string>> inbox_;
+};
+
+void ServerStats::Histogram::record(double seconds, uint64_t n, bool shared) {
+    if (n == 0) return;
+    size_t bucket = 0;
+    while (bucket < kBuckets.size() && seconds > kBuckets[bucket]) ++bucket;
+    if (shared) {
+        buckets[bucket].fetch_add(n, std::memory_order_relaxed);
+        count.fetch_add(n, std::memory_order_relaxed);
+        sum.fetch_add(seconds * static_cast<double>(n), std::memory_order_relaxed);
+        return;
+    }
+    // Single writer: plain load+store, no locked instruction on the hot path.
+    auto add = [n](std::atomic<uint64_t>& a) {
+        a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    };
+    add(buckets[bucket]);
+    add(count);
+    sum.store(sum.load(std::memory_order_relaxed) + seconds * static_cast<double>(n),
+              std::memory_order_relaxed);
+}
+
+Server::Server(ServerOptions options, const ZoneHolder& zones, Forwarder* forwarder, Cache* cache)
+    : options_(std::move(options)), zones_(zones), forwarder_(forwarder), cache_(cache) {
+    options_.workers = std::max(1u, options_.workers);
+}
+
+Server::~Server() {
+    stop();
+}
+
+Status Server::start() {
+    // Port 0 asks the kernel for a port: the first worker's UDP socket picks
+    // it, and every other socket (TCP, other workers) binds the same one.
+    std::vector<HostPort> addresses = options_.listen;
+    for (auto& address : addresses) {
+        if (address.port != 0) continue;
+        for (int attempt = 0; attempt < 20 && address.port == 0; ++attempt) {
+            auto probe = bind_socket(address, SOCK_DGRAM);
+            if (!probe) return probe.error();
+            SocketAddress bound;
+            socklen_t length = sizeof(sockaddr_storage);
+            ::getsockname(*probe, reinterpret_cast<sockaddr*>(&bound.storage()), &length);
+            HostPort picked = from_socket_address(bound.storage());
+            auto tcp = bind_socket(picked, SOCK_STREAM);
+            ::close(*probe);
+            if (tcp) {
+                ::close(*tcp);
+                address.port = picked.port;
+            }
+        }
+        if (address.port == 0) {
+            return make_error(ErrorCode::kIo, "no free port for " + address.to_string());
+        }
+    }
+    for (unsigned i = 0; i < options_.workers; ++i) {
+        auto worker = std::make_unique<Worker>(options_, zones_, forwarder_, cache_);
+        if (auto status = worker->bind_all(addresses); !status) return status;
+        workers_.push_back(std::move(worker));
+    }
+    bound_ = addresses;
+    for (auto& worker : workers_) worker->start();
+    return {};
+}
+
+void Server::stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    for (auto& worker : workers_) worker->stop();
+}
+
+void Server::append_metrics(std::string& out) const {
+    uint64_t requests[2][ServerStats::kTypes] = {};
+    uint64_t responses[ServerStats::kRcodes] = {};
+    uint64_t buckets[ServerStats::kBuckets.size() + 1] = {};
+    uint64_t count = 0;
+    double sum = 0;
+    uint64_t truncated = 0;
+    uint64_t tcp_rejected = 0;
+    uint64_t dropped = 0;
+    uint64_t render_hits = 0;
+    auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+    for (const auto& worker : workers_) {
+        worker->for_each_stats([&](const ServerStats& s) {
+            for (size_t p = 0; p < 2; ++p) {
+                for (size_t t = 0; t < ServerStats::kTypes; ++t)
+                    requests[p][t] += get(s.requests[p][t]);
+            }
+            for (size_t r = 0; r < ServerStats::kRcodes; ++r) {
+                responses[r] += get(s.responses[r]) + get(s.forwarded_responses[r]);
+            }
+            for (const auto* h : {&s.duration, &s.forwarded_duration}) {
+                for (size_t b = 0; b <= ServerStats::kBuckets.size(); ++b)
+                    buckets[b] += get(h->buckets[b]);
+                count += get(h->count);
+                sum += h->sum.load(std::memory_order_relaxed);
+            }
+            truncated += get(s.truncated) + get(s.forwarded_truncated);
+            tcp_rejected += get(s.tcp_rejected);
+            dropped += get(s.dropped);
+            render_hits += get(s.render_hits);
+        });
+    }
+    out += "# HELP coredns_dns_requests_total DNS queries received, by protocol and type.\n";
+    out += "# TYPE coredns_dns_requests_total counter\n";
+    for (size_t p = 0; p < 2; ++p) {
+        for (size_t t = 0; t < ServerStats::kTypes; ++t) {
+            out += fmt::format("coredns_dns_requests_total{{proto=\"{}\",type=\"{}\"}} {}\n",
+                               p == 0 ? "udp" : "tcp", type_name(kTypeOfIndex[t]), requests[p][t]);
+        }
+    }
+    out += "# HELP coredns_dns_responses_total DNS replies sent, by rcode.\n";
+    out += "# TYPE coredns_dns_responses_total counter\n";
+    for (size_t r = 0; r < ServerStats::kRcodes; ++r) {
+        out += fmt::format("coredns_dns_responses_total{{rcode=\"{}\"}} {}\n",
+                           r < 6 ? to_string(static_cast<Rcode>(r)) : "other", responses[r]);
+    }
+    out +=
+        "# HELP coredns_dns_request_duration_seconds Time from receiving a query to its reply.\n";
+    out += "# TYPE coredns_dns_request_duration_seconds histogram\n";
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b <= ServerStats::kBuckets.size(); ++b) {
+        cumulative += buckets[b];
+        std::string le =
+            b < ServerStats::kBuckets.size() ? fmt::format("{}", ServerStats::kBuckets[b]) : "+Inf";
+        out += fmt::format("coredns_dns_request_duration_seconds_bucket{{le=\"{}\"}} {}\n", le,
+                           cumulative);
+    }
+    out += fmt::format("coredns_dns_request_duration_seconds_sum {}\n", sum);
+    out += fmt::format("coredns_dns_request_duration_seconds_count {}\n", count);
+    auto counter = [&out](const char* name, const char* help, uint64_t value) {
+        out +=
+            fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, value);
+    };
+    counter("switchboard_dns_truncated_total", "Replies sent with TC set.", truncated);
+    counter("switchboard_dns_tcp_rejected_total", "TCP connections refused over the bound.",
+            tcp_rejected);
+    counter("switchboard_dns_render_cache_hits_total",
+            "Zone replies served from a thread's rendered-reply cache.", render_hits);
+    counter("switchboard_dns_dropped_total", "Packets not answered (responses, runts).", dropped);
+}
+
+}  // namespace sb::dns

@@ -1,0 +1,286 @@
+#include "dns/zone.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "base/log.h"
+
+namespace sb::dns {
+
+namespace {
+
+constexpr uint32_t kSoaRefresh = 7200;
+constexpr uint32_t kSoaRetry = 1800;
+constexpr uint32_t kSoaExpire = 86400;
+constexpr const char* kSpecVersion = "1.1.0";
+
+std::string lower_text(std::string_view text) {
+    std::string out(text);
+    for (char& c : out) {
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+    }
+    return out;
+}
+
+const char* proto_label(watch::Protocol protocol) {
+    switch (protocol) {
+        case watch::Protocol::kTCP:
+            return "_tcp";
+        case watch::Protocol::kUDP:
+            return "_udp";
+        case watch::Protocol::kSCTP:
+            return "_sctp";
+    }
+    return "_tcp";
+}
+
+// Collects records while building: name -> type -> set of rdata.
+class Builder {
+  public:
+    explicit Builder(std::string origin) : origin_(std::move(origin)) {}
+
+    void add(const std::string& name, uint16_t rtype, std::string rdata) {
+        names_[name][rtype].insert(std::move(rdata));
+    }
+    void add_address(const std::string& name, const IpAddress& address) {
+        add(name, address.is_v4() ? type::kA : type::kAAAA, rdata_address(address));
+    }
+
+    std::unordered_map<std::string, Zone::Node> finish() {
+        std::unordered_map<std::string, Zone::Node> nodes;
+        nodes.reserve(names_.size() * 2);
+        for (auto& [name, types] : names_) {
+            Zone::Node& node = nodes[name];
+            for (auto& [rtype, rdatas] : types) {
+                Zone::RRset rrset;
+                rrset.rtype = rtype;
+                rrset.rdatas.assign(rdatas.begin(), rdatas.end());
+                node.rrsets.push_back(std::move(rrset));
+            }
+            // Empty non-terminals: every ancestor up to the origin exists.
+            if (!name_is_under(name, origin_)) continue;
+            std::string_view parent = name;
+            while (parent.size() > origin_.size()) {
+                parent = name_parent(parent);
+                nodes.try_emplace(std::string(parent));
+            }
+        }
+        return nodes;
+    }
+
+  private:
+    std::string origin_;
+    std::map<std::string, std::map<uint16_t, std::set<std::string>>> names_;
+};
+
+// "label." + parent wire; error when the label is not a valid DNS label.
+Result<std::string> child(std::string_view label, std::string_view parent) {
+    if (label.empty() || label.size() > kMaxLabelLength) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "invalid DNS label \"" + std::string(label) + "\"");
+    }
+    std::string out;
+    out.push_back(static_cast<char>(label.size()));
+    out += lower_text(label);
+    out.append(parent);
+    if (out.size() > kMaxNameLength) {
+        return make_error(ErrorCode::kInvalidArgument, "DNS name over 255 bytes");
+    }
+    return out;
+}
+
+struct ReadyAddress {
+    IpAddress address;
+    std::string host;  // endpoint hostname or the dashed address
+};
+
+void add_headless(Builder& b, const std::string& svc_name, const watch::Snapshot& snapshot,
+                  const watch::Service& service) {
+    std::vector<ReadyAddress> ready;
+    // SRV name -> (port, host) pairs.
+    std::map<std::string, std::set<std::pair<uint16_t, std::string>>> srv;
+    for (const auto& slice : snapshot.slices_for(service.meta.key())) {
+        if (slice->address_type == watch::AddressType::kFQDN) continue;
+        for (const auto& endpoint : slice->endpoints) {
+            if (!endpoint.ready) continue;
+            for (const auto& address : endpoint.addresses) {
+                std::string host =
+                    endpoint.hostname.empty() ? dashed_address(address) : endpoint.hostname;
+                auto host_name = child(host, svc_name);
+                if (!host_name) {
+                    log::warn("dns: skipping endpoint {} of {}: {}", address.to_string(),
+                              service.meta.key().to_string(), host_name.error().describe());
+                    continue;
+                }
+                ready.push_back({address, host});
+                b.add_address(svc_name, address);
+                b.add_address(*host_name, address);
+                b.add(reverse_name(address), type::kPTR, *host_name);
+                for (const auto& port : slice->ports) {
+                    if (port.name.empty() || !port.port) continue;
+                    auto proto = child(proto_label(port.protocol), svc_name);
+                    if (!proto) continue;
+                    auto srv_name = child("_" + port.name, *proto);
+                    if (!srv_name) continue;
+                    srv[*srv_name].insert({*port.port, *host_name});
+                }
+            }
+        }
+    }
+    for (const auto& [name, targets] : srv) {
+        uint16_t weight = static_cast<uint16_t>(100 / targets.size());
+        for (const auto& [port, target] : targets) {
+            b.add(name, type::kSRV, rdata_srv(0, weight, port, target));
+        }
+    }
+}
+
+void add_service(Builder& b, const std::string& svc_zone, const watch::Snapshot& snapshot,
+                 const watch::Service& service) {
+    auto ns_name = child(service.meta.ns, svc_zone);
+    if (!ns_name) return;
+    auto svc_name = child(service.meta.name, *ns_name);
+    if (!svc_name) return;
+    if (service.type == watch::ServiceType::kExternalName) {
+        auto target = name_from_text(service.external_name);
+        if (!target) {
+            log::warn("dns: skipping ExternalName {}: {}", service.meta.key().to_string(),
+                      target.error().describe());
+            return;
+        }
+        b.add(*svc_name, type::kCNAME, name_lower(*target));
+        return;
+    }
+    if (service.headless) {
+        add_headless(b, *svc_name, snapshot, service);
+        return;
+    }
+    if (service.cluster_ips.empty()) return;  // not allocated yet: no name
+    for (const auto& ip : service.cluster_ips) {
+        b.add_address(*svc_name, ip);
+        b.add(reverse_name(ip), type::kPTR, *svc_name);
+    }
+    for (const auto& port : service.ports) {
+        if (port.name.empty()) continue;
+        auto proto = child(proto_label(port.protocol), *svc_name);
+        if (!proto) continue;
+        auto srv_name = child("_" + port.name, *proto);
+        if (!srv_name) continue;
+        b.add(*srv_name, type::kSRV, rdata_srv(0, 100, port.port, *svc_name));
+    }
+}
+
+}  // namespace
+
+const Zone::RRset* Zone::Node::find(uint16_t rtype) const {
+    for (const auto& rrset : rrsets) {
+        if (rrset.rtype == rtype) return &rrset;
+    }
+    return nullptr;
+}
+
+Result<std::shared_ptr<const Zone>> Zone::build(const watch::Snapshot& snapshot,
+                                                const ZoneConfig& config) {
+    auto origin = name_from_text(config.domain);
+    if (!origin) return origin.error();
+    auto zone = std::make_shared<Zone>();
+    zone->config_ = config;
+    zone->origin_ = name_lower(*origin);
+    zone->synced_ = snapshot.synced;
+    zone->serial_ = static_cast<uint32_t>(snapshot.generation);
+    const std::string& o = zone->origin_;
+    std::string ns_name = *child("ns", *child("dns", o));
+    std::string hostmaster = *child("hostmaster", o);
+    zone->soa_ = Record{o, type::kSOA, kClassIN, config.ttl,
+                        rdata_soa(ns_name, hostmaster, zone->serial_, kSoaRefresh, kSoaRetry,
+                                  kSoaExpire, config.ttl)};
+
+    Builder b(o);
+    b.add(o, type::kSOA, zone->soa_.rdata);
+    b.add(o, type::kNS, ns_name);
+    b.add(*child("dns-version", o), type::kTXT, rdata_txt({kSpecVersion}));
+    std::string svc_zone = *child("svc", o);
+    b.add(svc_zone, 0, "");  // "svc" exists even with no Service: placeholder dropped below
+    if (config.pods != PodRecords::kDisabled) b.add(*child("pod", o), 0, "");
+
+    for (const auto& [key, service] : snapshot.services) {
+        zone->namespaces_.insert(lower_text(key.ns));
+        add_service(b, svc_zone, snapshot, *service);
+    }
+    for (const auto& [key, slice] : snapshot.endpoint_slices) {
+        zone->namespaces_.insert(lower_text(key.ns));
+        for (const auto& endpoint : slice->endpoints) {
+            if (!endpoint.target_ref || endpoint.target_ref->kind != "Pod") continue;
+            const std::string& ns =
+                endpoint.target_ref->ns.empty() ? key.ns : endpoint.target_ref->ns;
+            for (const auto& address : endpoint.addresses) {
+                zone->pods_.insert(lower_text(ns) + "/" + rdata_address(address));
+            }
+        }
+    }
+    zone->nodes_ = b.finish();
+    // Type 0 marks names that exist without records (see above).
+    for (auto& [name, node] : zone->nodes_) {
+        std::erase_if(node.rrsets, [](const RRset& r) { return r.rtype == 0; });
+    }
+    return std::shared_ptr<const Zone>(std::move(zone));
+}
+
+const Zone::Node* Zone::find(std::string_view lower_name) const {
+    auto it = nodes_.find(std::string(lower_name));
+    return it == nodes_.end() ? nullptr : &it->second;
+}
+
+bool Zone::pod_known(std::string_view ns, const IpAddress& address) const {
+    std::string key(ns);
+    key += '/';
+    key += rdata_address(address);
+    return pods_.count(key) > 0;
+}
+
+bool Zone::namespace_known(std::string_view ns) const {
+    return namespaces_.count(std::string(ns)) > 0;
+}
+
+std::string reverse_name(const IpAddress& address) {
+    std::string out;
+    const uint8_t* bytes = address.bytes();
+    if (address.is_v4()) {
+        for (int i = 3; i >= 0; --i) {
+            std::string label = std::to_string(bytes[i]);
+            out.push_back(static_cast<char>(label.size()));
+            out += label;
+        }
+        out += "\7in-addr\4arpa";
+        out.push_back('\0');
+        return out;
+    }
+    static const char* kHex = "0123456789abcdef";
+    for (int i = 15; i >= 0; --i) {
+        out.push_back('\1');
+        out.push_back(kHex[bytes[i] & 0x0f]);
+        out.push_back('\1');
+        out.push_back(kHex[bytes[i] >> 4]);
+    }
+    out += "\3ip6\4arpa";
+    out.push_back('\0');
+    return out;
+}
+
+std::string dashed_address(const IpAddress& address) {
+    std::string text = address.to_string();
+    std::replace(text.begin(), text.end(), address.is_v4() ? '.' : ':', '-');
+    return text;
+}
+
+Result<IpAddress> parse_dashed_address(std::string_view label) {
+    std::string text(label);
+    size_t dashes = std::count(text.begin(), text.end(), '-');
+    // Exactly three dashes and no colon-worthy characters: IPv4; else IPv6.
+    bool v4 = dashes == 3 && text.find_first_not_of("0123456789-") == std::string::npos;
+    std::replace(text.begin(), text.end(), '-', v4 ? '.' : ':');
+    return IpAddress::parse(text);
+}
+
+}  // namespace sb::dns

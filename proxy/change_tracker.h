@@ -1,0 +1,86 @@
+// ChangeTracker: which Services changed since the last sync.
+//
+// Like kube-proxy's servicechangetracker / endpointschangetracker: the Store
+// listener only records the keys of the affected Services (cheap, on the
+// writer's thread); at sync time take() compares each recorded Service's
+// inputs (the Service and its EndpointSlices) as of the previous take() with
+// the current snapshot and drops those that are equal again (an update
+// followed by its revert, a relist that changed nothing). A change to this
+// node's Node object (its zone feeds topology) marks everything changed.
+//
+// Thread safety: record() may be called from any thread; take() and
+// apply_incremental() from the sync thread only.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "proxy/planner.h"
+#include "rules/plan.h"
+#include "watch/store.h"
+
+namespace sb::proxy {
+
+// What the planner reads for one Service. Pointers come from Store
+// snapshots, which never mutate an object in place.
+struct ServiceInputs {
+    std::shared_ptr<const watch::Service> service;                    // null: the Service is absent
+    std::vector<std::shared_ptr<const watch::EndpointSlice>> slices;  // sorted by key
+    bool operator==(const ServiceInputs& other) const;
+};
+
+struct ServiceChange {
+    watch::ObjectKey key;
+    ServiceInputs previous;
+    ServiceInputs current;
+};
+
+class ChangeTracker {
+  public:
+    explicit ChangeTracker(std::string node_name);
+
+    // The Store listener's body: records keys only. Returns true when the
+    // batch concerned the proxy (a Service, a slice of one, this Node).
+    bool record(const std::vector<watch::Change>& changes);
+
+    struct Batch {
+        std::vector<ServiceChange> services;  // sorted by key, equal ones dropped
+        bool node_changed = false;            // this Node changed: replan everything
+        // The state the batch was judged against: plan from this one.
+        std::shared_ptr<const watch::Snapshot> snapshot;
+    };
+    // Takes the keys recorded since the last take(), THEN the Store's
+    // snapshot, and judges them against it; the snapshot becomes the
+    // baseline of the Services concerned. The order matters: a change
+    // recorded before the keys were taken is already in the Store (the Store
+    // notifies after writing), so it is in the snapshot; one recorded after
+    // is kept for the next take(). With `full` the whole snapshot becomes the
+    // baseline (a full sync replans everything, so nothing missed can
+    // linger) and the batch lists no Service.
+    Batch take(const watch::Store& store, bool full);
+
+  private:
+    const std::string node_name_;
+    std::mutex mutex_;
+    std::set<watch::ObjectKey> dirty_;
+    bool node_dirty_ = false;
+    // Sync thread only: each Service's inputs as of the last take().
+    std::map<watch::ObjectKey, ServiceInputs> baseline_;
+};
+
+// The inputs of one Service in a snapshot.
+ServiceInputs inputs_of(const watch::Snapshot& snapshot, const watch::ObjectKey& key);
+
+// `previous` (a plan computed from an earlier snapshot) updated for the
+// changed Services only, with plan_service(): equal to
+// build_plan(snapshot, options) when `changes` lists every Service whose
+// inputs differ and this Node did not change.
+rules::Plan apply_incremental(const rules::Plan& previous,
+                              const std::vector<ServiceChange>& changes,
+                              const watch::Snapshot& snapshot, const PlannerOptions& options);
+
+}  // namespace sb::proxy

@@ -1,0 +1,457 @@
+#include "proxy/daemon.h"
+
+#include <signal.h>
+
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <sstream>
+
+#include <spdlog/sinks/ostream_sink.h>
+
+#include "base/log.h"
+#include "proxy/planner.h"
+#include "rules/nftables/nftables_backend.h"
+#include "rules/plan_json.h"
+
+#ifndef SWITCHBOARD_VERSION
+#define SWITCHBOARD_VERSION "unknown"
+#endif
+
+namespace sb::proxy {
+
+namespace {
+
+using Seconds = std::chrono::duration<double>;
+
+double unix_seconds(std::chrono::system_clock::time_point time) {
+    return Seconds(time.time_since_epoch()).count();
+}
+
+void print_error(const std::string& message) {
+    std::fprintf(stderr, "switchboard: %s\n", message.c_str());
+}
+
+HttpResponse text_response(unsigned status, std::string body) {
+    return HttpResponse{status, "text/plain; charset=utf-8", std::move(body), {}};
+}
+
+}  // namespace
+
+int exit_code_for(const Error& error) {
+    return error.code == ErrorCode::kInvalidArgument ? kExitUsage : kExitFailure;
+}
+
+Result<BackendFactory> backend_factory(ProxyMode mode) {
+    if (mode == ProxyMode::kNftables) {
+        return BackendFactory([](const rules::BackendOptions& options) {
+            return rules::nftables::make_backend(options);
+        });
+    }
+    return make_error(ErrorCode::kUnavailable,
+                      std::string("--proxy-mode=") + to_string(mode) + " is not available yet");
+}
+
+std::vector<Prefix> primary_node_prefixes(const watch::Snapshot& snapshot,
+                                          const std::string& node_name) {
+    std::vector<Prefix> prefixes;
+    auto it = snapshot.nodes.find(watch::ObjectKey{"", node_name});
+    if (it == snapshot.nodes.end()) return prefixes;
+    bool have_v4 = false;
+    bool have_v6 = false;
+    for (const auto& address : it->second->addresses) {
+        if (address.type != "InternalIP") continue;
+        auto ip = IpAddress::parse(address.address);
+        if (!ip) continue;
+        bool& have = ip->is_v4() ? have_v4 : have_v6;
+        if (have) continue;
+        have = true;
+        prefixes.emplace_back(*ip, ip->is_v4() ? 32 : 128);
+    }
+    return prefixes;
+}
+
+namespace {
+
+// The backend options with --nodeport-addresses=primary resolved.
+rules::BackendOptions resolved_backend_options(const Options& options,
+                                               const watch::Snapshot& snapshot) {
+    rules::BackendOptions backend = options.backend;
+    if (options.nodeport_primary) {
+        backend.nodeport_addresses = primary_node_prefixes(snapshot, options.node_name);
+        if (backend.nodeport_addresses.empty()) {
+            log::warn(
+                "--nodeport-addresses=primary: Node {} has no InternalIP (or is unknown); "
+                "NodePorts answer on every local address",
+                options.node_name);
+        }
+    }
+    return backend;
+}
+
+// FileSource::load() with its log lines held back: on failure only the
+// caller's one-line error reaches stderr (the exit-2 contract); on success
+// the held lines (skipped objects...) are written out as usual.
+Status load_file_source(watch::FileSource& source) {
+    auto previous = spdlog::default_logger();
+    std::ostringstream held;
+    auto holder = std::make_shared<spdlog::logger>(
+        "switchboard", std::make_shared<spdlog::sinks::ostream_sink_mt>(held));
+    holder->set_level(previous->level());
+    spdlog::set_default_logger(holder);
+    Status status = source.load();
+    spdlog::set_default_logger(previous);
+    if (!status) {
+        return make_error(ErrorCode::kInvalidArgument, "--source: " + status.error().describe());
+    }
+    std::cerr << held.str() << std::flush;
+    return status;
+}
+
+watch::kube::KubeSourceOptions kube_options(const Options& options) {
+    watch::kube::KubeSourceOptions kube;
+    kube.kubeconfig = options.kubeconfig;
+    kube.master = options.master;
+    kube.node_name = options.node_name;
+    return kube;
+}
+
+}  // namespace
+
+Daemon::Daemon(Options options, BackendFactory backend_factory)
+    : options_(std::move(options)),
+      backend_factory_(std::move(backend_factory)),
+      // kube-proxy: unhealthy once an update waits longer than 2 x syncPeriod.
+      health_(2 * options_.sync_period),
+      tracker_(options_.node_name),
+      health_ports_(http_, IpAddress(),
+                    [this] { return health_.check(std::chrono::system_clock::now()).healthy; }),
+      runner_(
+          SyncTiming{options_.min_sync_period, options_.sync_period, std::chrono::seconds(1)},
+          [this](bool full) { return sync(full); }, clock_) {
+    store_.subscribe(
+        [this](const std::vector<watch::Change>& changes) { on_store_changes(changes); });
+}
+
+Daemon::~Daemon() {
+    stop();
+}
+
+Status Daemon::start() {
+    if (started_) return {};
+    started_ = true;
+    // Like kube-proxy at startup: an update is pending until the first sync.
+    health_.queued(std::chrono::system_clock::now());
+
+    auto serve = [this](const char* flag, const std::optional<HostPort>& address, HttpRoutes routes,
+                        int& listener) -> Status {
+        if (!address) return {};
+        auto id = http_.listen(*address, std::move(routes));
+        if (!id) {
+            return make_error(ErrorCode::kIo, std::string(flag) + ": " + id.error().describe());
+        }
+        listener = *id;
+        return {};
+    };
+    if (auto status = serve("--metrics-bind-address", options_.metrics_bind, metrics_routes(),
+                            metrics_listener_);
+        !status) {
+        return status;
+    }
+    if (auto status = serve("--healthz-bind-address", options_.healthz_bind, healthz_routes(),
+                            healthz_listener_);
+        !status) {
+        return status;
+    }
+
+    if (!options_.source_file.empty()) {
+        file_source_ = std::make_unique<watch::FileSource>(options_.source_file, store_);
+        if (auto status = load_file_source(*file_source_); !status) return status;
+        if (auto status = file_source_->start(); !status) {
+            return make_error(ErrorCode::kIo, "--source: " + status.error().describe());
+        }
+    } else {
+        auto source = watch::kube::KubeSource::create(kube_options(options_), store_);
+        if (!source) {
+            const auto& error = source.error();
+            return make_error(error.code, "--kubeconfig: " + error.describe());
+        }
+        kube_source_ = std::move(*source);
+        kube_source_->start();
+    }
+
+    if (!options_.dns.listen.empty()) {
+        auto service = dns::DnsService::start(options_.dns, store_);
+        if (!service) {
+            return make_error(ErrorCode::kIo, "--dns-listen: " + service.error().describe());
+        }
+        dns_ = std::move(*service);
+    }
+
+    // Serving starts only now: the handlers read file_source_, kube_source_
+    // and dns_, which are set above (connections wait in the backlog).
+    http_.start();
+    // The file source marks the Store synced inside load(), before any
+    // listener could see the nudge: check once here too.
+    if (store_.snapshot()->synced && !store_ready_.exchange(true)) runner_.set_ready();
+    runner_.start();
+    log::info("switchboard {} started: proxy mode {}, node {}, source {}", SWITCHBOARD_VERSION,
+              to_string(options_.proxy_mode), options_.node_name,
+              options_.source_file.empty() ? "kubernetes" : "file:" + options_.source_file);
+    return {};
+}
+
+void Daemon::stop() {
+    // Sources first: nothing may call the Store listener once the rest stops.
+    if (file_source_) file_source_->stop();
+    if (kube_source_) kube_source_->stop();
+    if (dns_) dns_->stop();
+    runner_.stop();
+    http_.stop();
+}
+
+void Daemon::on_store_changes(const std::vector<watch::Change>& changes) {
+    for (const auto& change : changes) {
+        if (change.kind == watch::Kind::kService) metrics_.service_changes.inc();
+        if (change.kind == watch::Kind::kEndpointSlice) metrics_.endpoint_changes.inc();
+    }
+    if (tracker_.record(changes)) {
+        auto now = std::chrono::system_clock::now();
+        health_.queued(now);
+        metrics_.last_queued_timestamp.set(unix_seconds(now));
+        runner_.request();
+    }
+    // Store::set_synced notifies an empty batch: the initial state is in.
+    if (changes.empty() && !store_ready_.load() && store_.snapshot()->synced &&
+        !store_ready_.exchange(true)) {
+        runner_.set_ready();
+    }
+}
+
+Daemon::Planned Daemon::compute_plan(bool full) {
+    const PlannerOptions planner{options_.node_name};
+    const bool replan_all = full || !computed_;
+    auto batch = tracker_.take(store_, replan_all);
+    const watch::Snapshot& snapshot = *batch.snapshot;
+    if (replan_all || batch.node_changed) {
+        return {std::make_shared<const rules::Plan>(build_plan(snapshot, planner)), batch.snapshot};
+    }
+    if (batch.services.empty()) return {computed_, batch.snapshot};
+    return {std::make_shared<const rules::Plan>(
+                apply_incremental(*computed_, batch.services, snapshot, planner)),
+            batch.snapshot};
+}
+
+void Daemon::record_plan_metrics(const rules::Plan& plan) {
+    size_t internal = 0;
+    size_t external = 0;
+    for (const auto& port : plan.services) {
+        if (!port.local_endpoints.empty()) continue;
+        if (port.internal_traffic_policy == rules::TrafficPolicy::kLocal) ++internal;
+        if (port.external_traffic_policy == rules::TrafficPolicy::kLocal) ++external;
+    }
+    metrics_.no_local_endpoints_internal.set(static_cast<double>(internal));
+    metrics_.no_local_endpoints_external.set(static_cast<double>(external));
+    metrics_.plan_service_ports.set(static_cast<double>(plan.services.size()));
+}
+
+Status Daemon::sync(bool full) {
+    const auto started = std::chrono::steady_clock::now();
+    auto [plan, snapshot] = compute_plan(full);
+    const bool unchanged = !full && plan == computed_ && plan == applied_;
+    computed_ = plan;
+    {
+        std::lock_guard lock(published_mutex_);
+        published_ = plan;
+    }
+    record_plan_metrics(*plan);
+    if (size_t failed = health_ports_.update(*plan); failed > 0) {
+        metrics_.health_check_errors.inc(failed);
+    }
+    if (unchanged) {
+        health_.updated(std::chrono::system_clock::now());
+        return {};
+    }
+    if (!backend_) backend_ = backend_factory_(resolved_backend_options(options_, *snapshot));
+    auto result = backend_->sync(*plan, full ? nullptr : applied_.get());
+    const double seconds = Seconds(std::chrono::steady_clock::now() - started).count();
+    if (!result) {
+        metrics_.sync_errors.inc();
+        return result.error();
+    }
+    applied_ = plan;
+    metrics_.sync_duration.observe(seconds);
+    (full ? metrics_.full_sync_duration : metrics_.partial_sync_duration).observe(seconds);
+    const auto now = std::chrono::system_clock::now();
+    metrics_.last_sync_timestamp.set(unix_seconds(now));
+    health_.updated(now);
+    log::debug("synced {} service ports ({}, {} objects) in {:.3f}s", plan->services.size(),
+               full ? "full" : "partial", result->objects_sent, seconds);
+    return {};
+}
+
+std::shared_ptr<const rules::Plan> Daemon::last_plan() const {
+    std::lock_guard lock(published_mutex_);
+    return published_;
+}
+
+std::string Daemon::metrics_text() const {
+    std::string out;
+    metrics_.append(out, SWITCHBOARD_VERSION, to_string(options_.proxy_mode));
+    if (file_source_) file_source_->append_metrics(out);
+    if (kube_source_) kube_source_->append_metrics(out);
+    if (dns_) dns_->append_metrics(out);
+    return out;
+}
+
+HttpRoutes Daemon::metrics_routes() {
+    HttpRoutes routes;
+    routes["/metrics"] = [this] {
+        return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_text(), {}};
+    };
+    routes["/debug/services"] = [this] {
+        auto plan = last_plan();
+        if (!plan) return text_response(503, "no plan computed yet\n");
+        // The JSON of a 10k-Service plan takes ~0.2 s to write: once per plan.
+        std::lock_guard lock(debug_json_mutex_);
+        if (debug_json_plan_ != plan) {
+            debug_json_ = rules::plan_to_json(*plan);
+            debug_json_plan_ = plan;
+        }
+        return HttpResponse{200, "application/json", debug_json_, {}};
+    };
+    routes["/proxyMode"] = [this] { return text_response(200, to_string(options_.proxy_mode)); };
+    routes["/livez"] = [] { return text_response(200, "ok\n"); };
+    routes["/readyz"] = [this] {
+        return first_sync_done() ? text_response(200, "ok\n")
+                                 : text_response(503, "waiting for the first sync\n");
+    };
+    return routes;
+}
+
+HttpRoutes Daemon::healthz_routes() {
+    HttpRoutes routes;
+    auto healthz = [this] { return health_.healthz_response(std::chrono::system_clock::now()); };
+    routes["/healthz"] = healthz;
+    // kube-proxy's /livez is /healthz without the node-eligibility part,
+    // which switchboard always reports as eligible.
+    routes["/livez"] = healthz;
+    return routes;
+}
+
+uint16_t Daemon::metrics_port() const {
+    return http_.port(metrics_listener_);
+}
+uint16_t Daemon::healthz_port() const {
+    return http_.port(healthz_listener_);
+}
+
+namespace {
+
+// Waits until `done()` or a blocked SIGINT/SIGTERM arrives; true when done.
+bool wait_unless_signalled(const std::function<bool()>& done) {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    const timespec tick{0, 100'000'000};
+    while (!done()) {
+        int signal = sigtimedwait(&signals, nullptr, &tick);
+        if (signal == SIGINT || signal == SIGTERM) {
+            log::info("received {}, stopping", signal == SIGINT ? "SIGINT" : "SIGTERM");
+            return false;
+        }
+    }
+    return true;
+}
+
+// A Store holding the source's first complete state, for the one-shot
+// commands. Keeps the source alive (a KubeSource keeps watching) until the
+// caller is done.
+struct LoadedState {
+    std::unique_ptr<watch::Store> store = std::make_unique<watch::Store>();
+    std::unique_ptr<watch::kube::KubeSource> kube_source;
+};
+
+Result<LoadedState> load_state(const Options& options) {
+    LoadedState state;
+    if (!options.source_file.empty()) {
+        watch::FileSource source(options.source_file, *state.store);
+        if (auto status = load_file_source(source); !status) return status.error();
+        return state;
+    }
+    auto source = watch::kube::KubeSource::create(kube_options(options), *state.store);
+    if (!source) {
+        return make_error(source.error().code, "--kubeconfig: " + source.error().describe());
+    }
+    state.kube_source = std::move(*source);
+    state.kube_source->start();
+    if (!wait_unless_signalled([&] { return state.store->snapshot()->synced; })) {
+        return make_error(ErrorCode::kUnavailable,
+                          "interrupted before the API server's initial lists were in");
+    }
+    return state;
+}
+
+int fail(const Error& error) {
+    print_error(error.describe());
+    return exit_code_for(error);
+}
+
+int run_plan(const Options& options) {
+    auto state = load_state(options);
+    if (!state) return fail(state.error());
+    auto plan = build_plan(*state->store->snapshot(), PlannerOptions{options.node_name});
+    std::cout << rules::plan_to_json(plan) << std::flush;
+    return kExitOk;
+}
+
+int run_dry_run(const Options& options, const BackendFactory& factory) {
+    auto state = load_state(options);
+    if (!state) return fail(state.error());
+    auto snapshot = state->store->snapshot();
+    auto plan = build_plan(*snapshot, PlannerOptions{options.node_name});
+    auto backend = factory(resolved_backend_options(options, *snapshot));
+    auto text = backend->render_text(plan);
+    if (!text) return fail(make_error(ErrorCode::kInternal, text.error().describe()));
+    std::cout << *text << std::flush;
+    return kExitOk;
+}
+
+int run_cleanup(const Options& options) {
+    // kube-proxy --cleanup removes the rules of every mode, whatever
+    // --proxy-mode says; modes not built yet own nothing to remove.
+    int code = kExitOk;
+    for (ProxyMode mode : {ProxyMode::kNftables, ProxyMode::kIptables, ProxyMode::kIpvs}) {
+        auto factory = backend_factory(mode);
+        if (!factory) continue;
+        auto backend = (*factory)(options.backend);
+        if (auto status = backend->cleanup(); !status) {
+            print_error(std::string("--cleanup: ") + to_string(mode) + ": " +
+                        status.error().describe());
+            code = kExitFailure;
+        }
+    }
+    return code;
+}
+
+}  // namespace
+
+int run(const Options& options) {
+    if (options.command == Command::kPlan) return run_plan(options);
+    if (options.cleanup) return run_cleanup(options);
+    auto factory = backend_factory(options.proxy_mode);
+    if (!factory) return fail(factory.error());
+    if (options.dry_run) return run_dry_run(options, *factory);
+
+    Daemon daemon(options, *factory);
+    if (auto status = daemon.start(); !status) {
+        daemon.stop();
+        return fail(status.error());
+    }
+    wait_unless_signalled([] { return false; });
+    daemon.stop();
+    return kExitOk;
+}
+
+}  // namespace sb::proxy

@@ -1,0 +1,125 @@
+// The daemon: wires a source, the Store, the change tracker, the planner,
+// the sync runner, a backend, DNS and the HTTP endpoints together; plus the
+// one-shot commands (plan, --dry-run, --cleanup).
+//
+// Data path: source (file or API server) -> Store -> listener (records the
+// changed Services, queues a sync) -> SyncRunner thread -> plan (full or
+// incremental) -> Backend::sync(plan, previous) -> health and metrics.
+// Syncs never run on a source's thread, and nothing is programmed before
+// the Store holds a complete initial state. See docs/daemon.md.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "base/result.h"
+#include "dns/dns_service.h"
+#include "proxy/change_tracker.h"
+#include "proxy/flags.h"
+#include "proxy/health.h"
+#include "proxy/http_server.h"
+#include "proxy/metrics.h"
+#include "proxy/sync_runner.h"
+#include "rules/backend.h"
+#include "watch/file_source.h"
+#include "watch/kube/kube_source.h"
+#include "watch/store.h"
+
+namespace sb::proxy {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // a runtime failure
+inline constexpr int kExitUsage = 2;    // bad flags or configuration
+
+// Exit code for an error: kInvalidArgument (bad flag, file or kubeconfig) is
+// a configuration problem, anything else a runtime failure.
+int exit_code_for(const Error& error);
+
+using BackendFactory = std::function<std::unique_ptr<rules::Backend>(const rules::BackendOptions&)>;
+// The backend of a proxy mode; an error (one line, exit 1) for modes that
+// are not built yet.
+Result<BackendFactory> backend_factory(ProxyMode mode);
+
+// --nodeport-addresses=primary: this node's first InternalIP of each family
+// (from its Node object) as host prefixes; empty when the Node is unknown.
+std::vector<Prefix> primary_node_prefixes(const watch::Snapshot& snapshot,
+                                          const std::string& node_name);
+
+class Daemon {
+  public:
+    Daemon(Options options, BackendFactory backend_factory);
+    ~Daemon();  // stop()s
+    Daemon(const Daemon&) = delete;
+    Daemon& operator=(const Daemon&) = delete;
+
+    // Binds the HTTP servers, starts the source, DNS and the sync runner.
+    // Errors name the flag or file; see exit_code_for().
+    Status start();
+    // Stops everything; the kernel rules stay in place (as kube-proxy
+    // leaves them on exit). Idempotent.
+    void stop();
+
+    // The routes served on --metrics-bind-address and --healthz-bind-address.
+    HttpRoutes metrics_routes();
+    HttpRoutes healthz_routes();
+    // Bound ports (0 when that server is off), for tests.
+    uint16_t metrics_port() const;
+    uint16_t healthz_port() const;
+
+    bool first_sync_done() const { return runner_.ever_succeeded(); }
+    std::shared_ptr<const rules::Plan> last_plan() const;
+    std::string metrics_text() const;
+    watch::Store& store() { return store_; }
+
+  private:
+    void on_store_changes(const std::vector<watch::Change>& changes);
+    Status sync(bool full);  // the runner's SyncFunction
+    struct Planned {
+        std::shared_ptr<const rules::Plan> plan;
+        std::shared_ptr<const watch::Snapshot> snapshot;  // what it was planned from
+    };
+    Planned compute_plan(bool full);
+    void record_plan_metrics(const rules::Plan& plan);
+
+    const Options options_;
+    const BackendFactory backend_factory_;
+    const SteadyClock clock_;
+    ProxyMetrics metrics_;
+    ProxierHealth health_;
+    watch::Store store_;
+    ChangeTracker tracker_;
+    HttpServer http_;
+    int metrics_listener_ = 0;
+    int healthz_listener_ = 0;
+    HealthCheckPorts health_ports_;
+    SyncRunner runner_;
+    std::unique_ptr<watch::FileSource> file_source_;
+    std::unique_ptr<watch::kube::KubeSource> kube_source_;
+    std::unique_ptr<dns::DnsService> dns_;
+    std::atomic<bool> store_ready_{false};
+    bool started_ = false;
+
+    // Sync thread only.
+    std::unique_ptr<rules::Backend> backend_;
+    std::shared_ptr<const rules::Plan> computed_;  // the last plan computed
+    std::shared_ptr<const rules::Plan> applied_;   // the last plan the backend accepted
+
+    // The last computed plan, for /debug/services.
+    mutable std::mutex published_mutex_;
+    std::shared_ptr<const rules::Plan> published_;
+    // /debug/services' JSON of debug_json_plan_ (io thread).
+    std::mutex debug_json_mutex_;
+    std::shared_ptr<const rules::Plan> debug_json_plan_;
+    std::string debug_json_;
+};
+
+// Runs what `options` ask for (the daemon, plan, --dry-run or --cleanup) and
+// returns the exit code; errors are printed as one line "switchboard: ...".
+// Precondition: SIGINT and SIGTERM are blocked in every thread (main() does
+// it first), so that they are taken here with sigtimedwait.
+int run(const Options& options);
+
+}  // namespace sb::proxy

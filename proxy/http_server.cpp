@@ -1,0 +1,250 @@
+#include "proxy/http_server.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <exception>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "base/log.h"
+
+namespace sb::proxy {
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+// An idle keep-alive connection, or a client that stalls mid-request, is
+// dropped after this long so it cannot hold a socket forever.
+constexpr auto kIdleTimeout = std::chrono::seconds(30);
+
+HttpResponse call_handler(const HttpRoutes& routes, std::string_view path) {
+    auto it = routes.find(std::string(path));
+    if (it == routes.end()) it = routes.find("*");
+    if (it == routes.end())
+        return HttpResponse{404, "text/plain; charset=utf-8", "not found\n", {}};
+    try {
+        return it->second();
+    } catch (const std::exception& error) {
+        log::error("HTTP handler for {} failed: {}", path, error.what());
+    } catch (...) {
+        log::error("HTTP handler for {} failed", path);
+    }
+    return HttpResponse{500, "text/plain; charset=utf-8", "internal error\n", {}};
+}
+
+class Session : public std::enable_shared_from_this<Session> {
+  public:
+    Session(tcp::socket socket, std::shared_ptr<const HttpRoutes> routes)
+        : stream_(std::move(socket)), routes_(std::move(routes)) {}
+
+    void read() {
+        request_ = {};
+        stream_.expires_after(kIdleTimeout);
+        http::async_read(stream_, buffer_, request_,
+                         [self = shared_from_this()](error_code ec, size_t) { self->on_read(ec); });
+    }
+
+  private:
+    void on_read(error_code ec) {
+        if (ec) {
+            // EOF, timeout or a malformed request: drop the connection.
+            stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+            return;
+        }
+        response_ = {};
+        response_.version(request_.version());
+        response_.keep_alive(request_.keep_alive());
+        response_.set("X-Content-Type-Options", "nosniff");
+        const bool head = request_.method() == http::verb::head;
+        HttpResponse answer;
+        if (request_.method() != http::verb::get && !head) {
+            answer = HttpResponse{405, "text/plain; charset=utf-8", "method not allowed\n", {}};
+            response_.set(http::field::allow, "GET, HEAD");
+        } else {
+            std::string_view target(request_.target().data(), request_.target().size());
+            answer = call_handler(*routes_, target.substr(0, target.find('?')));
+        }
+        response_.result(answer.status);
+        response_.set(http::field::content_type, answer.content_type);
+        for (const auto& [name, value] : answer.headers) response_.set(name, value);
+        response_.content_length(answer.body.size());
+        if (!head) response_.body() = std::move(answer.body);
+        http::async_write(
+            stream_, response_,
+            [self = shared_from_this()](error_code write_ec, size_t) { self->on_write(write_ec); });
+    }
+
+    void on_write(error_code ec) {
+        if (ec) return;
+        if (response_.keep_alive()) {
+            read();
+            return;
+        }
+        stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    }
+
+    beast::tcp_stream stream_;
+    beast::flat_buffer buffer_;
+    http::request<http::string_body> request_;
+    http::response<http::string_body> response_;
+    std::shared_ptr<const HttpRoutes> routes_;
+};
+
+class Listener : public std::enable_shared_from_this<Listener> {
+  public:
+    Listener(tcp::acceptor acceptor, std::shared_ptr<const HttpRoutes> routes)
+        : acceptor_(std::move(acceptor)),
+          routes_(std::move(routes)),
+          retry_(acceptor_.get_executor()) {}
+
+    void accept() {
+        acceptor_.async_accept([self = shared_from_this()](error_code ec, tcp::socket socket) {
+            if (ec == asio::error::operation_aborted || !self->acceptor_.is_open()) return;
+            if (ec) {
+                // EMFILE and friends: back off instead of spinning.
+                log::warn("HTTP accept failed: {}", ec.message());
+                self->retry_.expires_after(std::chrono::milliseconds(100));
+                self->retry_.async_wait([self](error_code wait_ec) {
+                    if (!wait_ec) self->accept();
+                });
+                return;
+            }
+            std::make_shared<Session>(std::move(socket), self->routes_)->read();
+            self->accept();
+        });
+    }
+
+    void close() {
+        error_code ignored;
+        acceptor_.close(ignored);
+        retry_.cancel();
+    }
+
+  private:
+    tcp::acceptor acceptor_;
+    std::shared_ptr<const HttpRoutes> routes_;
+    asio::steady_timer retry_;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+    asio::io_context io;
+    asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+    std::thread thread;
+    std::mutex mutex;
+    int next_id = 1;
+    std::map<int, uint16_t> ports;
+    // Touched on the io thread only (or before it starts / after it stopped).
+    std::map<int, std::shared_ptr<Listener>> listeners;
+
+    // Runs `task` on the io thread and waits for it, or inline when the io
+    // thread is not running or is the caller.
+    void run_on_io(const std::function<void()>& task) {
+        if (!thread.joinable() || std::this_thread::get_id() == thread.get_id()) {
+            task();
+            return;
+        }
+        std::promise<void> done;
+        asio::post(io, [&] {
+            task();
+            done.set_value();
+        });
+        done.get_future().wait();
+    }
+};
+
+HttpServer::HttpServer() : impl_(std::make_unique<Impl>()) {}
+
+HttpServer::~HttpServer() {
+    stop();
+}
+
+Result<int> HttpServer::listen(const HostPort& address, HttpRoutes routes) {
+    auto fail = [&](const char* what, const error_code& ec) {
+        return make_error(ErrorCode::kIo,
+                          std::string(what) + " " + address.to_string() + ": " + ec.message());
+    };
+    error_code ec;
+    auto ip = asio::ip::make_address(address.address.to_string(), ec);
+    if (ec) return fail("address", ec);
+    tcp::endpoint endpoint(ip, address.port);
+    tcp::acceptor acceptor(impl_->io);
+    acceptor.open(endpoint.protocol(), ec);
+    if (ec) return fail("socket", ec);
+    acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (ec) return fail("setsockopt", ec);
+    acceptor.bind(endpoint, ec);
+    if (ec) return fail("bind", ec);
+    acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return fail("listen", ec);
+    const uint16_t port = acceptor.local_endpoint(ec).port();
+    auto listener = std::make_shared<Listener>(
+        std::move(acceptor), std::make_shared<const HttpRoutes>(std::move(routes)));
+    int id = 0;
+    {
+        std::lock_guard lock(impl_->mutex);
+        id = impl_->next_id++;
+        impl_->ports[id] = port;
+    }
+    impl_->run_on_io([this, id, listener] {
+        impl_->listeners[id] = listener;
+        listener->accept();
+    });
+    return id;
+}
+
+void HttpServer::close(int id) {
+    {
+        std::lock_guard lock(impl_->mutex);
+        impl_->ports.erase(id);
+    }
+    impl_->run_on_io([this, id] {
+        auto it = impl_->listeners.find(id);
+        if (it == impl_->listeners.end()) return;
+        it->second->close();
+        impl_->listeners.erase(it);
+    });
+}
+
+uint16_t HttpServer::port(int id) const {
+    std::lock_guard lock(impl_->mutex);
+    auto it = impl_->ports.find(id);
+    return it == impl_->ports.end() ? 0 : it->second;
+}
+
+void HttpServer::start() {
+    if (impl_->thread.joinable()) return;
+    impl_->thread = std::thread([this] {
+        // Handlers catch their own exceptions; this guards Asio itself.
+        while (true) {
+            try {
+                impl_->io.run();
+                return;
+            } catch (const std::exception& error) {
+                log::error("HTTP io loop: {}", error.what());
+            }
+        }
+    });
+}
+
+void HttpServer::stop() {
+    if (!impl_->thread.joinable()) return;
+    impl_->run_on_io([this] {
+        for (auto& [id, listener] : impl_->listeners) listener->close();
+        impl_->listeners.clear();
+    });
+    impl_->work.reset();
+    impl_->io.stop();
+    impl_->thread.join();
+}
+
+}  // namespace sb::proxy

@@ -1,0 +1,62 @@
+// HttpServer: the daemon's small HTTP/1.1 servers (metrics, healthz, and
+// the health-check node ports), all on one Boost.Asio io thread.
+//
+// Handlers are plain functions returning a response, one per path;
+// they run on the io thread, must be quick and thread-safe with respect to
+// the state they read. An exception escaping a handler becomes a 500 and is
+// logged; none escapes the event loop. Only GET and HEAD are served.
+//
+// Thread safety: listen(), close() and port() may be called from any
+// thread, before or after start(). The destructor stops the io thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/ip.h"
+#include "base/result.h"
+
+namespace sb::proxy {
+
+struct HttpResponse {
+    unsigned status = 200;
+    std::string content_type = "text/plain; charset=utf-8";
+    std::string body;
+    std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// One route's handler; routes match the request path exactly (the query
+// string is ignored). A route "*" answers every path no other route matches.
+using HttpHandler = std::function<HttpResponse()>;
+using HttpRoutes = std::map<std::string, HttpHandler>;
+
+class HttpServer {
+  public:
+    HttpServer();
+    ~HttpServer();
+    HttpServer(const HttpServer&) = delete;
+    HttpServer& operator=(const HttpServer&) = delete;
+
+    // Binds `address` now (so a bind error is reported to the caller, e.g.
+    // "bind 127.0.0.1:10249: Address already in use") and serves `routes`
+    // on it; an unknown path is a 404. Port 0 picks a free port. Returns a
+    // listener id for close() and port().
+    Result<int> listen(const HostPort& address, HttpRoutes routes);
+    // Stops accepting on that listener; connections in flight finish.
+    void close(int id);
+    uint16_t port(int id) const;  // the bound port; 0 for an unknown id
+
+    void start();  // the io thread
+    void stop();   // idempotent
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sb::proxy

@@ -1,0 +1,46 @@
+// The planner: which service ports this node proxies, and to which endpoints.
+//
+// A pure, deterministic function of (Services, EndpointSlices, this Node,
+// options) -> rules::Plan, following kube-proxy's pkg/proxy
+// (serviceport.go, endpointslicecache.go, topology.go). The rules and the
+// choices made where kube-proxy's behaviour needed interpreting are in
+// docs/planner.md. Thread safety: the functions share no state; call them
+// from any thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rules/plan.h"
+#include "watch/objects.h"
+#include "watch/store.h"
+
+namespace sb::proxy {
+
+struct PlannerOptions {
+    // This node's name (--hostname-override): endpoints whose nodeName
+    // equals it are local, and the Node of that name gives the zone for
+    // topology hints.
+    std::string node_name;
+};
+
+// Label values that take a Service away from the default proxy, as in
+// kube-proxy (any value of the label counts).
+inline constexpr const char* kServiceProxyNameLabel = "service.kubernetes.io/service-proxy-name";
+inline constexpr const char* kHeadlessLabel = "service.kubernetes.io/headless";
+
+// Pure and deterministic (sorted output, see rules/plan.h).
+rules::Plan build_plan(const watch::Snapshot& snapshot, const PlannerOptions& options);
+
+// The service ports of one Service (empty when it is not proxied), for
+// incremental planning. `slices` are the Service's EndpointSlices (those
+// labelled with its name, in its namespace); their order does not matter.
+// The result is sorted by port name, then protocol.
+std::vector<rules::ServicePortPlan> plan_service(
+    const watch::Service& service,
+    const std::vector<std::shared_ptr<const watch::EndpointSlice>>& slices,
+    const watch::Node* node,  // this node, nullptr when unknown
+    const PlannerOptions& options);
+
+}  // namespace sb::proxy

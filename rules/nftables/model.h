@@ -1,0 +1,177 @@
+// The data model of switchboard's nftables objects: one `inet switchboard`
+// table holding chains (rules as expression lists) and sets/maps with their
+// elements. It is what render() produces from a Plan, what diff() compares,
+// what the netlink layer turns into messages and what to_nft_text() prints in
+// `nft -f` syntax. Plain values; no kernel access.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/ip.h"
+
+namespace sb::rules::nftables {
+
+inline constexpr const char* kTableName = "switchboard";
+
+enum class VerdictKind : uint8_t { kNone, kAccept, kDrop, kReturn, kJump, kGoto };
+
+// An element's value: a verdict (verdict maps), or for the backend data
+// maps (kind kNone) the DNAT target address and port. Sets carry none.
+struct Verdict {
+    Verdict(VerdictKind k = VerdictKind::kNone, std::string c = {}, IpAddress a = {},  // NOLINT
+            uint16_t p = 0)
+        : kind(k), chain(std::move(c)), address(a), port(p) {}
+    VerdictKind kind = VerdictKind::kNone;
+    std::string chain;  // for kJump / kGoto
+    IpAddress address;  // backend maps
+    uint16_t port = 0;  // backend maps
+    auto operator<=>(const Verdict&) const = default;
+};
+
+// One term of a rule. Terms that read the network header (addresses) carry
+// the family; a rule using them starts with a kNfproto term so that the
+// kernel never reads an IPv6 header as IPv4 in the inet table.
+enum class ExprKind : uint8_t {
+    kNfproto,              // meta nfproto ipv4|ipv6                      (family)
+    kL4proto,              // meta l4proto tcp                            (proto)
+    kCtStateNew,           // ct state new
+    kCtStatusDnat,         // ct status dnat
+    kSaddr,                // ip saddr [!=] PREFIX                        (family, prefix, negate)
+    kDaddr,                // ip daddr [!=] PREFIX                        (family, prefix, negate)
+    kFibDaddrLocal,        // fib daddr type local
+    kFibSaddrLocal,        // fib saddr type local
+    kMarkSetOr,            // meta mark set meta mark | VALUE
+    kMarkSetXor,           // meta mark set meta mark ^ VALUE
+    kMarkUnset,            // meta mark & VALUE == 0
+    kNumgen,               // numgen random mod VALUE == 0
+    kVmapDaddrProtoPort,   // ip daddr . meta l4proto . th dport vmap @NAME (family)
+    kVmapProtoPort,        // meta l4proto . th dport vmap @NAME
+    kSetSaddrDaddr,        // ip saddr . ip daddr @NAME                   (family)
+    kAffinityUpdate,       // update @NAME { saddr . daddr . l4proto . dport timeout VALUE s : ADDR . PORT }
+    kAffinityDnat,         // dnat ip to saddr . daddr . l4proto . dport map @NAME
+    kDnat,                 // dnat ip to ADDR:PORT                        (family, prefix.address, port)
+    kDnatByAddress,        // dnat ip to ip daddr . meta l4proto . th dport . numgen random mod VALUE map @NAME
+    kDnatByPort,           // dnat ip to meta l4proto . th dport . numgen random mod VALUE map @NAME
+    kMasquerade,           // masquerade
+    kRejectTcpReset,       // reject with tcp reset
+    kRejectPortUnreachable,  // reject (icmpx port-unreachable)
+    kVerdict,              // accept | drop | return | jump CHAIN | goto CHAIN
+};
+
+struct Expr {
+    ExprKind kind = ExprKind::kVerdict;
+    IpFamily family = IpFamily::kV4;
+    bool negate = false;
+    uint8_t proto = 0;
+    uint16_t port = 0;
+    uint32_t value = 0;
+    Prefix prefix;     // addresses: a /32 or /128 for single addresses
+    std::string name;  // set name
+    Verdict verdict;
+
+    bool operator==(const Expr&) const = default;
+};
+
+using Rule = std::vector<Expr>;
+
+// Builders keep render code short and the field use of each kind in one place.
+Expr nfproto(IpFamily family);
+Expr l4proto(uint8_t proto);
+Expr ct_state_new();
+Expr ct_status_dnat();
+Expr saddr(const Prefix& prefix, bool negate = false);
+Expr daddr(const Prefix& prefix, bool negate = false);
+Expr fib_daddr_local();
+Expr fib_saddr_local();
+Expr mark_set_or(uint32_t mask);
+Expr mark_set_xor(uint32_t mask);
+Expr mark_unset(uint32_t mask);
+Expr numgen_mod_is_zero(uint32_t modulus);
+Expr vmap_daddr_proto_port(IpFamily family, std::string set);
+Expr vmap_proto_port(std::string set);
+Expr set_saddr_daddr(IpFamily family, std::string set);
+Expr affinity_update(IpFamily family, std::string set, uint32_t timeout_seconds,
+                     const IpAddress& address, uint16_t port);
+Expr affinity_dnat(IpFamily family, std::string set);
+Expr dnat(const IpAddress& address, uint16_t port);
+Expr dnat_by_address(IpFamily family, std::string map, uint32_t modulus);
+Expr dnat_by_port(IpFamily family, std::string map, uint32_t modulus);
+Expr masquerade();
+Expr reject_tcp_reset();
+Expr reject_port_unreachable();
+Expr verdict(VerdictKind kind, std::string chain = {});
+
+struct Hook {
+    std::string type;  // "filter" | "nat"
+    std::string hook;  // "prerouting" | "input" | "forward" | "output" | "postrouting"
+    int32_t priority = 0;
+    bool operator==(const Hook&) const = default;
+};
+
+struct Chain {
+    std::string name;
+    std::optional<Hook> hook;  // base chains only (policy accept)
+    std::vector<Rule> rules;
+    bool operator==(const Chain&) const = default;
+};
+
+// The element layouts switchboard uses; each fixes the key (and data) types.
+enum class SetLayout : uint8_t {
+    kAddrProtoPortVerdict,  // ADDR . inet_proto . inet_service : verdict
+    kProtoPortVerdict,      // inet_proto . inet_service : verdict
+    kAddrAddr,              // ADDR . ADDR
+    kAffinity,              // ADDR . ADDR . inet_proto . inet_service : ADDR . inet_service, dynamic
+    kBackendsByAddress,     // ADDR . inet_proto . inet_service . slot : ADDR . inet_service
+    kBackendsByPort,        // inet_proto . inet_service . slot : ADDR . inet_service
+};
+
+struct ElementKey {
+    IpAddress a;
+    IpAddress b;
+    uint8_t proto = 0;
+    uint16_t port = 0;
+    uint32_t slot = 0;  // backend maps: the endpoint's index (numgen value)
+    auto operator<=>(const ElementKey&) const = default;
+};
+
+struct Set {
+    std::string name;
+    SetLayout layout = SetLayout::kAddrProtoPortVerdict;
+    IpFamily family = IpFamily::kV4;
+    // Static elements; empty and unmanaged for the dynamic kAffinity layout.
+    std::map<ElementKey, Verdict> elements;
+    // How many service-port fragments contribute each element (maintained by
+    // add_fragment/remove_fragment; not part of the kernel state).
+    std::map<ElementKey, uint32_t> refs;
+    // Read back from the kernel with a type switchboard does not create.
+    bool unknown = false;
+    bool dynamic() const { return layout == SetLayout::kAffinity; }
+    bool same_type(const Set& other) const {
+        return !unknown && !other.unknown && layout == other.layout && family == other.family;
+    }
+};
+
+struct Model {
+    std::map<std::string, Chain> chains;
+    // How many service-port fragments use each shared chain (not kernel state).
+    std::map<std::string, uint32_t> chain_refs;
+    std::map<std::string, Set> sets;
+};
+
+// Text in `nft -f` syntax: `table inet switchboard { ... }`. Loading it into
+// a kernel without the table creates exactly `model`.
+std::string to_nft_text(const Model& model);
+// One rule in nft syntax (no trailing newline); for logs and tests.
+std::string to_nft_text(const Rule& rule);
+// One element in nft syntax ("10.0.0.1 . tcp . 80 : goto CHAIN").
+std::string element_text(const Set& set, const ElementKey& key, const Verdict& value);
+// "type ...; [flags ...;]" of a set.
+std::string set_type_text(const Set& set);
+// "tcp" / "udp" / "sctp" / a number.
+std::string proto_name(uint8_t proto);
+
+}  // namespace sb::rules::nftables

@@ -1,0 +1,633 @@
+#include "rules/nftables/render.h"
+
+#include <netinet/in.h>
+
+#include <fmt/format.h>
+
+namespace sb::rules::nftables {
+
+namespace {
+
+const char* family_digit(IpFamily family) { return family == IpFamily::kV4 ? "4" : "6"; }
+
+std::string family_name(const char* base, IpFamily family) {
+    return std::string(base) + family_digit(family);
+}
+
+const char* kFilterPrerouting = "filter-prerouting";
+const char* kFilterInput = "filter-input";
+const char* kFilterForward = "filter-forward";
+const char* kFilterOutput = "filter-output";
+const char* kNatPrerouting = "nat-prerouting";
+const char* kNatOutput = "nat-output";
+const char* kNatPostrouting = "nat-postrouting";
+const char* kFirewallCheck = "firewall-check";
+const char* kEndpointsCheck = "endpoints-check";
+const char* kNodeportEndpointsCheck = "nodeport-endpoints-check";
+const char* kMasquerading = "masquerading";
+
+std::string masq_outside_chain(IpFamily family) {
+    return family_name("masq-outside-cluster", family);
+}
+
+constexpr IpFamily kFamilies[] = {IpFamily::kV4, IpFamily::kV6};
+
+Prefix host_prefix(const IpAddress& address) {
+    return Prefix(address, address.is_v4() ? 32 : 128);
+}
+
+std::vector<Prefix> of_family(const std::vector<Prefix>& prefixes, IpFamily family) {
+    std::vector<Prefix> out;
+    for (const Prefix& p : prefixes) {
+        if (p.family() == family) out.push_back(p);
+    }
+    return out;
+}
+
+std::vector<Endpoint> of_family(const std::vector<Endpoint>& endpoints, IpFamily family) {
+    std::vector<Endpoint> out;
+    for (const Endpoint& e : endpoints) {
+        if (e.ip.family() == family) out.push_back(e);
+    }
+    return out;
+}
+
+// The conditions under which a destination is a NodePort address of the node,
+// one alternative per rule. kube-proxy's nftables mode skips loopback
+// (route_localnet is off, so DNAT of 127.0.0.0/8 would not route).
+std::vector<Rule> nodeport_address_conditions(const BackendOptions& options, IpFamily family) {
+    const Prefix loopback = family == IpFamily::kV4
+                                ? Prefix(IpAddress::v4(0x7f000000), 8)
+                                : Prefix(*IpAddress::parse("::1"), 128);
+    std::vector<Rule> out;
+    if (options.nodeport_addresses.empty()) {
+        out.push_back({fib_daddr_local(), nfproto(family), daddr(loopback, true)});
+        return out;
+    }
+    for (const Prefix& p : of_family(options.nodeport_addresses, family)) {
+        if (loopback.contains(p.address()) && p.length() >= loopback.length()) continue;
+        out.push_back({fib_daddr_local(), nfproto(family), daddr(p)});
+    }
+    return out;
+}
+
+std::string base32_hash(std::string_view text) {
+    uint64_t h = 1469598103934665603ULL;  // FNV-1a 64
+    for (char c : text) {
+        h ^= static_cast<uint8_t>(c);
+        h *= 1099511628211ULL;
+    }
+    static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    std::string out;
+    for (int i = 0; i < 8; ++i) {
+        out += kAlphabet[h & 31];
+        h >>= 5;
+    }
+    return out;
+}
+
+// Keeps [a-z0-9-]: what Kubernetes names may hold and nft identifiers accept.
+std::string identifier_part(std::string_view text) {
+    std::string out;
+    for (char c : text) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '-' || c == '_';
+        out += ok ? c : '_';
+    }
+    return out;
+}
+
+void add_rule(Chain& chain, Rule rule) { chain.rules.push_back(std::move(rule)); }
+
+Chain make_chain(std::string name, std::optional<Hook> hook = std::nullopt) {
+    Chain c;
+    c.name = std::move(name);
+    c.hook = std::move(hook);
+    return c;
+}
+
+// The endpoint choice: rule k matches with probability 1/(n-k) among the
+// packets that reach it, so every endpoint gets 1/n (the iptables statistic
+// cascade). One rule per endpoint keeps the kernel work linear (no anonymous
+// numgen map per service: see DESIGN.md's measurements).
+void add_endpoint_cascade(Chain& chain, IpFamily family, const ServicePortPlan& port,
+                          const std::vector<Endpoint>& endpoints) {
+    const uint8_t proto = ip_protocol_number(port.protocol);
+    const bool affinity = port.session_affinity.client_ip;
+    const uint32_t timeout = port.session_affinity.timeout_seconds != 0
+                                 ? port.session_affinity.timeout_seconds
+                                 : kDefaultAffinitySeconds;
+    if (affinity) {
+        add_rule(chain, {nfproto(family), l4proto(proto),
+                         affinity_dnat(family, affinity_map(family))});
+    }
+    const size_t n = endpoints.size();
+    for (size_t k = 0; k < n; ++k) {
+        Rule rule;
+        if (k + 1 < n) rule.push_back(numgen_mod_is_zero(static_cast<uint32_t>(n - k)));
+        if (affinity) rule.push_back(nfproto(family));
+        rule.push_back(l4proto(proto));
+        if (affinity) {
+            rule.push_back(affinity_update(family, affinity_map(family), timeout,
+                                           endpoints[k].ip, endpoints[k].port));
+        }
+        rule.push_back(dnat(endpoints[k].ip, endpoints[k].port));
+        add_rule(chain, std::move(rule));
+    }
+}
+
+}  // namespace
+
+std::string services_map(IpFamily f) { return family_name("services", f); }
+std::string nodeports_map(IpFamily f) { return family_name("nodeports", f); }
+std::string no_endpoints_map(IpFamily f) { return family_name("no-endpoints", f); }
+std::string no_endpoint_nodeports_map(IpFamily f) {
+    return family_name("no-endpoint-nodeports", f);
+}
+std::string firewall_map(IpFamily f) { return family_name("firewall", f); }
+std::string hairpin_set(IpFamily f) { return family_name("hairpin", f); }
+std::string affinity_map(IpFamily f) { return family_name("affinity", f); }
+std::string backends_map(IpFamily f, bool local, bool by_port) {
+    return family_name(by_port ? (local ? "np-local-backends" : "np-backends")
+                               : (local ? "local-backends" : "backends"),
+                       f);
+}
+
+std::string service_chain_name(const char* kind, IpFamily family, const ServicePortPlan& port) {
+    std::string readable = identifier_part(port.ns) + "/" + identifier_part(port.service) + "/" +
+                           proto_name(ip_protocol_number(port.protocol)) + "/" +
+                           identifier_part(port.port_name);
+    std::string name = std::string(kind) + family_digit(family) + "-" + base32_hash(port.id()) +
+                       "-" + readable;
+    if (name.size() > 200) name.resize(200);
+    return name;
+}
+
+Status validate_service(const ServicePortPlan& port) {
+    auto fail = [&](const std::string& what) -> Status {
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("service port {}: {}", port.id(), what));
+    };
+    if (port.port == 0) return fail("port is 0");
+    if (port.cluster_ips.empty()) return fail("no clusterIPs");
+    bool seen[2] = {false, false};
+    for (const IpAddress& ip : port.cluster_ips) {
+        const int index = ip.is_v4() ? 0 : 1;
+        if (seen[index]) return fail("two clusterIPs of family " + std::string(to_string(ip.family())));
+        seen[index] = true;
+        if (ip.is_unspecified()) return fail("clusterIP " + ip.to_string() + " is unspecified");
+    }
+    for (const auto* list : {&port.cluster_endpoints, &port.local_endpoints}) {
+        for (const Endpoint& e : *list) {
+            if (e.port == 0) return fail("endpoint " + e.ip.to_string() + " has port 0");
+            if (e.ip.is_unspecified() || e.ip.is_multicast()) {
+                return fail("endpoint address " + e.ip.to_string() + " is not unicast");
+            }
+        }
+    }
+    for (const auto* list : {&port.external_ips, &port.load_balancer_ips}) {
+        for (const IpAddress& ip : *list) {
+            if (ip.is_unspecified()) return fail("external address " + ip.to_string());
+        }
+    }
+    if (port.session_affinity.client_ip && port.session_affinity.timeout_seconds > 86400) {
+        return fail("sessionAffinity timeoutSeconds above 86400");
+    }
+    return {};
+}
+
+Status validate_options(const BackendOptions& options) {
+    if (options.masquerade_mark == 0) {
+        return make_error(ErrorCode::kInvalidArgument, "masquerade mark must not be 0");
+    }
+    return {};
+}
+
+namespace {
+
+// loadBalancerSourceRanges: the LB addresses' traffic passes a chain that
+// returns for allowed sources and drops the rest.
+void add_firewall(Fragment& out, IpFamily f, const ServicePortPlan& port, uint8_t proto) {
+    if (port.load_balancer_source_ranges.empty()) return;
+    Chain chain = make_chain(service_chain_name("fw", f, port));
+    for (const Prefix& range : of_family(port.load_balancer_source_ranges, f)) {
+        add_rule(chain, {nfproto(f), saddr(range), verdict(VerdictKind::kReturn)});
+    }
+    add_rule(chain, {verdict(VerdictKind::kDrop)});
+    bool used = false;
+    for (const IpAddress& ip : port.load_balancer_ips) {
+        if (ip.family() != f) continue;
+        out.elements.push_back(ElementRef{firewall_map(f), ElementKey{ip, {}, proto, port.port},
+                                          Verdict{VerdictKind::kGoto, chain.name, {}, 0}});
+        used = true;
+    }
+    if (used) out.chains.push_back(std::move(chain));
+}
+
+// ClientIP affinity needs the chosen endpoint in the rule that records it, so
+// these service ports keep per-service chains with a literal cascade.
+Fragment render_chained(const ServicePortPlan& port, const BackendOptions& options) {
+    Fragment out;
+    const uint8_t proto = ip_protocol_number(port.protocol);
+    const bool itp_local = port.internal_traffic_policy == TrafficPolicy::kLocal;
+    const bool etp_local = port.external_traffic_policy == TrafficPolicy::kLocal;
+    auto element = [&](std::string set, ElementKey key, Verdict v) {
+        out.elements.push_back(ElementRef{std::move(set), key, std::move(v)});
+    };
+    const Verdict reject{VerdictKind::kGoto, kRejectChain};
+    const Verdict drop{VerdictKind::kDrop, {}};
+
+    for (const IpAddress& cluster_ip : port.cluster_ips) {
+        const IpFamily f = cluster_ip.family();
+        const std::vector<Endpoint> cluster_eps = of_family(port.cluster_endpoints, f);
+        const std::vector<Endpoint> local_eps = of_family(port.local_endpoints, f);
+        std::vector<IpAddress> externals;
+        for (const auto* list : {&port.external_ips, &port.load_balancer_ips}) {
+            for (const IpAddress& ip : *list) {
+                if (ip.family() == f) externals.push_back(ip);
+            }
+        }
+        const bool has_external = !externals.empty() || port.node_port != 0;
+
+        const std::string svc = service_chain_name("svc", f, port);
+        const std::string loc = service_chain_name("loc", f, port);
+        const std::string ext = service_chain_name("ext", f, port);
+        const std::vector<Endpoint>& internal_eps = itp_local ? local_eps : cluster_eps;
+        const std::string& internal_chain = itp_local ? loc : svc;
+        const std::vector<Endpoint>& external_eps = etp_local ? local_eps : cluster_eps;
+        const std::string& external_policy_chain = etp_local ? loc : svc;
+        const bool has_internal = !internal_eps.empty();
+        const bool has_external_eps = has_external && !external_eps.empty();
+
+        // The endpoint chains that something dispatches to.
+        for (const bool local : {false, true}) {
+            const std::vector<Endpoint>& eps = local ? local_eps : cluster_eps;
+            const bool is_internal = local == itp_local;
+            const bool used = (is_internal && has_internal) ||
+                              (has_external_eps && local == etp_local);
+            if (!used || eps.empty()) continue;
+            Chain chain = make_chain(local ? loc : svc);
+            if (is_internal) {
+                // ClusterIP traffic from outside the cluster is masqueraded so
+                // replies come back through this node (kube-proxy's rule).
+                const Rule to_cluster_ip{nfproto(f), daddr(host_prefix(cluster_ip))};
+                if (options.masquerade_all) {
+                    Rule r = to_cluster_ip;
+                    r.push_back(verdict(VerdictKind::kJump, kMarkForMasqueradeChain));
+                    add_rule(chain, std::move(r));
+                } else if (!of_family(options.cluster_cidrs, f).empty()) {
+                    Rule r = to_cluster_ip;
+                    r.push_back(verdict(VerdictKind::kJump, masq_outside_chain(f)));
+                    add_rule(chain, std::move(r));
+                }
+            }
+            add_endpoint_cascade(chain, f, port, eps);
+            for (const Endpoint& e : eps) element(hairpin_set(f), ElementKey{e.ip, e.ip, 0, 0}, {});
+            out.chains.push_back(std::move(chain));
+        }
+
+        const ElementKey cluster_key{cluster_ip, {}, proto, port.port};
+        if (has_internal) {
+            element(services_map(f), cluster_key, Verdict{VerdictKind::kGoto, internal_chain});
+        } else {
+            element(no_endpoints_map(f), cluster_key, itp_local ? drop : reject);
+        }
+
+        if (!has_external) continue;
+        if (has_external_eps) {
+            Chain chain = make_chain(ext);
+            if (!etp_local) {
+                add_rule(chain, {verdict(VerdictKind::kJump, kMarkForMasqueradeChain)});
+            } else if (has_internal) {
+                // Pods and the node itself reaching an external address use
+                // the internal policy (kube-proxy's short circuit); the node's
+                // own traffic is masqueraded so replies return.
+                for (const Prefix& cidr : of_family(options.cluster_cidrs, f)) {
+                    add_rule(chain, {nfproto(f), saddr(cidr),
+                                     verdict(VerdictKind::kGoto, internal_chain)});
+                }
+                add_rule(chain, {fib_saddr_local(),
+                                 verdict(VerdictKind::kJump, kMarkForMasqueradeChain)});
+                add_rule(chain, {fib_saddr_local(), verdict(VerdictKind::kGoto, internal_chain)});
+            }
+            add_rule(chain, {verdict(VerdictKind::kGoto, external_policy_chain)});
+            out.chains.push_back(std::move(chain));
+        }
+        const Verdict external_verdict = has_external_eps ? Verdict{VerdictKind::kGoto, ext}
+                                                          : (etp_local ? drop : reject);
+        const std::string external_map = has_external_eps ? services_map(f) : no_endpoints_map(f);
+        for (const IpAddress& ip : externals) {
+            element(external_map, ElementKey{ip, {}, proto, port.port}, external_verdict);
+        }
+        if (port.node_port != 0) {
+            element(has_external_eps ? nodeports_map(f) : no_endpoint_nodeports_map(f),
+                    ElementKey{{}, {}, proto, port.node_port}, external_verdict);
+        }
+
+        add_firewall(out, f, port, proto);
+    }
+    return out;
+}
+
+// Builds the shared chains of the map-driven shape. A shared chain's content
+// depends only on its name, so every fragment that uses it carries an equal
+// copy and the model reference counts it.
+class SharedChains {
+public:
+    SharedChains(Fragment& out, IpFamily f, const BackendOptions& options)
+        : out_(out), f_(f), options_(options) {}
+
+    // dnat via the backend map: `numgen random mod n` picks the slot.
+    std::string dnat(bool local, bool by_port, size_t n) {
+        const std::string name = std::string(by_port ? "np-" : "") +
+                                 (local ? "local-dnat" : "dnat") + family_digit(f_) + "-" +
+                                 std::to_string(n);
+        const std::string map = backends_map(f_, local, by_port);
+        const uint32_t mod = static_cast<uint32_t>(n);
+        // The family check keeps an IPv6 header from being read as IPv4.
+        add(name, {{nfproto(f_), by_port ? dnat_by_port(f_, map, mod)
+                                          : dnat_by_address(f_, map, mod)}});
+        return name;
+    }
+
+    // ClusterIP traffic: masquerade from outside the cluster CIDRs, then dnat.
+    std::string cluster_ip(bool local, size_t n) {
+        const std::string target = dnat(local, false, n);
+        const bool cidrs = !of_family(options_.cluster_cidrs, f_).empty();
+        if (!options_.masquerade_all && !cidrs) return target;
+        const std::string name = "cip-" + target;
+        add(name, {{verdict(VerdictKind::kJump, options_.masquerade_all ? kMarkForMasqueradeChain
+                                                                         : masq_outside_chain(f_))},
+                   {verdict(VerdictKind::kGoto, target)}});
+        return name;
+    }
+
+    // External traffic (external IPs, LB IPs, NodePorts).
+    std::string external(bool by_port, bool etp_local, size_t n_external, bool itp_local,
+                         size_t n_internal) {
+        if (!etp_local) {
+            const std::string target = dnat(false, by_port, n_external);
+            const std::string name = std::string(by_port ? "np-" : "") + "ext-" +
+                                     target.substr(by_port ? 3 : 0);
+            add(name, {{verdict(VerdictKind::kJump, kMarkForMasqueradeChain)},
+                       {verdict(VerdictKind::kGoto, target)}});
+            return name;
+        }
+        const std::string local_target = dnat(true, by_port, n_external);
+        std::string name = std::string(by_port ? "np-" : "") + "ext-local" + family_digit(f_) +
+                           "-" + std::to_string(n_external);
+        std::vector<Rule> rules;
+        if (n_internal > 0) {
+            // Pods and the node itself use the internal policy (kube-proxy's
+            // short circuit); the node's own traffic is masqueraded.
+            const std::string internal = dnat(itp_local, by_port, n_internal);
+            name += "-via-" + internal;
+            for (const Prefix& cidr : of_family(options_.cluster_cidrs, f_)) {
+                rules.push_back({nfproto(f_), saddr(cidr), verdict(VerdictKind::kGoto, internal)});
+            }
+            rules.push_back({fib_saddr_local(), verdict(VerdictKind::kJump, kMarkForMasqueradeChain)});
+            rules.push_back({fib_saddr_local(), verdict(VerdictKind::kGoto, internal)});
+        }
+        rules.push_back({verdict(VerdictKind::kGoto, local_target)});
+        add(name, std::move(rules));
+        return name;
+    }
+
+private:
+    void add(const std::string& name, std::vector<Rule> rules) {
+        for (const Chain& c : out_.chains) {
+            if (c.name == name) return;
+        }
+        Chain c = make_chain(name);
+        c.rules = std::move(rules);
+        out_.chains.push_back(std::move(c));
+    }
+
+    Fragment& out_;
+    IpFamily f_;
+    const BackendOptions& options_;
+};
+
+// The shape for every service port without affinity: no chain of its own,
+// only map elements (dispatch, backends, hairpin), so an endpoint change is
+// element changes only and the kernel need not revalidate the table.
+Fragment render_mapped(const ServicePortPlan& port, const BackendOptions& options) {
+    Fragment out;
+    const uint8_t proto = ip_protocol_number(port.protocol);
+    const bool itp_local = port.internal_traffic_policy == TrafficPolicy::kLocal;
+    const bool etp_local = port.external_traffic_policy == TrafficPolicy::kLocal;
+    const Verdict reject{VerdictKind::kGoto, kRejectChain, {}, 0};
+    const Verdict drop{VerdictKind::kDrop, {}, {}, 0};
+    auto element = [&](std::string set, ElementKey key, Verdict v) {
+        out.elements.push_back(ElementRef{std::move(set), key, std::move(v)});
+    };
+    auto backends = [&](const std::string& map, const IpAddress& address, uint16_t frontend_port,
+                        const std::vector<Endpoint>& eps) {
+        for (size_t k = 0; k < eps.size(); ++k) {
+            element(map, ElementKey{address, {}, proto, frontend_port, static_cast<uint32_t>(k)},
+                    Verdict{VerdictKind::kNone, {}, eps[k].ip, eps[k].port});
+        }
+    };
+    for (const IpAddress& cluster_ip : port.cluster_ips) {
+        const IpFamily f = cluster_ip.family();
+        SharedChains shared(out, f, options);
+        const std::vector<Endpoint> cluster_eps = of_family(port.cluster_endpoints, f);
+        const std::vector<Endpoint> local_eps = of_family(port.local_endpoints, f);
+        const std::vector<Endpoint>& internal = itp_local ? local_eps : cluster_eps;
+        const std::vector<Endpoint>& external = etp_local ? local_eps : cluster_eps;
+        for (const auto* list : {&cluster_eps, &local_eps}) {
+            for (const Endpoint& e : *list) element(hairpin_set(f), ElementKey{e.ip, e.ip}, {});
+        }
+
+        const ElementKey cluster_key{cluster_ip, {}, proto, port.port};
+        if (!internal.empty()) {
+            element(services_map(f), cluster_key,
+                    Verdict{VerdictKind::kGoto, shared.cluster_ip(itp_local, internal.size())});
+            backends(backends_map(f, itp_local, false), cluster_ip, port.port, internal);
+        } else {
+            element(no_endpoints_map(f), cluster_key, itp_local ? drop : reject);
+        }
+
+        std::vector<IpAddress> externals;
+        for (const auto* list : {&port.external_ips, &port.load_balancer_ips}) {
+            for (const IpAddress& ip : *list) {
+                if (ip.family() == f) externals.push_back(ip);
+            }
+        }
+        // Where external traffic goes, for frontends keyed by address or by port.
+        auto external_entry = [&](bool by_port) -> Verdict {
+            if (external.empty()) return etp_local ? drop : reject;
+            return Verdict{VerdictKind::kGoto,
+                           shared.external(by_port, etp_local, external.size(), itp_local,
+                                           etp_local ? internal.size() : 0)};
+        };
+        auto external_backends = [&](bool by_port, const IpAddress& address, uint16_t p) {
+            backends(backends_map(f, etp_local, by_port), address, p, external);
+            if (etp_local && !internal.empty() && !itp_local) {
+                backends(backends_map(f, false, by_port), address, p, internal);
+            }
+        };
+        for (const IpAddress& ip : externals) {
+            const ElementKey key{ip, {}, proto, port.port};
+            const Verdict v = external_entry(false);
+            element(external.empty() ? no_endpoints_map(f) : services_map(f), key, v);
+            if (!external.empty()) external_backends(false, ip, port.port);
+        }
+        if (port.node_port != 0) {
+            const ElementKey key{{}, {}, proto, port.node_port};
+            const Verdict v = external_entry(true);
+            element(external.empty() ? no_endpoint_nodeports_map(f) : nodeports_map(f), key, v);
+            if (!external.empty()) external_backends(true, IpAddress(), port.node_port);
+        }
+        add_firewall(out, f, port, proto);
+    }
+    return out;
+}
+
+}  // namespace
+
+Fragment render_service(const ServicePortPlan& port, const BackendOptions& options) {
+    return port.session_affinity.client_ip ? render_chained(port, options)
+                                           : render_mapped(port, options);
+}
+
+Model render_base(const BackendOptions& options) {
+    Model m;
+    auto chain = [&](const char* name, std::optional<Hook> hook = std::nullopt) -> Chain& {
+        Chain& c = m.chains[name];
+        c = make_chain(name, std::move(hook));
+        return c;
+    };
+    const uint32_t mark = options.masquerade_mark;
+    // Filter hooks run before DNAT (priority -110, as kube-proxy): services
+    // without endpoints are rejected and source ranges enforced on the
+    // original destination; only new connections are looked at.
+    add_rule(chain(kFilterPrerouting, Hook{"filter", "prerouting", -110}),
+             {ct_state_new(), verdict(VerdictKind::kJump, kFirewallCheck)});
+    Chain& input = chain(kFilterInput, Hook{"filter", "input", -110});
+    add_rule(input, {ct_state_new(), verdict(VerdictKind::kJump, kNodeportEndpointsCheck)});
+    add_rule(input, {ct_state_new(), verdict(VerdictKind::kJump, kEndpointsCheck)});
+    add_rule(chain(kFilterForward, Hook{"filter", "forward", -110}),
+             {ct_state_new(), verdict(VerdictKind::kJump, kEndpointsCheck)});
+    Chain& output = chain(kFilterOutput, Hook{"filter", "output", -110});
+    add_rule(output, {ct_state_new(), verdict(VerdictKind::kJump, kEndpointsCheck)});
+    add_rule(output, {ct_state_new(), verdict(VerdictKind::kJump, kFirewallCheck)});
+    add_rule(chain(kNatPrerouting, Hook{"nat", "prerouting", -100}),
+             {verdict(VerdictKind::kJump, kServicesChain)});
+    add_rule(chain(kNatOutput, Hook{"nat", "output", -100}),
+             {verdict(VerdictKind::kJump, kServicesChain)});
+    add_rule(chain(kNatPostrouting, Hook{"nat", "postrouting", 100}),
+             {verdict(VerdictKind::kJump, kMasquerading)});
+
+    Chain& firewall = chain(kFirewallCheck);
+    Chain& endpoints = chain(kEndpointsCheck);
+    Chain& nodeport_endpoints = chain(kNodeportEndpointsCheck);
+    Chain& services = chain(kServicesChain);
+    for (IpFamily f : kFamilies) {
+        add_rule(firewall, {nfproto(f), vmap_daddr_proto_port(f, firewall_map(f))});
+        add_rule(endpoints, {nfproto(f), vmap_daddr_proto_port(f, no_endpoints_map(f))});
+        add_rule(services, {nfproto(f), vmap_daddr_proto_port(f, services_map(f))});
+    }
+    for (IpFamily f : kFamilies) {
+        for (Rule condition : nodeport_address_conditions(options, f)) {
+            Rule check = condition;
+            check.push_back(vmap_proto_port(no_endpoint_nodeports_map(f)));
+            add_rule(nodeport_endpoints, std::move(check));
+            condition.push_back(vmap_proto_port(nodeports_map(f)));
+            add_rule(services, std::move(condition));
+        }
+    }
+
+    Chain& reject = chain(kRejectChain);
+    add_rule(reject, {l4proto(IPPROTO_TCP), reject_tcp_reset()});
+    add_rule(reject, {reject_port_unreachable()});
+    add_rule(chain(kMarkForMasqueradeChain), {mark_set_or(mark)});
+    for (IpFamily f : kFamilies) {
+        const std::vector<Prefix> cidrs = of_family(options.cluster_cidrs, f);
+        if (cidrs.empty() || options.masquerade_all) continue;
+        Chain& c = m.chains[masq_outside_chain(f)];
+        c = make_chain(masq_outside_chain(f));
+        for (const Prefix& cidr : cidrs) {
+            add_rule(c, {nfproto(f), saddr(cidr), verdict(VerdictKind::kReturn)});
+        }
+        add_rule(c, {mark_set_or(mark)});
+    }
+    Chain& masq = chain(kMasquerading);
+    for (IpFamily f : kFamilies) {
+        // Hairpin: an endpoint reached itself through a Service; without
+        // masquerade it would answer itself directly and drop the reply.
+        add_rule(masq, {ct_status_dnat(), nfproto(f), set_saddr_daddr(f, hairpin_set(f)),
+                        masquerade()});
+    }
+    add_rule(masq, {mark_unset(mark), verdict(VerdictKind::kReturn)});
+    add_rule(masq, {mark_set_xor(mark)});
+    add_rule(masq, {masquerade()});
+
+    for (IpFamily f : kFamilies) {
+        auto set = [&](std::string name, SetLayout layout) {
+            Set& s = m.sets[name];
+            s.name = name;
+            s.layout = layout;
+            s.family = f;
+        };
+        set(services_map(f), SetLayout::kAddrProtoPortVerdict);
+        set(nodeports_map(f), SetLayout::kProtoPortVerdict);
+        set(no_endpoints_map(f), SetLayout::kAddrProtoPortVerdict);
+        set(no_endpoint_nodeports_map(f), SetLayout::kProtoPortVerdict);
+        set(firewall_map(f), SetLayout::kAddrProtoPortVerdict);
+        set(hairpin_set(f), SetLayout::kAddrAddr);
+        set(affinity_map(f), SetLayout::kAffinity);
+        for (const bool local : {false, true}) {
+            set(backends_map(f, local, false), SetLayout::kBackendsByAddress);
+            set(backends_map(f, local, true), SetLayout::kBackendsByPort);
+        }
+    }
+    return m;
+}
+
+void add_fragment(Model& model, const Fragment& fragment) {
+    for (const Chain& c : fragment.chains) {
+        if (model.chain_refs[c.name]++ == 0) model.chains[c.name] = c;
+    }
+    for (const ElementRef& e : fragment.elements) {
+        auto it = model.sets.find(e.set);
+        if (it == model.sets.end()) continue;
+        if (it->second.refs[e.key]++ == 0) it->second.elements[e.key] = e.value;
+    }
+}
+
+void remove_fragment(Model& model, const Fragment& fragment) {
+    for (const Chain& c : fragment.chains) {
+        auto ref = model.chain_refs.find(c.name);
+        if (ref == model.chain_refs.end()) continue;
+        if (--ref->second == 0) {
+            model.chain_refs.erase(ref);
+            model.chains.erase(c.name);
+        }
+    }
+    for (const ElementRef& e : fragment.elements) {
+        auto it = model.sets.find(e.set);
+        if (it == model.sets.end()) continue;
+        auto ref = it->second.refs.find(e.key);
+        if (ref == it->second.refs.end()) continue;
+        if (--ref->second == 0) {
+            it->second.refs.erase(ref);
+            it->second.elements.erase(e.key);
+        }
+    }
+}
+
+RenderResult render(const Plan& plan, const BackendOptions& options) {
+    RenderResult out;
+    out.model = render_base(options);
+    for (const ServicePortPlan& port : plan.services) {
+        if (Status s = validate_service(port); !s) {
+            out.errors.push_back(s.error().message);
+            continue;
+        }
+        add_fragment(out.model, render_service(port, options));
+    }
+    return out;
+}
+
+}  // namespace sb::rules::nftables

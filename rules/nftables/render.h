@@ -1,0 +1,79 @@
+// Render: Plan + BackendOptions -> Model (pure, deterministic).
+//
+// The ruleset shape (docs/nftables.md explains it and the measured costs):
+// fixed base chains and global maps keyed by (address . protocol . port) or
+// (protocol . port) dispatch in O(1) to per-service-port chains; a chain picks
+// an endpoint with a cascade of `numgen random mod (n-k) == 0` rules, so the
+// kernel work stays linear in the number of services. Everything a service
+// port contributes (its chains and map elements) is one Fragment, so an
+// incremental sync renders only the service ports that changed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rules/backend.h"
+#include "rules/nftables/model.h"
+#include "rules/plan.h"
+
+namespace sb::rules::nftables {
+
+// Names of the fixed objects (the tracer and tests refer to them).
+inline constexpr const char* kServicesChain = "services";
+inline constexpr const char* kRejectChain = "reject-chain";
+inline constexpr const char* kMarkForMasqueradeChain = "mark-for-masquerade";
+inline constexpr uint32_t kDefaultAffinitySeconds = 10800;  // Kubernetes' default
+
+std::string services_map(IpFamily family);            // services4 / services6
+std::string nodeports_map(IpFamily family);           // nodeports4 / nodeports6
+std::string no_endpoints_map(IpFamily family);        // no-endpoints4 / 6
+std::string no_endpoint_nodeports_map(IpFamily family);
+std::string firewall_map(IpFamily family);
+std::string hairpin_set(IpFamily family);
+std::string affinity_map(IpFamily family);
+// Endpoints by slot: backends4, local-backends4, np-backends4 (NodePorts, keyed
+// by port), np-local-backends4; the same with 6.
+std::string backends_map(IpFamily family, bool local, bool by_port);
+
+// Chain names of a service port, deterministic from its id, valid nft
+// identifiers of at most 200 characters: KIND + family digit + "-" + 8
+// base32 characters of a hash of the id + "-" + ns/service/protocol/port name.
+// KIND: "svc" (cluster-policy endpoints), "loc" (local endpoints), "ext"
+// (external entry), "fw" (loadBalancerSourceRanges).
+std::string service_chain_name(const char* kind, IpFamily family, const ServicePortPlan& port);
+
+// What one service port contributes to the model.
+struct ElementRef {
+    std::string set;
+    ElementKey key;
+    Verdict value;
+};
+struct Fragment {
+    std::vector<Chain> chains;
+    std::vector<ElementRef> elements;
+};
+
+// Checks what the kernel will receive (families agree, ports non-zero, ...).
+// Error naming the service port and field; the port is then skipped.
+Status validate_service(const ServicePortPlan& port);
+Status validate_options(const BackendOptions& options);
+
+// Precondition: validate_service(port) succeeded.
+Fragment render_service(const ServicePortPlan& port, const BackendOptions& options);
+
+// The base chains and the (empty) global sets/maps.
+Model render_base(const BackendOptions& options);
+
+// Merging fragments into a model. Elements are reference counted (two
+// service ports may contribute the same hairpin pair); a key already present
+// keeps its first value.
+void add_fragment(Model& model, const Fragment& fragment);
+void remove_fragment(Model& model, const Fragment& fragment);
+
+struct RenderResult {
+    Model model;
+    std::vector<std::string> errors;  // one per skipped service port
+};
+RenderResult render(const Plan& plan, const BackendOptions& options);
+
+}  // namespace sb::rules::nftables

@@ -1,0 +1,203 @@
+// The nftables backend at scale, inside a private network namespace
+// (unshare(CLONE_NEWNET): the host's ruleset is never touched). For each size
+// (services x endpoints): a full sync into an empty kernel, a full resync
+// that adopts the existing table, one endpoint change (incremental), and as
+// the peer `nft -f` loading the same ruleset text (render_text) and the same
+// one-endpoint change as nft commands. Prints times, ratios and peak RSS;
+// asserts nothing. Needs root.
+//
+// Usage: bench_nftables [SERVICES...]   (default: 1000 10000; 10 endpoints each)
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "rules/nftables/diff.h"
+#include "rules/nftables/nftables_backend.h"
+#include "rules/nftables/render.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using sb::IpAddress;
+namespace rules = sb::rules;
+
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// User + system CPU milliseconds of this process or of its waited-for
+// children: steadier than wall time on a busy machine.
+double cpu_ms(int who) {
+    rusage u{};
+    getrusage(who, &u);
+    return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+           (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+}
+
+long peak_rss_kib(int who) {
+    rusage u{};
+    getrusage(who, &u);
+    return u.ru_maxrss;
+}
+
+// Services 10.96.0.0/12, endpoints 10.128.0.0/9 (one address per endpoint,
+// so the hairpin set has services x endpoints elements); every 10th service
+// also has a NodePort.
+rules::Plan make_plan(int services, int endpoints) {
+    rules::Plan plan;
+    plan.node = "node-0";
+    for (int i = 0; i < services; ++i) {
+        rules::ServicePortPlan p;
+        p.ns = "ns-" + std::to_string(i % 50);
+        p.service = "svc-" + std::to_string(i);
+        p.port_name = "http";
+        p.cluster_ips = {IpAddress::v4(0x0a600000u + static_cast<uint32_t>(i) + 10)};
+        p.port = 80;
+        if (i % 10 == 0) p.node_port = static_cast<uint16_t>(30000 + (i / 10) % 2700);
+        for (int e = 0; e < endpoints; ++e) {
+            rules::Endpoint ep;
+            ep.ip = IpAddress::v4(0x0a800000u + static_cast<uint32_t>(i * endpoints + e) + 2);
+            ep.port = 8080;
+            ep.ready = ep.serving = true;
+            ep.node_name = "node-" + std::to_string(e % 10);
+            ep.is_local = e % 10 == 0;
+            p.cluster_endpoints.push_back(ep);
+            if (ep.is_local) p.local_endpoints.push_back(ep);
+        }
+        plan.services.push_back(std::move(p));
+    }
+    std::sort(plan.services.begin(), plan.services.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.ns, a.service, a.port_name, a.protocol) <
+               std::tie(b.ns, b.service, b.port_name, b.protocol);
+    });
+    return plan;
+}
+
+// Runs `nft -f path`; returns wall milliseconds, or -1 on failure.
+double run_nft(const std::string& path) {
+    const auto t0 = Clock::now();
+    const pid_t pid = fork();
+    if (pid == 0) {
+        execlp("nft", "nft", "-f", path.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    const double ms = ms_since(t0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? ms : -1;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+    std::ofstream(path) << text;
+}
+
+int delete_table() {
+    return std::system("nft delete table inet switchboard 2>/dev/null");
+}
+
+void bench(int services, int endpoints) {
+    std::printf("== %d services x %d endpoints\n", services, endpoints);
+    const rules::Plan plan = make_plan(services, endpoints);
+    rules::Plan changed = plan;
+    rules::ServicePortPlan& victim = changed.services[changed.services.size() / 2];
+    victim.cluster_endpoints[3].ip = IpAddress::v4(0x0b000001u);
+
+    auto backend = rules::nftables::make_backend({});
+    (void)backend->cleanup();
+
+    auto t0 = Clock::now();
+    double c0 = cpu_ms(RUSAGE_SELF);
+    auto full = backend->sync(plan, nullptr);
+    const double full_ms = ms_since(t0);
+    const double full_cpu = cpu_ms(RUSAGE_SELF) - c0;
+    if (!full) {
+        std::printf("full sync failed: %s\n", full.error().describe().c_str());
+        return;
+    }
+    std::printf("switchboard full sync (empty kernel):   %9.1f ms wall %9.1f ms cpu  (%zu objects)\n",
+                full_ms, full_cpu, full->objects_sent);
+
+    t0 = Clock::now();
+    c0 = cpu_ms(RUSAGE_SELF);
+    auto adopt = backend->sync(plan, nullptr);
+    std::printf("switchboard full resync (adopt table):  %9.1f ms wall %9.1f ms cpu  (%s)\n",
+                ms_since(t0), cpu_ms(RUSAGE_SELF) - c0,
+                adopt ? "ok" : adopt.error().describe().c_str());
+
+    std::vector<double> incremental;
+    const rules::Plan* current = &plan;
+    c0 = cpu_ms(RUSAGE_SELF);
+    for (int round = 0; round < 10; ++round) {
+        const rules::Plan& next = round % 2 == 0 ? changed : plan;
+        t0 = Clock::now();
+        auto r = backend->sync(next, current);
+        incremental.push_back(ms_since(t0));
+        if (!r) {
+            std::printf("incremental sync failed: %s\n", r.error().describe().c_str());
+            return;
+        }
+        current = &next;
+    }
+    const double incremental_cpu = (cpu_ms(RUSAGE_SELF) - c0) / 10;
+    std::sort(incremental.begin(), incremental.end());
+    std::printf("switchboard one endpoint change:        %9.2f ms wall %9.2f ms cpu  (median of 10, min %.2f)\n",
+                incremental[incremental.size() / 2], incremental_cpu, incremental.front());
+    const long rss = peak_rss_kib(RUSAGE_SELF);
+
+    // The peer: nft -f with the same ruleset, then the same change.
+    const auto text = backend->render_text(plan);
+    const std::string file = "/tmp/switchboard-bench-" + std::to_string(getpid()) + ".nft";
+    write_file(file, *text);
+    delete_table();
+    c0 = cpu_ms(RUSAGE_CHILDREN);
+    const double nft_full = run_nft(file);
+    const double nft_full_cpu = cpu_ms(RUSAGE_CHILDREN) - c0;
+    auto model = rules::nftables::render(plan, {}).model;
+    std::vector<rules::nftables::Fragment> fragments;
+    const auto& old_port = plan.services[plan.services.size() / 2];
+    fragments.push_back(rules::nftables::render_service(old_port, {}));
+    fragments.push_back(rules::nftables::render_service(victim, {}));
+    const auto delta =
+        rules::nftables::update_model(model, {{&fragments[0], &fragments[1]}});
+    write_file(file, rules::nftables::to_nft_text(delta, model));
+    c0 = cpu_ms(RUSAGE_CHILDREN);
+    const double nft_change = run_nft(file);
+    const double nft_change_cpu = cpu_ms(RUSAGE_CHILDREN) - c0;
+    std::remove(file.c_str());
+    delete_table();
+
+    std::printf("nft -f full ruleset:                    %9.1f ms wall %9.1f ms cpu  -> nft/switchboard %.1fx wall, %.1fx cpu\n",
+                nft_full, nft_full_cpu, nft_full / full_ms, nft_full_cpu / full_cpu);
+    std::printf("nft -f one endpoint change:             %9.2f ms wall %9.2f ms cpu  -> nft/switchboard %.1fx wall, %.1fx cpu\n",
+                nft_change, nft_change_cpu, nft_change / incremental[incremental.size() / 2],
+                nft_change_cpu / incremental_cpu);
+    std::printf("peak RSS: switchboard process %ld MiB, nft %ld MiB\n", rss / 1024,
+                peak_rss_kib(RUSAGE_CHILDREN) / 1024);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (geteuid() != 0) {
+        std::printf("bench_nftables: needs root (a private network namespace); skipped\n");
+        return 0;
+    }
+    if (unshare(CLONE_NEWNET) != 0) {
+        std::perror("unshare(CLONE_NEWNET)");
+        return 1;
+    }
+    std::vector<int> sizes;
+    for (int i = 1; i < argc; ++i) sizes.push_back(std::atoi(argv[i]));
+    if (sizes.empty()) sizes = {1000, 10000};
+    for (int n : sizes) bench(n, 10);
+    return 0;
+}

@@ -1,0 +1,413 @@
+"""The switchboard binary as a process: flags and exit codes, `plan`,
+--dry-run, and the running daemon's HTTP endpoints, health-check node
+ports, signals and --cleanup.
+
+Tests that run the daemon itself program nftables, so they need root and
+run inside a network namespace this module creates and deletes (loopback
+only); the rest need nothing.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+
+import pytest
+
+# A Service with externalTrafficPolicy Local (health-check node port) with
+# one ready endpoint on node-a, and a ClusterIP Service.
+HEALTH_PORT = 31999
+
+
+def service(name, cluster_ip, port, **spec):
+    body = {
+        "clusterIP": cluster_ip,
+        "clusterIPs": [cluster_ip],
+        "ipFamilies": ["IPv4"],
+        "ports": [{"name": "http", "port": port, "protocol": "TCP", "targetPort": 8080}],
+        "selector": {"app": name},
+        "type": "ClusterIP",
+    }
+    body.update(spec)
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": "default", "uid": str(uuid.uuid4())},
+            "spec": body}
+
+
+def slice_of(name, addresses, node="node-a"):
+    return {
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": f"{name}-abc", "namespace": "default",
+                     "labels": {"kubernetes.io/service-name": name}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [address], "conditions": {"ready": True}, "nodeName": node}
+                      for address in addresses],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+    }
+
+
+def cluster(extra_services=()):
+    items = [
+        service("web", "10.96.0.10", 80),
+        slice_of("web", ["10.244.1.10", "10.244.1.11"]),
+        service("edge", "10.96.0.20", 443, type="LoadBalancer", externalTrafficPolicy="Local",
+                healthCheckNodePort=HEALTH_PORT),
+        slice_of("edge", ["10.244.1.12"]),
+    ]
+    items.extend(extra_services)
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def write_cluster(path, document):
+    # Written then renamed, so the file source never reads half a file.
+    partial = path.with_suffix(".tmp")
+    partial.write_text(json.dumps(document))
+    os.replace(partial, path)
+
+
+def run(binary, *args, timeout=30):
+    return subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+def one_error_line(result):
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("switchboard: "), lines[0]
+    return lines[0]
+
+
+# ---------------------------------------------------------------- no root
+
+
+def test_help_prints_usage_and_exits_0(switchboard_bin):
+    result = run(switchboard_bin, "--help")
+    assert result.returncode == 0
+    for flag in ("--proxy-mode", "--source", "--min-sync-period", "--dns-listen", "--cleanup"):
+        assert flag in result.stdout
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--proxy-mode=foo"], "--proxy-mode"),
+    (["--proxy-mode", "userspace"], "--proxy-mode"),
+    (["--source=etcd"], "--source"),
+    (["--min-sync-period=soon"], "--min-sync-period"),
+    (["--sync-period", "10"], "--sync-period"),
+    (["--metrics-bind-address=localhost:10249"], "--metrics-bind-address"),
+    (["--cluster-cidr=10.0.0.0/40"], "--cluster-cidr"),
+    (["--ipvs-scheduler=wrr"], "--ipvs-scheduler"),
+    (["--dns-pods=maybe"], "--dns-pods"),
+    (["--masquerade-bit=40"], "--masquerade-bit"),
+    (["--no-such-flag"], "--no-such-flag"),
+])
+def test_bad_flag_exits_2_with_one_line_naming_it(switchboard_bin, args, flag):
+    result = run(switchboard_bin, *args)
+    assert result.returncode == 2
+    assert flag in one_error_line(result)
+    assert result.stdout == ""
+
+
+def test_proxy_mode_error_wording(switchboard_bin):
+    result = run(switchboard_bin, "--proxy-mode=foo")
+    assert one_error_line(result) == \
+        'switchboard: --proxy-mode: "foo" is not one of nftables, iptables, ipvs'
+
+
+@pytest.mark.parametrize("mode", ["iptables", "ipvs"])
+def test_modes_not_built_exit_1(switchboard_bin, tmp_path, mode):
+    source = tmp_path / "cluster.json"
+    write_cluster(source, cluster())
+    result = run(switchboard_bin, f"--proxy-mode={mode}", f"--source=file:{source}", "--dry-run")
+    assert result.returncode == 1
+    assert one_error_line(result) == f"switchboard: --proxy-mode={mode} is not available yet"
+
+
+def test_plan_prints_the_plan(switchboard_bin, tmp_path):
+    source = tmp_path / "cluster.json"
+    write_cluster(source, cluster())
+    result = run(switchboard_bin, "plan", "--source", f"file:{source}", "--hostname-override",
+                 "Node-A")
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert plan["node"] == "node-a"
+    assert [(s["service"], s["port"]) for s in plan["services"]] == [("edge", 443), ("web", 80)]
+    assert len(plan["services"][1]["clusterEndpoints"]) == 2
+
+
+def test_plan_of_unreadable_source_exits_2_naming_the_file(switchboard_bin, tmp_path):
+    missing = tmp_path / "absent-cluster.json"
+    result = run(switchboard_bin, "plan", "--source", f"file:{missing}", "--hostname-override", "n")
+    assert result.returncode == 2
+    assert "absent-cluster.json" in one_error_line(result)
+    assert result.stdout == ""
+
+
+def test_dry_run_prints_the_rules(switchboard_bin, tmp_path):
+    source = tmp_path / "cluster.json"
+    write_cluster(source, cluster())
+    result = run(switchboard_bin, "--dry-run", f"--source=file:{source}",
+                 "--hostname-override=node-a", "--metrics-bind-address=",
+                 "--healthz-bind-address=")
+    assert result.returncode == 0, result.stderr
+    assert "table inet switchboard" in result.stdout
+    assert "10.96.0.10" in result.stdout
+    assert "10.244.1.11" in result.stdout
+
+
+# ---------------------------------------------------------- root, netns
+
+
+def netns_exec(namespace, *argv, **kwargs):
+    return subprocess.run(["ip", "netns", "exec", namespace, *map(str, argv)],
+                          capture_output=True, text=True, timeout=30, check=False, **kwargs)
+
+
+@pytest.fixture
+def netns(root):
+    name = f"sbdaemon{os.getpid()}x{uuid.uuid4().hex[:6]}"
+    subprocess.run(["ip", "netns", "add", name], check=True, timeout=30)
+    try:
+        subprocess.run(["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"], check=True,
+                       timeout=30)
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=False, timeout=30)
+
+
+def free_port():
+    # Ports are per namespace; any port free in ours is free in a new one.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def http_get(namespace, port, path):
+    """(status, headers, body) of GET http://127.0.0.1:port/path inside the namespace."""
+    script = (
+        "import sys, urllib.request, urllib.error, json\n"
+        "try:\n"
+        f"    r = urllib.request.urlopen('http://127.0.0.1:{port}{path}', timeout=10)\n"
+        "    out = (r.status, dict(r.headers), r.read().decode())\n"
+        "except urllib.error.HTTPError as e:\n"
+        "    out = (e.code, dict(e.headers), e.read().decode())\n"
+        "except OSError as e:\n"
+        "    out = (0, {}, str(e))\n"
+        "print(json.dumps(out))\n"
+    )
+    result = netns_exec(namespace, "/usr/bin/python3", "-c", script)
+    assert result.returncode == 0, result.stderr
+    return tuple(json.loads(result.stdout))
+
+
+def wait_for(predicate, what, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+class Daemon:
+    def __init__(self, binary, namespace, source, log_path, *extra):
+        self.namespace = namespace
+        self.metrics_port = free_port()
+        self.healthz_port = free_port()
+        self.log_path = log_path
+        # stderr to a file: a pipe nobody reads could fill and stall the daemon.
+        with open(log_path, "w") as log:
+            self.process = subprocess.Popen(
+                ["ip", "netns", "exec", namespace, str(binary), f"--source=file:{source}",
+                 "--hostname-override=node-a",
+                 f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
+                 f"--healthz-bind-address=127.0.0.1:{self.healthz_port}",
+                 "--min-sync-period=100ms", *extra],
+                stdout=subprocess.DEVNULL, stderr=log)
+
+    def stderr(self):
+        with open(self.log_path) as log:
+            return log.read()
+
+    def get(self, path, port=None):
+        return http_get(self.namespace, port or self.metrics_port, path)
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        return self.process.returncode
+
+
+@pytest.fixture
+def daemon_factory(switchboard_bin, netns, tmp_path):
+    started = []
+
+    def start(source, *extra):
+        log_path = tmp_path / f"daemon-{len(started)}.log"
+        daemon = Daemon(switchboard_bin, netns, source, log_path, *extra)
+        started.append(daemon)
+        return daemon
+
+    yield start
+    for daemon in started:
+        daemon.stop()
+
+
+def metric(text, series):
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    return None
+
+
+def test_daemon_serves_its_endpoints_and_follows_changes(switchboard_bin, daemon_factory, tmp_path):
+    source = tmp_path / "cluster.json"
+    write_cluster(source, cluster())
+    daemon = daemon_factory(source)
+    wait_for(lambda: daemon.get("/readyz")[0] == 200, "/readyz 200")
+
+    assert daemon.get("/proxyMode")[2] == "nftables"
+    assert daemon.get("/livez")[0] == 200
+
+    # /debug/services is exactly what `switchboard plan` prints for the same input.
+    status, headers, body = daemon.get("/debug/services")
+    assert status == 200
+    plan = run(switchboard_bin, "plan", f"--source=file:{source}", "--hostname-override=node-a")
+    assert body == plan.stdout
+
+    status, headers, body = daemon.get("/metrics")
+    assert status == 200
+    for name in ("kubeproxy_sync_proxy_rules_duration_seconds_count",
+                 "kubeproxy_sync_full_proxy_rules_duration_seconds_count",
+                 "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
+                 "kubeproxy_sync_proxy_rules_service_changes_total",
+                 "kubeproxy_sync_proxy_rules_endpoint_changes_total",
+                 "switchboard_sync_errors_total"):
+        assert metric(body, name) is not None, name
+    assert metric(body, "kubeproxy_sync_proxy_rules_duration_seconds_count") >= 1
+    assert metric(body, "switchboard_sync_errors_total") == 0
+    assert 'switchboard_build_info{' in body
+
+    status, headers, body = daemon.get("/healthz", daemon.healthz_port)
+    assert status == 200
+    health = json.loads(body)
+    assert set(health) == {"lastUpdated", "currentTime", "nodeEligible"}
+    assert health["nodeEligible"] is True
+    assert daemon.get("/livez", daemon.healthz_port)[0] == 200
+
+    # The health-check node port of the Local Service, with its one local endpoint.
+    status, headers, body = daemon.get("/", HEALTH_PORT)
+    assert status == 200
+    assert json.loads(body) == {"service": {"namespace": "default", "name": "edge"},
+                                "localEndpoints": 1, "serviceProxyHealthy": True}
+
+    # The kernel has the backend's table ("list chains": the table's chains
+    # without its set elements, which are the nftables backend's business).
+    assert "table inet switchboard" in netns_exec(daemon.namespace, "nft", "list", "chains").stdout
+    partial_syncs = metric(daemon.get("/metrics")[2],
+                           "kubeproxy_sync_partial_proxy_rules_duration_seconds_count")
+
+    # A change in the source reaches the plan, the rules and the health check.
+    extra = service("late", "10.96.0.30", 8000)
+    document = cluster([extra])
+    document["items"][3] = slice_of("edge", [])  # edge loses its local endpoint
+    write_cluster(source, document)
+
+    def late_in_plan():
+        plan = json.loads(daemon.get("/debug/services")[2] or "{}")
+        return any(s["service"] == "late" for s in plan.get("services", []))
+    wait_for(late_in_plan, "the new Service in /debug/services")
+    wait_for(lambda: daemon.get("/", HEALTH_PORT)[0] == 503, "the health check to turn 503")
+    # ...through partial syncs that the backend accepted.
+    body = daemon.get("/metrics")[2]
+    assert metric(body, "kubeproxy_sync_partial_proxy_rules_duration_seconds_count") > partial_syncs
+    assert metric(body, "switchboard_sync_errors_total") == 0
+    assert metric(body, "kubeproxy_sync_proxy_rules_service_changes_total") >= 3
+
+    # SIGTERM: exit 0 and the rules stay (kube-proxy does not flush on exit).
+    assert daemon.stop() == 0
+    assert "table inet switchboard" in netns_exec(daemon.namespace, "nft", "list", "chains").stdout
+
+    # --cleanup removes them.
+    cleanup = netns_exec(daemon.namespace, switchboard_bin, "--cleanup")
+    assert cleanup.returncode == 0, cleanup.stderr
+    chains = netns_exec(daemon.namespace, "nft", "list", "chains")
+    assert chains.returncode == 0, chains.stderr
+    assert "table inet switchboard" not in chains.stdout
+
+
+def test_health_check_port_closes_when_service_goes(daemon_factory, tmp_path):
+    source = tmp_path / "cluster.json"
+    write_cluster(source, cluster())
+    daemon = daemon_factory(source)
+    wait_for(lambda: daemon.get("/", HEALTH_PORT)[0] == 200, "the health-check node port")
+    document = cluster()
+    document["items"] = document["items"][:2]  # edge and its slice removed
+    write_cluster(source, document)
+    wait_for(lambda: daemon.get("/", HEALTH_PORT)[0] == 0, "the health-check port to close")
+
+
+def test_metrics_port_in_use_exits_1_with_one_line(switchboard_bin, daemon_factory, netns,
+                                                    tmp_path):
+    source = tmp_path / "cluster.json"
+    write_cluster(source, cluster())
+    first = daemon_factory(source)
+    wait_for(lambda: first.get("/readyz")[0] == 200, "the first daemon")
+    second = subprocess.run(
+        ["ip", "netns", "exec", netns, str(switchboard_bin), f"--source=file:{source}",
+         "--hostname-override=node-a", f"--metrics-bind-address=127.0.0.1:{first.metrics_port}",
+         f"--healthz-bind-address=127.0.0.1:{free_port()}"],
+        capture_output=True, text=True, timeout=30, check=False)
+    assert second.returncode == 1
+    line = one_error_line(second)
+    assert "--metrics-bind-address" in line and str(first.metrics_port) in line
+
+
+def test_bad_source_file_exits_2_before_serving(daemon_factory, tmp_path):
+    daemon = daemon_factory(tmp_path / "missing.json")
+    assert daemon.process.wait(timeout=20) == 2
+    assert "missing.json" in one_error_line(subprocess.CompletedProcess([], 2, "", daemon.stderr()))
+
+
+def test_sigint_stops_cleanly(daemon_factory, tmp_path):
+    source = tmp_path / "cluster.json"
+    write_cluster(source, cluster())
+    daemon = daemon_factory(source)
+    wait_for(lambda: daemon.get("/readyz")[0] == 200, "/readyz 200")
+    daemon.process.send_signal(signal.SIGINT)
+    assert daemon.process.wait(timeout=20) == 0
+
+
+def test_dns_answers_when_dns_listen_is_set(daemon_factory, tmp_path):
+    source = tmp_path / "cluster.json"
+    write_cluster(source, cluster())
+    dns_port = free_port()
+    # The upstream is a closed loopback port: only cluster names are asked.
+    daemon = daemon_factory(source, f"--dns-listen=127.0.0.1:{dns_port}",
+                            "--dns-upstream=127.0.0.1:9")
+    wait_for(lambda: daemon.get("/readyz")[0] == 200, "/readyz 200")
+
+    def answer():
+        result = netns_exec(daemon.namespace, "dig", "+short", "+time=2", "+tries=1", "-p",
+                            dns_port, "@127.0.0.1", "web.default.svc.cluster.local")
+        return result.stdout.strip()
+    assert wait_for(answer, "a DNS answer") == "10.96.0.10"
+
+
+def test_dry_run_touches_no_kernel_state(switchboard_bin, netns, tmp_path):
+    source = tmp_path / "cluster.json"
+    write_cluster(source, cluster())
+    result = netns_exec(netns, switchboard_bin, "--dry-run", f"--source=file:{source}",
+                        "--hostname-override=node-a")
+    assert result.returncode == 0, result.stderr
+    assert "table inet switchboard" in result.stdout
+    chains = netns_exec(netns, "nft", "list", "chains")
+    assert chains.returncode == 0, chains.stderr
+    assert "switchboard" not in chains.stdout

@@ -1,0 +1,417 @@
+"""Datapath scenarios: real packets through switchboard in network namespaces.
+
+Each test writes a cluster (Services, EndpointSlices) for the bed of
+netbed.py, starts switchboard on it in node-a's namespace and sends traffic
+from pods, from the node or from the outside namespace. Every traffic loop
+is bounded in count and each attempt in time (netbed.Bed.probe).
+
+The proxy mode is a module parameter: the iptables and IPVS modes run the
+same scenarios once they exist. SWITCHBOARD_PROXY_MODES (comma-separated)
+picks the modes; the default is the ones implemented so far.
+"""
+import collections
+import os
+import time
+
+import netbed
+import pytest
+from netbed import endpoint, endpoint_slice, service, service_port
+
+MODES = os.environ.get("SWITCHBOARD_PROXY_MODES", "nftables").split(",")
+
+LAYOUT = {"node-a": ["pod-1", "pod-2", "pod-3", "client"], "node-b": ["pod-4", "pod-5"]}
+CLIENT_SOURCES = 12  # extra addresses of the client pod: a dozen distinct clients
+NODE_PORT_NODE = "node-a"  # where switchboard runs
+
+
+@pytest.fixture(scope="module", params=MODES)
+def mode(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def bed(root):
+    bed = netbed.Bed(LAYOUT, client_sources={"client": CLIENT_SOURCES}).up()
+    try:
+        bed.start_servers()
+        yield bed
+    finally:
+        bed.down()
+
+
+@pytest.fixture
+def proxy(bed, mode, switchboard_bin):
+    daemon = netbed.Switchboard(bed, switchboard_bin, mode, node=NODE_PORT_NODE)
+    yield daemon
+    daemon.close()
+
+
+def pods_of(answers):
+    return collections.Counter(answer.pod for answer in answers)
+
+
+def failures(answers):
+    return [answer.error for answer in answers if not answer.ok]
+
+
+def errors_of(answers):
+    return {answer.error for answer in answers}
+
+
+def start(proxy, *items):
+    proxy.set_cluster(items)
+    proxy.start()
+
+
+def web(bed, name, ip, pods, *, port=80, target=8080, protocol="TCP", **kwargs):
+    """A one-port Service with one slice over `pods` (all ready) and the Service itself."""
+    return [
+        service(name, [ip], [service_port(port, name="p", protocol=protocol, target=target)], **kwargs),
+        endpoint_slice(name, [endpoint(bed.pods[p]) for p in pods], [("p", target, protocol)]),
+    ]
+
+
+def test_bed_routes_pods_across_nodes_without_a_proxy(bed):
+    # The topology alone: if this fails, the scenarios below say nothing about switchboard.
+    client = bed.pods["client"]
+    for pod in ("pod-1", "pod-4"):
+        for host, seen in ((bed.pods[pod].ipv4, client.ipv4), (bed.pods[pod].ipv6, client.ipv6)):
+            for proto, port in (("tcp", 8080), ("udp", 5353)):
+                (answer,) = bed.probe("client", host, port, proto=proto)
+                assert (answer.pod, answer.client, answer.port) == (pod, seen, port), (host, proto, answer)
+    # Nothing listens on the node itself: refused (not a timeout) proves the LAN route.
+    (answer,) = bed.probe("outside", bed.nodes["node-a"].ipv4, 8080)
+    assert answer.error == "ECONNREFUSED"
+    # No proxy, no Service: a Service address leads nowhere (the default route swallows it).
+    (answer,) = bed.probe("client", "10.96.0.10", 80, timeout=0.3)
+    assert answer.error == "timeout"
+
+
+def test_bed_down_removes_everything(root):
+    small = netbed.Bed({"node-a": ["pod-1"]}).up()
+    small.start_servers(tcp=[8080], udp=[])
+    assert len(small.namespaces) == 3  # outside, node-a, pod-1
+
+    small.down()
+    small.down()  # idempotent
+
+    assert small.namespaces == []
+    assert small not in netbed._live_beds
+
+
+@pytest.mark.parametrize("proto", ["tcp", "udp"])
+def test_clusterip_reaches_every_ready_endpoint(bed, proxy, proto):
+    target = 8080 if proto == "tcp" else 5353
+    start(proxy, *web(bed, "spread", "10.96.0.10", ["pod-1", "pod-2", "pod-3"], target=target, protocol=proto.upper()))
+
+    answers = bed.probe("client", "10.96.0.10", 80, proto=proto, count=300)
+
+    assert failures(answers) == [], proxy.log_tail()
+    counts = pods_of(answers)
+    assert set(counts) == {"pod-1", "pod-2", "pod-3"}
+    for pod, count in counts.items():
+        assert 60 <= count <= 141, f"{pod} got {count} of 300: {counts}"
+    assert {answer.port for answer in answers} == {target}
+    # Pod-to-service traffic inside the cluster CIDR keeps the pod's address.
+    assert {answer.client for answer in answers} == {bed.pods["client"].ipv4}
+
+
+def test_clusterip_from_the_node_itself(bed, proxy):
+    start(proxy, *web(bed, "fromnode", "10.96.0.11", ["pod-1", "pod-4"]))
+
+    answers = bed.probe(NODE_PORT_NODE, "10.96.0.11", 80, count=40)
+
+    assert failures(answers) == [], proxy.log_tail()
+    assert set(pods_of(answers)) == {"pod-1", "pod-4"}
+
+
+def test_not_ready_never_and_terminating_only_as_a_last_resort(bed, proxy):
+    pods = bed.pods
+    ports = [service_port(80, name="p", target=8080)]
+    start(
+        proxy,
+        service("mixed", ["10.96.0.12"], ports),
+        endpoint_slice(
+            "mixed",
+            [
+                endpoint(pods["pod-1"]),
+                endpoint(pods["pod-2"], ready=False, serving=False),
+                endpoint(pods["pod-3"], ready=False, serving=True, terminating=True),
+            ],
+            [("p", 8080, "TCP")],
+        ),
+        service("draining", ["10.96.0.13"], ports),
+        endpoint_slice(
+            "draining",
+            [
+                endpoint(pods["pod-1"], ready=False, serving=False, terminating=True),
+                endpoint(pods["pod-2"], ready=False, serving=False),
+                endpoint(pods["pod-3"], ready=False, serving=True, terminating=True),
+            ],
+            [("p", 8080, "TCP")],
+        ),
+    )
+
+    mixed = bed.probe("client", "10.96.0.12", 80, count=60)
+    draining = bed.probe("client", "10.96.0.13", 80, count=60)
+
+    assert failures(mixed) == [] and failures(draining) == [], proxy.log_tail()
+    assert pods_of(mixed) == {"pod-1": 60}, "only the ready endpoint while one is ready"
+    assert pods_of(draining) == {"pod-3": 60}, "the serving terminating endpoint when none is ready"
+
+
+def test_named_target_port(bed, proxy):
+    # targetPort "web" is 8081 in pod-1 and 8082 in pod-2: the EndpointSlice
+    # controller writes one slice per port number, both named after the Service port.
+    pods = bed.pods
+    start(
+        proxy,
+        service("named", ["10.96.0.14"], [service_port(80, name="http", target="web")]),
+        endpoint_slice("named", [endpoint(pods["pod-1"])], [("http", 8081, "TCP")], suffix="a"),
+        endpoint_slice("named", [endpoint(pods["pod-2"])], [("http", 8082, "TCP")], suffix="b"),
+    )
+
+    answers = bed.probe("client", "10.96.0.14", 80, count=60)
+
+    assert failures(answers) == [], proxy.log_tail()
+    assert {(answer.pod, answer.port) for answer in answers} == {("pod-1", 8081), ("pod-2", 8082)}
+
+
+def test_multi_port_service(bed, proxy):
+    pods = bed.pods
+    start(
+        proxy,
+        service(
+            "multi",
+            ["10.96.0.15"],
+            [
+                service_port(80, name="http", target=8080),
+                service_port(9090, name="metrics", target=9090),
+                service_port(53, name="dns", protocol="UDP", target=5353),
+            ],
+        ),
+        endpoint_slice(
+            "multi",
+            [endpoint(pods["pod-1"]), endpoint(pods["pod-2"])],
+            [("http", 8080, "TCP"), ("metrics", 9090, "TCP"), ("dns", 5353, "UDP")],
+        ),
+    )
+
+    for port, proto, target in ((80, "tcp", 8080), (9090, "tcp", 9090), (53, "udp", 5353)):
+        answers = bed.probe("client", "10.96.0.15", port, proto=proto, count=30)
+        assert failures(answers) == [], f"port {port}/{proto}\n{proxy.log_tail()}"
+        assert {answer.port for answer in answers} == {target}
+        assert set(pods_of(answers)) == {"pod-1", "pod-2"}
+
+
+def node_port_service(bed, name, ip, node_port, pods, policy):
+    return [
+        service(
+            name,
+            [ip],
+            [service_port(80, name="p", target=8080, node_port=node_port)],
+            type="NodePort",
+            external_traffic_policy=policy,
+        ),
+        endpoint_slice(name, [endpoint(bed.pods[p]) for p in pods], [("p", 8080, "TCP")]),
+    ]
+
+
+def test_nodeport_cluster_policy_hides_the_client(bed, proxy):
+    start(proxy, *node_port_service(bed, "np-cluster", "10.96.0.16", 30080, ["pod-1", "pod-4"], "Cluster"))
+    node = bed.nodes[NODE_PORT_NODE]
+
+    answers = bed.probe("outside", node.ipv4, 30080, count=40)
+
+    assert failures(answers) == [], proxy.log_tail()
+    assert set(pods_of(answers)) == {"pod-1", "pod-4"}, "local and remote endpoints both serve"
+    # Masqueraded: the pods see an address of the node, never the client's.
+    assert {answer.client for answer in answers} <= {node.ipv4, node.bridge4}
+
+
+def test_nodeport_local_policy_keeps_the_client_address(bed, proxy):
+    start(proxy, *node_port_service(bed, "np-local", "10.96.0.17", 30081, ["pod-1", "pod-4"], "Local"))
+    node = bed.nodes[NODE_PORT_NODE]
+
+    answers = bed.probe("outside", node.ipv4, 30081, count=20, source=bed.outside_addresses[0])
+
+    assert failures(answers) == [], proxy.log_tail()
+    assert pods_of(answers) == {"pod-1": 20}, "only the endpoint on this node"
+    assert {answer.client for answer in answers} == {bed.outside_addresses[0]}
+
+
+def test_nodeport_local_policy_without_local_endpoint_drops(bed, proxy):
+    start(
+        proxy,
+        *node_port_service(bed, "np-remote", "10.96.0.18", 30082, ["pod-4"], "Local"),
+        *node_port_service(bed, "np-control", "10.96.0.19", 30083, ["pod-4"], "Cluster"),
+    )
+    node = bed.nodes[NODE_PORT_NODE]
+
+    dropped = bed.probe("outside", node.ipv4, 30082, count=2, timeout=1.0)
+    control = bed.probe("outside", node.ipv4, 30083, count=5)
+    in_cluster = bed.probe("client", "10.96.0.18", 80, count=5)
+
+    assert errors_of(dropped) == {"timeout"}, "dropped: no answer, not refused"
+    assert failures(control) == [] and failures(in_cluster) == [], proxy.log_tail()
+    assert pods_of(in_cluster) == {"pod-4": 5}, "internal traffic still uses the remote endpoint"
+
+
+def test_client_ip_affinity_sticks_then_expires(bed, proxy):
+    timeout = 2
+    start(proxy, *web(bed, "sticky", "10.96.0.20", ["pod-1", "pod-2", "pod-3"], affinity_timeout=timeout))
+    sources = bed.pods["client"].sources
+
+    first = {}
+    for i, source in enumerate(sources):
+        answers = bed.probe("client", "10.96.0.20", 80, count=50 if i == 0 else 5, source=source)
+        assert failures(answers) == [], proxy.log_tail()
+        assert len(pods_of(answers)) == 1, f"client {source} spread over {pods_of(answers)}"
+        first[source] = answers[0].pod
+    # Affinity is per client: a dozen clients all on one pod would mean a global choice.
+    assert len(set(first.values())) > 1, first
+
+    time.sleep(timeout + 1.0)
+    again = {}
+    for source in sources:
+        (answer,) = bed.probe("client", "10.96.0.20", 80, source=source)
+        assert answer.ok, answer.error
+        again[source] = answer.pod
+    # Each client chooses afresh; all twelve keeping their pod by chance is (1/3)^12.
+    assert again != first, "no client chose a new pod after the affinity timeout"
+
+
+@pytest.mark.parametrize("proto", ["tcp", "udp"])
+def test_no_endpoints_rejects_at_once(bed, proxy, proto):
+    target = 8080 if proto == "tcp" else 5353
+    start(
+        proxy,
+        service("empty", ["10.96.0.21"], [service_port(80, name="p", protocol=proto.upper(), target=target)]),
+        endpoint_slice("empty", [], [("p", target, proto.upper())]),
+    )
+
+    answers = bed.probe("client", "10.96.0.21", 80, proto=proto, count=3, timeout=1.0)
+
+    assert errors_of(answers) == {"ECONNREFUSED"}, proxy.log_tail()
+
+
+def test_load_balancer_source_ranges(bed, proxy):
+    allowed, other = bed.outside_addresses
+    start(
+        proxy,
+        *web(
+            bed,
+            "lb",
+            "10.96.0.22",
+            ["pod-1", "pod-2"],
+            type="LoadBalancer",
+            load_balancer_ips=["203.0.113.10"],
+            load_balancer_source_ranges=[f"{allowed}/32"],
+        ),
+    )
+
+    reached = bed.probe("outside", "203.0.113.10", 80, count=10, source=allowed)
+    dropped = bed.probe("outside", "203.0.113.10", 80, count=2, source=other, timeout=1.0)
+
+    assert failures(reached) == [], proxy.log_tail()
+    assert set(pods_of(reached)) <= {"pod-1", "pod-2"}
+    assert errors_of(dropped) == {"timeout"}
+
+
+def test_hairpin_pod_reaches_itself_through_its_service(bed, proxy):
+    start(proxy, *web(bed, "self", "10.96.0.23", ["pod-1"]))
+
+    answers = bed.probe("pod-1", "10.96.0.23", 80, count=10)
+
+    assert failures(answers) == [], proxy.log_tail()
+    assert pods_of(answers) == {"pod-1": 10}
+    # Masqueraded to the node, else the reply would go pod-to-itself and never be un-DNATed.
+    assert {answer.client for answer in answers} == {bed.nodes[NODE_PORT_NODE].bridge4}
+
+
+def test_source_file_change_reaches_the_kernel_within_a_second(bed, proxy):
+    start(proxy, *web(bed, "moving", "10.96.0.24", ["pod-1"]))
+    assert pods_of(bed.probe("client", "10.96.0.24", 80, count=3)) == {"pod-1": 3}, proxy.log_tail()
+
+    proxy.set_cluster(web(bed, "moving", "10.96.0.24", ["pod-2"]))
+    changed = time.monotonic()
+    moved = False
+    while not moved and time.monotonic() - changed < 1.0:
+        (answer,) = bed.probe("client", "10.96.0.24", 80, timeout=0.2)
+        moved = answer.pod == "pod-2"
+
+    assert moved, f"pod-2 not reached within 1 s of the file change\n{proxy.log_tail()}"
+    assert pods_of(bed.probe("client", "10.96.0.24", 80, count=10)) == {"pod-2": 10}
+
+
+def test_daemon_restart_keeps_connections(bed, proxy):
+    start(proxy, *web(bed, "steady", "10.96.0.25", ["pod-1", "pod-2"]))
+    held = bed.hold("client", "10.96.0.25", 80)
+    loop = bed.loop("client", "10.96.0.25", 80, interval=0.02, max_seconds=30)
+    try:
+        assert held.greeting.ok, held.greeting.error
+        time.sleep(0.3)
+        assert proxy.stop() == 0, proxy.log_tail()
+        time.sleep(0.3)  # traffic while no daemon runs: the kernel state must stay
+        proxy.start()
+        time.sleep(0.3)
+    finally:
+        attempts = loop.stop()
+        echo = held.ping()
+        held.close()
+
+    assert len(attempts) >= 10, "the loop client barely ran"
+    assert failures(attempts) == [], proxy.log_tail()
+    assert set(pods_of(attempts)) == {"pod-1", "pod-2"}
+    assert echo.ok and echo.pod == held.greeting.pod, f"held connection broke: {echo.error}"
+
+
+def test_cleanup_leaves_no_switchboard_table(bed, proxy):
+    start(proxy, *web(bed, "gone", "10.96.0.26", ["pod-1"]))
+    assert bed.probe("client", "10.96.0.26", 80)[0].ok, proxy.log_tail()
+    assert proxy.nft_tables(), "switchboard made no nftables table"
+    assert proxy.stop() == 0
+
+    result = proxy.cleanup()
+
+    assert result.returncode == 0, result.stderr
+    # The node namespace is the bed's own: no other program made tables in it.
+    assert proxy.nft_tables() == []
+    assert proxy.cleanup().returncode == 0, "cleanup is idempotent"
+    assert bed.probe("client", "10.96.0.26", 80, timeout=0.5)[0].error == "timeout"
+
+
+def test_ipv6_clusterip(bed, proxy):
+    pods = [bed.pods[p] for p in ("pod-1", "pod-2", "pod-3")]
+    start(
+        proxy,
+        service("web6", ["fd00:10:96::10"], [service_port(80, name="p", target=8080)]),
+        endpoint_slice("web6", [endpoint(p, ipv6=True) for p in pods], [("p", 8080, "TCP")], ipv6=True),
+    )
+
+    answers = bed.probe("client", "fd00:10:96::10", 80, count=60)
+
+    assert failures(answers) == [], proxy.log_tail()
+    assert set(pods_of(answers)) == {"pod-1", "pod-2", "pod-3"}
+    assert {answer.client for answer in answers} == {bed.pods["client"].ipv6}
+
+
+def test_udp_flow_moves_off_a_removed_endpoint(bed, proxy):
+    # One client port throughout: the same conntrack flow. Unless switchboard deletes
+    # the flows of a removed UDP endpoint, the kernel keeps sending them there
+    # (pod-1 still answers here, as a Pod in its grace period would).
+    def service_on(pod):
+        return web(bed, "udp-move", "10.96.0.27", [pod], target=5353, protocol="UDP")
+
+    start(proxy, *service_on("pod-1"))
+    before = bed.probe("client", "10.96.0.27", 80, proto="udp", source_port=40123, count=3)
+    assert pods_of(before) == {"pod-1": 3}, proxy.log_tail()
+
+    proxy.set_cluster(service_on("pod-2"))
+    changed = time.monotonic()
+    moved = False
+    while not moved and time.monotonic() - changed < 2.0:
+        (answer,) = bed.probe("client", "10.96.0.27", 80, proto="udp", source_port=40123, timeout=0.2)
+        moved = answer.pod == "pod-2"
+
+    assert moved, f"the UDP flow stayed on the removed endpoint\n{proxy.log_tail()}"

@@ -1,0 +1,253 @@
+// FileSource: initial load, inotify-driven updates, broken and deleted files.
+// Conditions are polled (up to 5 s), never timed.
+#include <sys/stat.h>
+#include <unistd.h>
+#include <catch.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include "tests/unit/decode/fixtures.h"
+#include "watch/file_source.h"
+
+using namespace sb::watch;
+using Catch::Matchers::Contains;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A temporary folder removed with everything in it.
+class TempDir {
+  public:
+    TempDir() {
+        std::string pattern = (fs::temp_directory_path() / "sb-file-source-XXXXXX").string();
+        if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+        path_ = pattern;
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        fs::remove_all(path_, ignored);
+    }
+    std::string file(const std::string& name) const { return (path_ / name).string(); }
+    std::string path() const { return path_.string(); }
+
+  private:
+    fs::path path_;
+};
+
+// Writes like an editor does: a temporary file renamed over the target.
+void write_atomically(const std::string& path, const std::string& content) {
+    const std::string temp = path + ".tmp~";
+    {
+        std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+        out << content;
+    }
+    fs::rename(temp, path);
+}
+
+void write_in_place(const std::string& path, const std::string& content) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << content;
+}
+
+bool eventually(const std::function<bool()>& condition) {
+    for (int i = 0; i < 250; ++i) {
+        if (condition()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return condition();
+}
+
+std::string service_named(const std::string& name, const char* port = "80") {
+    return fixtures::to_json(fixtures::edited(
+        fixtures::kService,
+        {{"/metadata/name", ('"' + name + '"').c_str()}, {"/spec/ports/0/port", port}}));
+}
+
+std::string list_of(const std::vector<std::string>& items) {
+    std::string out = R"({"apiVersion":"v1","kind":"List","items":[)";
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
+    return out + "]}";
+}
+
+bool has_service(Store& store, const std::string& name) {
+    return store.snapshot()->services.count(ObjectKey{"default", name}) == 1;
+}
+
+uint16_t first_port(Store& store, const std::string& name) {
+    auto snapshot = store.snapshot();
+    auto it = snapshot->services.find(ObjectKey{"default", name});
+    return it == snapshot->services.end() ? 0 : it->second->ports[0].port;
+}
+
+std::string metrics(const FileSource& source) {
+    std::string out;
+    source.append_metrics(out);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a folder is loaded as the union of its json files") {
+    TempDir dir;
+    write_in_place(dir.file("services.json"), list_of({service_named("a"), service_named("b")}));
+    write_in_place(dir.file("slices.json"), fixtures::kSlice);
+    write_in_place(dir.file("notes.txt"), "not json, not read");
+    write_in_place(dir.file(".hidden.json"), "not read either");
+    Store store;
+    FileSource source(dir.path(), store);
+    REQUIRE(source.load().ok());
+    auto snapshot = store.snapshot();
+    CHECK(snapshot->synced);
+    CHECK(snapshot->services.size() == 2);
+    CHECK(snapshot->endpoint_slices.size() == 1);
+    CHECK_THAT(metrics(source), Contains("switchboard_source_reloads_total 1\n"));
+}
+
+TEST_CASE("bad objects in a good file are skipped and counted") {
+    TempDir dir;
+    const std::string bad = service_named("bad", "0");
+    write_in_place(dir.file("all.json"), list_of({service_named("good"), bad, fixtures::kNode}));
+    Store store;
+    FileSource source(dir.file("all.json"), store);
+    REQUIRE(source.load().ok());
+    CHECK(has_service(store, "good"));
+    CHECK_FALSE(has_service(store, "bad"));
+    CHECK(store.snapshot()->nodes.size() == 1);
+    const std::string text = metrics(source);
+    CHECK_THAT(text, Contains("# TYPE switchboard_source_objects_rejected_total counter\n"));
+    CHECK_THAT(text, Contains("switchboard_source_objects_rejected_total{kind=\"Service\"} 1\n"));
+    CHECK_THAT(text, Contains("switchboard_source_objects_rejected_total{kind=\"Node\"} 0\n"));
+    CHECK_THAT(text, Contains("switchboard_source_file_errors_total 0\n"));
+}
+
+TEST_CASE("an unreadable path is an error naming it") {
+    TempDir dir;
+    Store store;
+    FileSource missing(dir.file("nope.json"), store);
+    auto status = missing.load();
+    REQUIRE_FALSE(status.ok());
+    CHECK_THAT(status.error().describe(), Contains(dir.file("nope.json")));
+    CHECK_FALSE(store.snapshot()->synced);
+    CHECK_FALSE(missing.start().ok());
+
+    write_in_place(dir.file("broken.json"), R"({"kind":"List","items":[)");
+    FileSource broken(dir.path(), store);
+    auto parse = broken.load();
+    REQUIRE_FALSE(parse.ok());
+    CHECK_THAT(parse.error().describe(), Contains(dir.file("broken.json")));
+    CHECK_THAT(parse.error().describe(), Contains("invalid JSON"));
+    CHECK_THAT(metrics(broken), Contains("switchboard_source_file_errors_total 1\n"));
+}
+
+TEST_CASE("a change to a watched folder reaches the store") {
+    TempDir dir;
+    write_in_place(dir.file("a.json"), list_of({service_named("a")}));
+    Store store;
+    FileSource source(dir.path(), store);
+    REQUIRE(source.load().ok());
+    REQUIRE(source.start().ok());
+
+    write_atomically(dir.file("a.json"), list_of({service_named("a", "8080")}));
+    CHECK(eventually([&] { return first_port(store, "a") == 8080; }));
+
+    write_in_place(dir.file("b.json"), service_named("b"));
+    CHECK(eventually([&] { return has_service(store, "b"); }));
+
+    fs::remove(dir.file("b.json"));
+    CHECK(eventually([&] { return !has_service(store, "b"); }));
+    CHECK(has_service(store, "a"));
+    source.stop();
+    source.stop();  // idempotent
+}
+
+TEST_CASE("a broken file keeps its last good objects while others update") {
+    TempDir dir;
+    write_in_place(dir.file("a.json"), list_of({service_named("a")}));
+    write_in_place(dir.file("b.json"), list_of({service_named("b")}));
+    Store store;
+    FileSource source(dir.path(), store);
+    REQUIRE(source.load().ok());
+    REQUIRE(source.start().ok());
+
+    write_atomically(dir.file("a.json"), R"({"kind":"List","items":[{"kind":"Serv)");
+    write_atomically(dir.file("b.json"), list_of({service_named("b", "8081")}));
+    CHECK(eventually([&] { return first_port(store, "b") == 8081; }));
+    CHECK(eventually(
+        [&] { return metrics(source).find("file_errors_total 1\n") != std::string::npos; }));
+    CHECK(has_service(store, "a"));
+    CHECK(first_port(store, "a") == 80);
+
+    // Repaired: its new content replaces the old.
+    write_atomically(dir.file("a.json"), list_of({service_named("c")}));
+    CHECK(eventually([&] { return has_service(store, "c"); }));
+    CHECK_FALSE(has_service(store, "a"));
+}
+
+TEST_CASE("a single watched file follows renames over it") {
+    TempDir dir;
+    const std::string path = dir.file("cluster.json");
+    write_in_place(path, list_of({service_named("a"), fixtures::kNode}));
+    write_in_place(dir.file("other.json"), service_named("other"));
+    Store store;
+    FileSource source(path, store);
+    REQUIRE(source.load().ok());
+    CHECK_FALSE(has_service(store, "other"));  // only the named file
+    REQUIRE(source.start().ok());
+
+    write_atomically(path, list_of({service_named("a", "81")}));
+    CHECK(eventually([&] { return first_port(store, "a") == 81; }));
+    CHECK(store.snapshot()->nodes.empty());
+    write_atomically(path, list_of({service_named("a", "82")}));
+    CHECK(eventually([&] { return first_port(store, "a") == 82; }));
+}
+
+TEST_CASE("a ConfigMap volume's ..data symlink swap is followed") {
+    // The kubelet's atomic writer: files are symlinks through "..data",
+    // which is renamed to point at a new timestamped folder on update.
+    TempDir dir;
+    fs::create_directory(dir.file("..v1"));
+    write_in_place(dir.file("..v1/cluster.json"), list_of({service_named("a")}));
+    fs::create_directory_symlink("..v1", dir.file("..data"));
+    fs::create_symlink("..data/cluster.json", dir.file("cluster.json"));
+    Store store;
+    FileSource source(dir.path(), store);
+    REQUIRE(source.load().ok());
+    REQUIRE(has_service(store, "a"));
+    REQUIRE(source.start().ok());
+
+    fs::create_directory(dir.file("..v2"));
+    write_in_place(dir.file("..v2/cluster.json"), list_of({service_named("b")}));
+    fs::create_directory_symlink("..v2", dir.file("..data_tmp"));
+    fs::rename(dir.file("..data_tmp"), dir.file("..data"));
+    CHECK(eventually([&] { return has_service(store, "b") && !has_service(store, "a"); }));
+}
+
+TEST_CASE("a folder that disappears keeps the last good state until it is back") {
+    TempDir dir;
+    const std::string folder = dir.file("cluster");
+    fs::create_directory(folder);
+    write_in_place(folder + "/a.json", list_of({service_named("a")}));
+    Store store;
+    FileSource source(folder, store);
+    REQUIRE(source.load().ok());
+    REQUIRE(source.start().ok());
+
+    fs::rename(folder, dir.file("old"));
+    CHECK(eventually(
+        [&] { return metrics(source).find("file_errors_total 1\n") != std::string::npos; }));
+    CHECK(has_service(store, "a"));
+
+    fs::create_directory(folder);
+    write_in_place(folder + "/b.json", list_of({service_named("b")}));
+    CHECK(eventually([&] { return has_service(store, "b") && !has_service(store, "a"); }));
+    // Watched again: later changes are seen too.
+    write_atomically(folder + "/b.json", list_of({service_named("b", "90")}));
+    CHECK(eventually([&] { return first_port(store, "b") == 90; }));
+}

@@ -1,0 +1,75 @@
+// A packet tracer over a rendered nftables Model (kube-proxy's tracePacket
+// idea): follows the first packet of a connection through the hooks the
+// kernel would run (filter at -110, nat at -100, routing, filter
+// input/forward, nat postrouting) and evaluates switchboard's rules the way
+// nf_tables does (jump/goto/return, vmap lookups, terminal nat statements).
+//
+// `numgen random mod m` is explored for every value, so trace() returns every possible
+// outcome with its exact probability: a uniform endpoint choice shows as n
+// outcomes of 1/n each.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "base/ip.h"
+#include "rules/nftables/model.h"
+
+namespace sb::rules::nftables::testing {
+
+struct Packet {
+    IpAddress src;
+    IpAddress dst;
+    uint8_t proto = 6;  // IPPROTO_TCP
+    uint16_t dport = 0;
+    bool local_origin = false;  // sent by the node itself (output hook)
+};
+
+enum class Fate : uint8_t { kAccept, kDrop, kReject };
+
+using AffinityKey = std::tuple<IpAddress, IpAddress, uint8_t, uint16_t>;  // saddr daddr proto dport
+using Target = std::pair<IpAddress, uint16_t>;
+
+struct Outcome {
+    Fate fate = Fate::kAccept;
+    std::optional<Target> dnat;
+    bool masquerade = false;
+    double probability = 1.0;
+    std::vector<std::pair<AffinityKey, Target>> affinity_updates;
+    std::vector<std::string> chains;  // visited, for failure messages
+
+    std::string describe() const;
+};
+
+class Tracer {
+public:
+    // `local_addresses`: the node's own addresses (fib ... type local);
+    // loopback addresses always count as local.
+    Tracer(const Model& model, std::vector<IpAddress> local_addresses);
+
+    std::vector<Outcome> trace(const Packet& packet) const;
+
+    // Records an outcome's affinity updates (what the kernel's dynamic map
+    // would hold after that connection).
+    void remember(const Outcome& outcome);
+    void forget_affinity() { affinity_.clear(); }
+
+    struct State;  // one path through the hooks (internal)
+
+private:
+    // decisions[i]: the value the i-th `numgen random mod m` yields (0 when
+    // absent); moduli receives m of every numgen evaluated.
+    Outcome run(const Packet& packet, const std::vector<uint32_t>& decisions,
+                std::vector<uint32_t>& moduli) const;
+    bool run_hook(const std::string& hook, State& s, bool with_nat = true) const;
+    bool is_local(const IpAddress& address) const;
+
+    const Model& model_;
+    std::vector<IpAddress> local_;
+    std::map<AffinityKey, Target> affinity_;
+};
+
+}  // namespace sb::rules::nftables::testing

@@ -1,0 +1,224 @@
+// HttpServer over loopback, /healthz semantics and health-check node ports.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch.hpp>
+
+#include <atomic>
+
+#include "proxy/health.h"
+#include "proxy/http_server.h"
+
+using namespace sb;
+using namespace sb::proxy;
+using namespace std::chrono_literals;
+
+namespace {
+
+const HostPort kLoopbackAnyPort{*IpAddress::parse("127.0.0.1"), 0};
+
+// One request over a fresh connection; returns the raw response ("" when
+// the connection failed).
+std::string http_request(uint16_t port, const std::string& request) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    timeval timeout{10, 0};  // a hung server fails the test instead of hanging it
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::string response;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+        REQUIRE(write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
+        char buffer[4096];
+        ssize_t n = 0;
+        while ((n = read(fd, buffer, sizeof(buffer))) > 0)
+            response.append(buffer, static_cast<size_t>(n));
+    }
+    close(fd);
+    return response;
+}
+
+std::string get(uint16_t port, const std::string& path) {
+    return http_request(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+}
+
+std::string status_line(const std::string& response) {
+    return response.substr(0, response.find("\r\n"));
+}
+
+std::string body(const std::string& response) {
+    auto split = response.find("\r\n\r\n");
+    return split == std::string::npos ? "" : response.substr(split + 4);
+}
+
+rules::ServicePortPlan local_port(const char* ns, const char* name, uint16_t health_port,
+                                  std::vector<std::pair<const char*, bool>> local_endpoints) {
+    rules::ServicePortPlan port;
+    port.ns = ns;
+    port.service = name;
+    port.external_traffic_policy = rules::TrafficPolicy::kLocal;
+    port.health_check_node_port = health_port;
+    for (auto [ip, ready] : local_endpoints) {
+        rules::Endpoint endpoint;
+        endpoint.ip = *IpAddress::parse(ip);
+        endpoint.port = 80;
+        endpoint.ready = ready;
+        endpoint.is_local = true;
+        port.local_endpoints.push_back(endpoint);
+    }
+    return port;
+}
+
+// A free loopback port: bound, read back, released.
+uint16_t free_port() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+    socklen_t length = sizeof(address);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    close(fd);
+    return ntohs(address.sin_port);
+}
+
+}  // namespace
+
+TEST_CASE("the HTTP server routes, 404s, 405s and survives a throwing handler") {
+    HttpServer server;
+    HttpRoutes routes;
+    routes["/hello"] = [] { return HttpResponse{200, "text/plain", "hi\n", {{"X-Test", "1"}}}; };
+    routes["/throw"] = []() -> HttpResponse { throw std::runtime_error("boom"); };
+    auto id = server.listen(kLoopbackAnyPort, routes);
+    REQUIRE(id.ok());
+    server.start();
+    const uint16_t port = server.port(*id);
+    REQUIRE(port != 0);
+
+    auto response = get(port, "/hello?x=1");
+    CHECK(status_line(response) == "HTTP/1.1 200 OK");
+    CHECK(body(response) == "hi\n");
+    CHECK(response.find("X-Test: 1\r\n") != std::string::npos);
+    CHECK(response.find("Content-Type: text/plain\r\n") != std::string::npos);
+    CHECK(status_line(get(port, "/nope")) == "HTTP/1.1 404 Not Found");
+    CHECK(status_line(get(port, "/throw")) == "HTTP/1.1 500 Internal Server Error");
+    CHECK(status_line(http_request(port,
+                                   "POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                                   "0\r\nConnection: close\r\n\r\n")) ==
+          "HTTP/1.1 405 Method Not Allowed");
+    auto head = http_request(port, "HEAD /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    CHECK(status_line(head) == "HTTP/1.1 200 OK");
+    CHECK(body(head).empty());
+    // Garbage is dropped without taking the server down.
+    http_request(port, "\x01\x02 nonsense\r\n\r\n");
+    CHECK(status_line(get(port, "/hello")) == "HTTP/1.1 200 OK");
+
+    // Two requests on one keep-alive connection.
+    auto both = http_request(port,
+                             "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"
+                             "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    CHECK(both.find("HTTP/1.1 200 OK", 1) != std::string::npos);
+
+    server.close(*id);
+    CHECK(server.port(*id) == 0);
+    CHECK(get(port, "/hello").empty());
+}
+
+TEST_CASE("a port in use is a bind error naming the address") {
+    HttpServer server;
+    auto first = server.listen(kLoopbackAnyPort, {});
+    REQUIRE(first.ok());
+    const uint16_t port = server.port(*first);
+    auto second = server.listen(HostPort{kLoopbackAnyPort.address, port}, {});
+    REQUIRE_FALSE(second.ok());
+    CHECK(second.error().message.find("bind 127.0.0.1:" + std::to_string(port)) !=
+          std::string::npos);
+}
+
+TEST_CASE("healthz: healthy unless an update waits longer than the timeout") {
+    ProxierHealth health(60s);
+    const auto t0 = std::chrono::system_clock::time_point{} + 1000000h;
+    CHECK(health.check(t0).healthy);
+    health.queued(t0);
+    CHECK(health.check(t0 + 59s).healthy);
+    health.queued(t0 + 50s);  // the oldest pending update counts
+    CHECK_FALSE(health.check(t0 + 61s).healthy);
+    auto response = health.healthz_response(t0 + 61s);
+    CHECK(response.status == 503);
+    health.updated(t0 + 62s);
+    CHECK(health.check(t0 + 1000s).healthy);
+    response = health.healthz_response(t0 + 63s);
+    CHECK(response.status == 200);
+    CHECK(response.content_type == "application/json");
+    CHECK(response.body.find("\"lastUpdated\": \"" + format_go_time(t0 + 62s) + "\"") !=
+          std::string::npos);
+    CHECK(response.body.find("\"nodeEligible\": true") != std::string::npos);
+}
+
+TEST_CASE("Go time text") {
+    using namespace std::chrono;
+    CHECK(format_go_time(system_clock::time_point{}) == "1970-01-01 00:00:00 +0000 UTC");
+    CHECK(format_go_time(system_clock::time_point{} + 86400s + 1500ms) ==
+          "1970-01-02 00:00:01.5 +0000 UTC");
+}
+
+TEST_CASE("health checks count distinct ready local IPs per Local service") {
+    rules::Plan plan;
+    plan.services.push_back(
+        local_port("ns", "web", 30001, {{"10.0.0.1", true}, {"10.0.0.2", false}}));
+    // A second port of the same Service shares its health check; same IP counts once.
+    plan.services.push_back(local_port("ns", "web", 30001, {{"10.0.0.1", true}}));
+    plan.services.push_back(local_port("ns", "empty", 30002, {}));
+    auto cluster = local_port("ns", "cluster", 30003, {{"10.0.0.3", true}});
+    cluster.external_traffic_policy = rules::TrafficPolicy::kCluster;
+    plan.services.push_back(cluster);
+    plan.services.push_back(local_port("ns", "no-port", 0, {{"10.0.0.4", true}}));
+
+    auto checks = health_checks_of(plan);
+    REQUIRE(checks.size() == 2);
+    CHECK(checks[30001] == HealthCheckState{"ns", "web", 1});
+    CHECK(checks[30002] == HealthCheckState{"ns", "empty", 0});
+
+    auto ok = health_check_response(checks[30001], true);
+    CHECK(ok.status == 200);
+    CHECK(
+        ok.body ==
+        R"({"service":{"namespace":"ns","name":"web"},"localEndpoints":1,"serviceProxyHealthy":true})");
+    CHECK(health_check_response(checks[30002], true).status == 503);
+    CHECK(health_check_response(checks[30001], false).status == 503);
+}
+
+TEST_CASE("health-check node ports open and close with the plan") {
+    HttpServer server;
+    server.start();
+    std::atomic<bool> healthy{true};
+    HealthCheckPorts ports(server, *IpAddress::parse("127.0.0.1"), [&] { return healthy.load(); });
+    const uint16_t a = free_port();
+    const uint16_t b = free_port();
+
+    rules::Plan plan;
+    plan.services.push_back(local_port("ns", "a", a, {{"10.0.0.1", true}}));
+    plan.services.push_back(local_port("ns", "b", b, {}));
+    CHECK(ports.update(plan) == 0);
+    CHECK(ports.open().size() == 2);
+    auto response = get(a, "/");
+    CHECK(status_line(response) == "HTTP/1.1 200 OK");
+    CHECK(
+        body(response) ==
+        R"({"service":{"namespace":"ns","name":"a"},"localEndpoints":1,"serviceProxyHealthy":true})");
+    CHECK(response.find("X-Load-Balancing-Endpoint-Weight: 1\r\n") != std::string::npos);
+    CHECK(status_line(get(b, "/any/path")) == "HTTP/1.1 503 Service Unavailable");
+
+    // b gains an endpoint, a goes away.
+    plan.services = {local_port("ns", "b", b, {{"10.0.0.2", true}})};
+    CHECK(ports.update(plan) == 0);
+    CHECK(ports.open().size() == 1);
+    CHECK(status_line(get(b, "/")) == "HTTP/1.1 200 OK");
+    CHECK(get(a, "/").empty());
+    healthy = false;
+    CHECK(status_line(get(b, "/")) == "HTTP/1.1 503 Service Unavailable");
+}
