@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <new>
 #include <unordered_map>
 
 #include "base/log.h"
@@ -114,11 +115,85 @@ bool quick_parse(const uint8_t* p, size_t n, QuickQuery& q, std::string& key) {
     return true;
 }
 
-struct Rendered {
-    std::string bytes;
-    uint16_t shuffle_offset = 0;
-    uint16_t shuffle_size = 0;
-    uint16_t shuffle_count = 0;
+// Rendered zone replies of one serving thread, keyed by the quick-parse
+// key. Open addressing over (hash, entry) slots, and each entry one block
+// holding its key and reply: a hit costs about two cache misses (a
+// node-based map with heap keys costs four).
+class RenderCache {
+  public:
+    struct Entry {
+        uint16_t key_size = 0;
+        uint16_t reply_size = 0;
+        uint16_t shuffle_offset = 0;
+        uint16_t shuffle_size = 0;
+        uint16_t shuffle_count = 0;
+        const char* key() const { return reinterpret_cast<const char*>(this + 1); }
+        const char* reply() const { return key() + key_size; }
+    };
+
+    static uint64_t hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
+
+    const Entry* find(std::string_view key, uint64_t h) const {
+        if (slots_.empty()) return nullptr;
+        size_t mask = slots_.size() - 1;
+        for (size_t i = h & mask;; i = (i + 1) & mask) {
+            const Slot& slot = slots_[i];
+            if (!slot.entry) return nullptr;
+            if (slot.hash == h && slot.entry->key_size == key.size() &&
+                std::memcmp(slot.entry->key(), key.data(), key.size()) == 0) {
+                return slot.entry;
+            }
+        }
+    }
+
+    void insert(std::string_view key, uint64_t h, const WriteResult& written) {
+        if (size_ >= kRenderCacheLimit || written.bytes.size() > 0xffff) return;
+        if ((size_ + 1) * 2 > slots_.size()) grow();
+        auto block = std::make_unique<char[]>(sizeof(Entry) + key.size() + written.bytes.size());
+        auto* entry = new (block.get()) Entry;
+        entry->key_size = static_cast<uint16_t>(key.size());
+        entry->reply_size = static_cast<uint16_t>(written.bytes.size());
+        entry->shuffle_offset = static_cast<uint16_t>(written.shuffle_offset);
+        entry->shuffle_size = static_cast<uint16_t>(written.shuffle_size);
+        entry->shuffle_count = static_cast<uint16_t>(written.shuffle_count);
+        std::memcpy(block.get() + sizeof(Entry), key.data(), key.size());
+        std::memcpy(block.get() + sizeof(Entry) + key.size(), written.bytes.data(),
+                    written.bytes.size());
+        place(Slot{h, entry});
+        blocks_.push_back(std::move(block));
+        ++size_;
+    }
+
+    void clear() {
+        slots_.clear();
+        blocks_.clear();
+        size_ = 0;
+    }
+
+  private:
+    struct Slot {
+        uint64_t hash = 0;
+        const Entry* entry = nullptr;
+    };
+
+    void place(Slot slot) {
+        size_t mask = slots_.size() - 1;
+        size_t i = slot.hash & mask;
+        while (slots_[i].entry) i = (i + 1) & mask;
+        slots_[i] = slot;
+    }
+
+    void grow() {
+        std::vector<Slot> old = std::move(slots_);
+        slots_.assign(std::max<size_t>(1024, old.size() * 2), Slot{});
+        for (const Slot& slot : old) {
+            if (slot.entry) place(slot);
+        }
+    }
+
+    std::vector<Slot> slots_;
+    std::vector<std::unique_ptr<char[]>> blocks_;
+    size_t size_ = 0;
 };
 
 // A client to reply to once a forwarded query completes.
@@ -183,10 +258,9 @@ class Engine {
             key_.push_back(static_cast<char>((quick.edns ? 1 : 0) | (quick.dnssec_ok ? 2 : 0)));
             key_.push_back(static_cast<char>(limit >> 8));
             key_.push_back(static_cast<char>(limit & 0xff));
-            auto it = rendered_.find(key_);
-            if (it != rendered_.end()) {
-                const Rendered& r = it->second;
-                out = r.bytes;
+            uint64_t key_hash = RenderCache::hash(key_);
+            if (const RenderCache::Entry* r = rendered_.find(key_, key_hash)) {
+                out.assign(r->reply(), r->reply_size);
                 out[0] = static_cast<char>(p[0]);
                 out[1] = static_cast<char>(p[1]);
                 out[2] = static_cast<char>((out[2] & ~0x01) | (p[2] & 0x01));  // RD
@@ -194,14 +268,14 @@ class Engine {
                 // The question as asked (same length: it differs in case only).
                 std::memcpy(out.data() + kHeaderSize, p + kHeaderSize,
                             quick.name_end - kHeaderSize);
-                shuffle(out, r.shuffle_offset, r.shuffle_size, r.shuffle_count);
+                shuffle(out, r->shuffle_offset, r->shuffle_size, r->shuffle_count);
                 bump(stats_->render_hits);
                 count_response(static_cast<uint8_t>(out[3] & 0x0f));
                 return Outcome::kReply;
             }
-            return handle_full(p, n, proto, client, out, &key_, limit);
+            return handle_full(p, n, proto, client, out, &key_, key_hash, limit);
         }
-        return handle_full(p, n, proto, client, out, nullptr, 0);
+        return handle_full(p, n, proto, client, out, nullptr, 0, 0);
     }
 
     static void bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
@@ -237,7 +311,8 @@ class Engine {
     }
 
     Outcome handle_full(const uint8_t* p, size_t n, Proto proto, const ClientRef& client,
-                        std::string& out, const std::string* render_key, size_t quick_limit) {
+                        std::string& out, const std::string* render_key, uint64_t key_hash,
+                        size_t quick_limit) {
         auto packet = std::span<const uint8_t>(p, n);
         auto parsed = parse_message(packet);
         if (!parsed) {
@@ -280,14 +355,7 @@ class Engine {
         if (proto == kTcp) limit = 65535;
         WriteResult written = write_message(resolution.response, limit);
         if (written.truncated) bump(stats_->truncated);
-        if (render_key && limit == quick_limit && rendered_.size() < kRenderCacheLimit) {
-            Rendered r;
-            r.bytes = written.bytes;
-            r.shuffle_offset = static_cast<uint16_t>(written.shuffle_offset);
-            r.shuffle_size = static_cast<uint16_t>(written.shuffle_size);
-            r.shuffle_count = static_cast<uint16_t>(written.shuffle_count);
-            rendered_.emplace(*render_key, std::move(r));
-        }
+        if (render_key && limit == quick_limit) rendered_.insert(*render_key, key_hash, written);
         out = std::move(written.bytes);
         shuffle(out, written.shuffle_offset, written.shuffle_size, written.shuffle_count);
         count_response(resolution.response.header.rcode);
@@ -369,7 +437,7 @@ class Engine {
     std::shared_ptr<const Zone> zone_;
     uint64_t zone_version_ = 0;
     bool forwarding_ = false;
-    std::unordered_map<std::string, Rendered> rendered_;
+    RenderCache rendered_;
     std::string key_;
     uint64_t random_ = 1;
 };

@@ -95,12 +95,18 @@ struct ReadyAddress {
     std::string host;  // endpoint hostname or the dashed address
 };
 
-void add_headless(Builder& b, const std::string& svc_name, const watch::Snapshot& snapshot,
+// EndpointSlices by the Service they belong to, indexed once per build
+// (Snapshot::slices_for scans a namespace per call).
+using SliceIndex = std::map<watch::ObjectKey, std::vector<const watch::EndpointSlice*>>;
+
+void add_headless(Builder& b, const std::string& svc_name, const SliceIndex& slices,
                   const watch::Service& service) {
     std::vector<ReadyAddress> ready;
     // SRV name -> (port, host) pairs.
     std::map<std::string, std::set<std::pair<uint16_t, std::string>>> srv;
-    for (const auto& slice : snapshot.slices_for(service.meta.key())) {
+    auto found = slices.find(service.meta.key());
+    if (found == slices.end()) return;
+    for (const watch::EndpointSlice* slice : found->second) {
         if (slice->address_type == watch::AddressType::kFQDN) continue;
         for (const auto& endpoint : slice->endpoints) {
             if (!endpoint.ready) continue;
@@ -136,7 +142,7 @@ void add_headless(Builder& b, const std::string& svc_name, const watch::Snapshot
     }
 }
 
-void add_service(Builder& b, const std::string& svc_zone, const watch::Snapshot& snapshot,
+void add_service(Builder& b, const std::string& svc_zone, const SliceIndex& slices,
                  const watch::Service& service) {
     auto ns_name = child(service.meta.ns, svc_zone);
     if (!ns_name) return;
@@ -153,7 +159,7 @@ void add_service(Builder& b, const std::string& svc_zone, const watch::Snapshot&
         return;
     }
     if (service.headless) {
-        add_headless(b, *svc_name, snapshot, service);
+        add_headless(b, *svc_name, slices, service);
         return;
     }
     if (service.cluster_ips.empty()) return;  // not allocated yet: no name
@@ -204,9 +210,15 @@ Result<std::shared_ptr<const Zone>> Zone::build(const watch::Snapshot& snapshot,
     b.add(svc_zone, 0, "");  // "svc" exists even with no Service: placeholder dropped below
     if (config.pods != PodRecords::kDisabled) b.add(*child("pod", o), 0, "");
 
+    SliceIndex slices;
+    for (const auto& [key, slice] : snapshot.endpoint_slices) {
+        if (!slice->service_name.empty()) {
+            slices[watch::ObjectKey{key.ns, slice->service_name}].push_back(slice.get());
+        }
+    }
     for (const auto& [key, service] : snapshot.services) {
         zone->namespaces_.insert(lower_text(key.ns));
-        add_service(b, svc_zone, snapshot, *service);
+        add_service(b, svc_zone, slices, *service);
     }
     for (const auto& [key, slice] : snapshot.endpoint_slices) {
         zone->namespaces_.insert(lower_text(key.ns));

@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "proxy/planner.h"
+#include "rules/iptables/iptables_backend.h"
 #include "rules/nftables/nftables_backend.h"
 #include "rules/plan_json.h"
 
@@ -46,6 +47,11 @@ Result<BackendFactory> backend_factory(ProxyMode mode) {
     if (mode == ProxyMode::kNftables) {
         return BackendFactory([](const rules::BackendOptions& options) {
             return rules::nftables::make_backend(options);
+        });
+    }
+    if (mode == ProxyMode::kIptables) {
+        return BackendFactory([](const rules::BackendOptions& options) {
+            return rules::iptables::make_backend(options);
         });
     }
     return make_error(ErrorCode::kUnavailable,

@@ -1,5 +1,7 @@
 #include "rules/nftables/conntrack.h"
 
+#include "rules/nftables/diff.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <libnetfilter_conntrack/libnetfilter_conntrack.h>
@@ -7,7 +9,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <set>
 
 namespace sb::rules::nftables {
@@ -25,41 +26,30 @@ std::set<std::pair<IpAddress, uint16_t>> endpoint_set(const ServicePortPlan& por
 }  // namespace
 
 std::vector<ConntrackFilter> stale_udp_conntrack(const Plan& previous, const Plan& plan) {
-    std::map<std::string, const ServicePortPlan*> before;
-    for (const ServicePortPlan& p : previous.services) {
-        if (p.protocol == Protocol::kUDP) before[p.id()] = &p;
-    }
+    return stale_udp_conntrack(changed_ports(previous, plan));
+}
+
+std::vector<ConntrackFilter> stale_udp_conntrack(
+    const std::vector<std::pair<const ServicePortPlan*, const ServicePortPlan*>>& changed) {
     std::set<ConntrackFilter> out;
-    std::set<std::string> seen;
-    for (const ServicePortPlan& p : plan.services) {
-        if (p.protocol != Protocol::kUDP) continue;
-        seen.insert(p.id());
-        auto it = before.find(p.id());
-        const ServicePortPlan* old = it == before.end() ? nullptr : it->second;
-        const auto now = endpoint_set(p);
-        if (old) {
+    for (const auto& [old, now] : changed) {
+        if (old && old->protocol == Protocol::kUDP) {
+            const auto kept = now ? endpoint_set(*now) : decltype(endpoint_set(*old)){};
             for (const auto& [ip, port] : endpoint_set(*old)) {
-                if (!now.count({ip, port})) {
+                if (!kept.count({ip, port})) {
                     out.insert({ConntrackFilter::Kind::kReplySource, ip, port});
                 }
             }
         }
-        const bool had = old && !old->cluster_endpoints.empty();
-        if (!had && !p.cluster_endpoints.empty()) {
-            for (const auto* list : {&p.cluster_ips, &p.external_ips, &p.load_balancer_ips}) {
-                for (const IpAddress& ip : *list) {
-                    out.insert({ConntrackFilter::Kind::kOrigDest, ip, p.port});
-                }
-            }
-            if (p.node_port != 0) {
-                out.insert({ConntrackFilter::Kind::kOrigDestPort, IpAddress(), p.node_port});
+        if (!now || now->protocol != Protocol::kUDP || now->cluster_endpoints.empty()) continue;
+        if (old && !old->cluster_endpoints.empty()) continue;
+        for (const auto* list : {&now->cluster_ips, &now->external_ips, &now->load_balancer_ips}) {
+            for (const IpAddress& ip : *list) {
+                out.insert({ConntrackFilter::Kind::kOrigDest, ip, now->port});
             }
         }
-    }
-    for (const auto& [id, old] : before) {
-        if (seen.count(id)) continue;
-        for (const auto& [ip, port] : endpoint_set(*old)) {
-            out.insert({ConntrackFilter::Kind::kReplySource, ip, port});
+        if (now->node_port != 0) {
+            out.insert({ConntrackFilter::Kind::kOrigDestPort, IpAddress(), now->node_port});
         }
     }
     return {out.begin(), out.end()};

@@ -28,8 +28,12 @@ struct ConntrackFilter {
 
 // What kube-proxy flushes for UDP service ports between two plans: entries
 // of removed endpoints, and entries for the addresses of service ports that
-// gained their first endpoint. Pure; sorted, no duplicates.
+// gained their first endpoint. Precondition: both plans sorted as Plan
+// promises. Pure; the result is sorted, without duplicates.
 std::vector<ConntrackFilter> stale_udp_conntrack(const Plan& previous, const Plan& plan);
+// The same from the changed service ports (see changed_ports in diff.h).
+std::vector<ConntrackFilter> stale_udp_conntrack(
+    const std::vector<std::pair<const ServicePortPlan*, const ServicePortPlan*>>& changed);
 
 // Deletes the UDP entries matching any filter; returns how many were deleted.
 Result<size_t> delete_udp_conntrack(const std::vector<ConntrackFilter>& filters);

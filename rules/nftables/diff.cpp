@@ -1,22 +1,24 @@
 #include "rules/nftables/diff.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
 namespace sb::rules::nftables {
 
 bool Delta::empty() const {
-    return flush_chains.empty() && flush_sets.empty() && del_elements.empty() && del_chains.empty() &&
-           del_sets.empty() && add_sets.empty() && add_chains.empty() && fill_chains.empty() &&
-           add_elements.empty();
+    return flush_chains.empty() && flush_sets.empty() && del_elements.empty() &&
+           del_chains.empty() && del_sets.empty() && add_sets.empty() && add_chains.empty() &&
+           fill_chains.empty() && add_elements.empty();
 }
 
 size_t Delta::objects(const Model& desired) const {
-    size_t n = flush_chains.size() + flush_sets.size() + del_elements.size() + del_chains.size() + del_sets.size() +
-               add_sets.size() + add_chains.size() + add_elements.size();
+    size_t n = flush_chains.size() + flush_sets.size() + del_elements.size() + del_chains.size() +
+               del_sets.size() + add_sets.size() + add_chains.size() + add_elements.size();
     for (const std::string& name : fill_chains) {
         auto it = desired.chains.find(name);
         if (it != desired.chains.end()) n += it->second.rules.size();
@@ -27,8 +29,8 @@ size_t Delta::objects(const Model& desired) const {
 namespace {
 
 // Compares one chain's before/after state and records what the batch needs.
-void diff_chain(const std::string& name, const Chain* before, const Chain* after,
-                bool rules_known, Delta& d) {
+void diff_chain(const std::string& name, const Chain* before, const Chain* after, bool rules_known,
+                Delta& d) {
     if (before && !after) {
         d.flush_chains.push_back(name);
         d.del_chains.push_back(name);
@@ -137,8 +139,8 @@ Delta update_model(Model& model, const std::vector<FragmentChange>& changes) {
     Delta d;
     for (const auto& [name, before] : chains_before) {
         auto it = model.chains.find(name);
-        diff_chain(name, before ? &*before : nullptr, it == model.chains.end() ? nullptr : &it->second,
-                   true, d);
+        diff_chain(name, before ? &*before : nullptr,
+                   it == model.chains.end() ? nullptr : &it->second, true, d);
     }
     for (const auto& [id, before] : elements_before) {
         const Verdict* after = nullptr;
@@ -150,6 +152,36 @@ Delta update_model(Model& model, const std::vector<FragmentChange>& changes) {
         diff_element(id.first, id.second, before ? &*before : nullptr, after, d);
     }
     return d;
+}
+
+namespace {
+auto order_key(const ServicePortPlan& p) {
+    return std::tie(p.ns, p.service, p.port_name, p.protocol);
+}
+}  // namespace
+
+bool sorted_plan(const Plan& plan) {
+    return std::is_sorted(plan.services.begin(), plan.services.end(),
+                          [](const auto& a, const auto& b) { return order_key(a) < order_key(b); });
+}
+
+std::vector<PortChange> changed_ports(const Plan& previous, const Plan& plan) {
+    std::vector<PortChange> out;
+    const auto& a = previous.services;
+    const auto& b = plan.services;
+    size_t i = 0, j = 0;
+    while (i < a.size() || j < b.size()) {
+        if (j == b.size() || (i < a.size() && order_key(a[i]) < order_key(b[j]))) {
+            out.emplace_back(&a[i++], nullptr);
+        } else if (i == a.size() || order_key(b[j]) < order_key(a[i])) {
+            out.emplace_back(nullptr, &b[j++]);
+        } else {
+            if (!(a[i] == b[j])) out.emplace_back(&a[i], &b[j]);
+            ++i;
+            ++j;
+        }
+    }
+    return out;
 }
 
 std::string to_nft_text(const Delta& d, const Model& desired) {
@@ -185,8 +217,9 @@ std::string to_nft_text(const Delta& d, const Model& desired) {
         if (it == desired.chains.end()) continue;
         const auto& hook = it->second.hook;
         if (hook) {
-            out += fmt::format("add chain {} {} {{ type {} hook {} priority {}; policy accept; }}\n",
-                               table, c, hook->type, hook->hook, hook->priority);
+            out +=
+                fmt::format("add chain {} {} {{ type {} hook {} priority {}; policy accept; }}\n",
+                            table, c, hook->type, hook->hook, hook->priority);
         } else {
             out += fmt::format("add chain {} {}\n", table, c);
         }

@@ -51,6 +51,15 @@ Delta diff(const Model& old, const Model& desired, bool old_contents_known);
 using FragmentChange = std::pair<const Fragment*, const Fragment*>;
 Delta update_model(Model& model, const std::vector<FragmentChange>& changes);
 
+// The service ports that differ between two plans, as (old, new) pairs with
+// nullptr for an absent side. Precondition: both plans sorted as Plan
+// promises (namespace, service, port name, protocol); one merge walk, so an
+// unchanged port costs one comparison.
+using PortChange = std::pair<const ServicePortPlan*, const ServicePortPlan*>;
+std::vector<PortChange> changed_ports(const Plan& previous, const Plan& plan);
+// Whether a plan is sorted as Plan promises.
+bool sorted_plan(const Plan& plan);
+
 // The delta as `nft -f` commands (one transaction when loaded), values taken
 // from `desired`; for debugging and as the benchmark's peer.
 std::string to_nft_text(const Delta& delta, const Model& desired);

@@ -68,10 +68,18 @@ static Expr with_value(ExprKind kind, uint32_t value) {
     return e;
 }
 
-Expr mark_set_or(uint32_t mask) { return with_value(ExprKind::kMarkSetOr, mask); }
-Expr mark_set_xor(uint32_t mask) { return with_value(ExprKind::kMarkSetXor, mask); }
-Expr mark_unset(uint32_t mask) { return with_value(ExprKind::kMarkUnset, mask); }
-Expr numgen_mod_is_zero(uint32_t modulus) { return with_value(ExprKind::kNumgen, modulus); }
+Expr mark_set_or(uint32_t mask) {
+    return with_value(ExprKind::kMarkSetOr, mask);
+}
+Expr mark_set_xor(uint32_t mask) {
+    return with_value(ExprKind::kMarkSetXor, mask);
+}
+Expr mark_unset(uint32_t mask) {
+    return with_value(ExprKind::kMarkUnset, mask);
+}
+Expr numgen_mod_is_zero(uint32_t modulus) {
+    return with_value(ExprKind::kNumgen, modulus);
+}
 
 static Expr set_ref(ExprKind kind, IpFamily family, std::string set) {
     Expr e;
@@ -169,7 +177,9 @@ std::string proto_name(uint8_t proto) {
 
 namespace {
 
-const char* ip_keyword(IpFamily family) { return family == IpFamily::kV4 ? "ip" : "ip6"; }
+const char* ip_keyword(IpFamily family) {
+    return family == IpFamily::kV4 ? "ip" : "ip6";
+}
 
 std::string prefix_text(const Prefix& prefix) {
     const unsigned full = prefix.family() == IpFamily::kV4 ? 32 : 128;
@@ -247,8 +257,8 @@ std::string expr_text(const Expr& e) {
             return fmt::format("dnat {} to {}:{}", ip, address_text(e.prefix.address()), e.port);
         case ExprKind::kDnatByAddress:
             return fmt::format(
-                "dnat {0} to {0} daddr . meta l4proto . th dport . numgen random mod {1} map @{2}", ip,
-                e.value, e.name);
+                "dnat {0} to {0} daddr . meta l4proto . th dport . numgen random mod {1} map @{2}",
+                ip, e.value, e.name);
         case ExprKind::kDnatByPort:
             return fmt::format("dnat {} to meta l4proto . th dport . numgen random mod {} map @{}",
                                ip, e.value, e.name);
@@ -307,8 +317,9 @@ std::string element_text(const Set& set, const ElementKey& key, const Verdict& v
         case SetLayout::kAddrAddr:
             return fmt::format("{} . {}", key.a.to_string(), key.b.to_string());
         case SetLayout::kBackendsByAddress:
-            return fmt::format("{} . {} . {} . {} : {} . {}", key.a.to_string(), proto_name(key.proto),
-                               key.port, key.slot, v.address.to_string(), v.port);
+            return fmt::format("{} . {} . {} . {} : {} . {}", key.a.to_string(),
+                               proto_name(key.proto), key.port, key.slot, v.address.to_string(),
+                               v.port);
         case SetLayout::kBackendsByPort:
             return fmt::format("{} . {} . {} : {} . {}", proto_name(key.proto), key.port, key.slot,
                                v.address.to_string(), v.port);
@@ -331,8 +342,8 @@ std::string to_nft_text(const Model& model) {
     std::string out = fmt::format("table inet {} {{\n", kTableName);
     for (const auto& [name, set] : model.sets) {
         const bool is_map = set.layout != SetLayout::kAddrAddr;
-        out += fmt::format("\t{} {} {{\n\t\t{}\n", is_map ? "map" : "set", name,
-                           set_type_text(set));
+        out +=
+            fmt::format("\t{} {} {{\n\t\t{}\n", is_map ? "map" : "set", name, set_type_text(set));
         if (!set.elements.empty()) {
             out += "\t\telements = {";
             bool first = true;

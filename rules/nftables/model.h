@@ -36,30 +36,32 @@ struct Verdict {
 // the family; a rule using them starts with a kNfproto term so that the
 // kernel never reads an IPv6 header as IPv4 in the inet table.
 enum class ExprKind : uint8_t {
-    kNfproto,              // meta nfproto ipv4|ipv6                      (family)
-    kL4proto,              // meta l4proto tcp                            (proto)
-    kCtStateNew,           // ct state new
-    kCtStatusDnat,         // ct status dnat
-    kSaddr,                // ip saddr [!=] PREFIX                        (family, prefix, negate)
-    kDaddr,                // ip daddr [!=] PREFIX                        (family, prefix, negate)
-    kFibDaddrLocal,        // fib daddr type local
-    kFibSaddrLocal,        // fib saddr type local
-    kMarkSetOr,            // meta mark set meta mark | VALUE
-    kMarkSetXor,           // meta mark set meta mark ^ VALUE
-    kMarkUnset,            // meta mark & VALUE == 0
-    kNumgen,               // numgen random mod VALUE == 0
-    kVmapDaddrProtoPort,   // ip daddr . meta l4proto . th dport vmap @NAME (family)
-    kVmapProtoPort,        // meta l4proto . th dport vmap @NAME
-    kSetSaddrDaddr,        // ip saddr . ip daddr @NAME                   (family)
-    kAffinityUpdate,       // update @NAME { saddr . daddr . l4proto . dport timeout VALUE s : ADDR . PORT }
-    kAffinityDnat,         // dnat ip to saddr . daddr . l4proto . dport map @NAME
-    kDnat,                 // dnat ip to ADDR:PORT                        (family, prefix.address, port)
-    kDnatByAddress,        // dnat ip to ip daddr . meta l4proto . th dport . numgen random mod VALUE map @NAME
-    kDnatByPort,           // dnat ip to meta l4proto . th dport . numgen random mod VALUE map @NAME
-    kMasquerade,           // masquerade
-    kRejectTcpReset,       // reject with tcp reset
+    kNfproto,             // meta nfproto ipv4|ipv6                      (family)
+    kL4proto,             // meta l4proto tcp                            (proto)
+    kCtStateNew,          // ct state new
+    kCtStatusDnat,        // ct status dnat
+    kSaddr,               // ip saddr [!=] PREFIX                        (family, prefix, negate)
+    kDaddr,               // ip daddr [!=] PREFIX                        (family, prefix, negate)
+    kFibDaddrLocal,       // fib daddr type local
+    kFibSaddrLocal,       // fib saddr type local
+    kMarkSetOr,           // meta mark set meta mark | VALUE
+    kMarkSetXor,          // meta mark set meta mark ^ VALUE
+    kMarkUnset,           // meta mark & VALUE == 0
+    kNumgen,              // numgen random mod VALUE == 0
+    kVmapDaddrProtoPort,  // ip daddr . meta l4proto . th dport vmap @NAME (family)
+    kVmapProtoPort,       // meta l4proto . th dport vmap @NAME
+    kSetSaddrDaddr,       // ip saddr . ip daddr @NAME                   (family)
+    kAffinityUpdate,      // update @NAME { saddr . daddr . l4proto . dport timeout VALUE s : ADDR .
+                          // PORT }
+    kAffinityDnat,        // dnat ip to saddr . daddr . l4proto . dport map @NAME
+    kDnat,            // dnat ip to ADDR:PORT                        (family, prefix.address, port)
+    kDnatByAddress,   // dnat ip to ip daddr . meta l4proto . th dport . numgen random mod VALUE map
+                      // @NAME
+    kDnatByPort,      // dnat ip to meta l4proto . th dport . numgen random mod VALUE map @NAME
+    kMasquerade,      // masquerade
+    kRejectTcpReset,  // reject with tcp reset
     kRejectPortUnreachable,  // reject (icmpx port-unreachable)
-    kVerdict,              // accept | drop | return | jump CHAIN | goto CHAIN
+    kVerdict,                // accept | drop | return | jump CHAIN | goto CHAIN
 };
 
 struct Expr {
@@ -124,9 +126,9 @@ enum class SetLayout : uint8_t {
     kAddrProtoPortVerdict,  // ADDR . inet_proto . inet_service : verdict
     kProtoPortVerdict,      // inet_proto . inet_service : verdict
     kAddrAddr,              // ADDR . ADDR
-    kAffinity,              // ADDR . ADDR . inet_proto . inet_service : ADDR . inet_service, dynamic
-    kBackendsByAddress,     // ADDR . inet_proto . inet_service . slot : ADDR . inet_service
-    kBackendsByPort,        // inet_proto . inet_service . slot : ADDR . inet_service
+    kAffinity,           // ADDR . ADDR . inet_proto . inet_service : ADDR . inet_service, dynamic
+    kBackendsByAddress,  // ADDR . inet_proto . inet_service . slot : ADDR . inet_service
+    kBackendsByPort,     // inet_proto . inet_service . slot : ADDR . inet_service
 };
 
 struct ElementKey {

@@ -18,8 +18,10 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include <cstring>
 #include <fmt/format.h>
+#include <cstring>
+#include <iterator>
+#include <span>
 #include <vector>
 
 namespace sb::rules::nftables {
@@ -33,7 +35,7 @@ constexpr uint32_t kTypeIpv4 = 7;
 constexpr uint32_t kTypeIpv6 = 8;
 constexpr uint32_t kTypeInetProto = 12;
 constexpr uint32_t kTypeInetService = 13;
-constexpr uint32_t kTypeInteger = 4;  // numgen's value in a backend map key
+constexpr uint32_t kTypeInteger = 4;           // numgen's value in a backend map key
 constexpr uint32_t kDataVerdict = 0xffffff00;  // NFT_DATA_VERDICT
 constexpr uint32_t kElementsPerMessage = 256;  // keeps a message's nested attribute < 64 KiB
 
@@ -41,65 +43,48 @@ constexpr uint32_t kElementsPerMessage = 256;  // keeps a message's nested attri
 // (key/data byte order and the typeof expressions), copied from what nft 1.0.6
 // sends: without it `nft list` cannot print the backend maps' integer slot.
 constexpr uint8_t kUdataByAddress4[] = {
-    0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x01, 0x04, 0x00, 0x00, 0x00, 0x00,
-    0x03, 0x60, 0x00, 0x04, 0x0d, 0x00, 0x00, 0x00, 0x01, 0x58, 0x00, 0x14,
-    0x00, 0x04, 0x07, 0x00, 0x00, 0x00, 0x01, 0x0c, 0x00, 0x04, 0x0c, 0x00,
-    0x00, 0x00, 0x01, 0x04, 0x0c, 0x00, 0x00, 0x00, 0x01, 0x0e, 0x00, 0x04,
-    0x09, 0x00, 0x00, 0x00, 0x01, 0x06, 0x00, 0x04, 0x10, 0x00, 0x00, 0x00,
-    0x02, 0x14, 0x00, 0x04, 0x07, 0x00, 0x00, 0x00, 0x01, 0x0c, 0x00, 0x04,
-    0x0b, 0x00, 0x00, 0x00, 0x01, 0x04, 0x02, 0x00, 0x00, 0x00, 0x03, 0x1a,
-    0x00, 0x04, 0x17, 0x00, 0x00, 0x00, 0x01, 0x12, 0x00, 0x04, 0x01, 0x00,
-    0x00, 0x00, 0x01, 0x04, 0x01, 0x00, 0x00, 0x00, 0x02, 0x04, 0x00, 0x00,
-    0x00, 0x00, 0x04, 0x34, 0x00, 0x04, 0x0d, 0x00, 0x00, 0x00, 0x01, 0x2c,
-    0x00, 0x14, 0x00, 0x04, 0x07, 0x00, 0x00, 0x00, 0x01, 0x0c, 0x00, 0x04,
-    0x0c, 0x00, 0x00, 0x00, 0x01, 0x04, 0x0c, 0x00, 0x00, 0x00, 0x01, 0x14,
-    0x00, 0x04, 0x07, 0x00, 0x00, 0x00, 0x01, 0x0c, 0x00, 0x04, 0x0b, 0x00,
-    0x00, 0x00, 0x01, 0x04, 0x02, 0x00, 0x00, 0x00, 0x06, 0x04, 0x00, 0x00,
-    0x00, 0x00};
-constexpr uint8_t kUdataByAddress6[] = {
-    0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x01, 0x04, 0x00, 0x00, 0x00, 0x00,
-    0x03, 0x60, 0x00, 0x04, 0x0d, 0x00, 0x00, 0x00, 0x01, 0x58, 0x00, 0x14,
-    0x00, 0x04, 0x07, 0x00, 0x00, 0x00, 0x01, 0x0c, 0x00, 0x04, 0x0d, 0x00,
-    0x00, 0x00, 0x01, 0x04, 0x09, 0x00, 0x00, 0x00, 0x01, 0x0e, 0x00, 0x04,
-    0x09, 0x00, 0x00, 0x00, 0x01, 0x06, 0x00, 0x04, 0x10, 0x00, 0x00, 0x00,
-    0x02, 0x14, 0x00, 0x04, 0x07, 0x00, 0x00, 0x00, 0x01, 0x0c, 0x00, 0x04,
-    0x0b, 0x00, 0x00, 0x00, 0x01, 0x04, 0x02, 0x00, 0x00, 0x00, 0x03, 0x1a,
-    0x00, 0x04, 0x17, 0x00, 0x00, 0x00, 0x01, 0x12, 0x00, 0x04, 0x01, 0x00,
-    0x00, 0x00, 0x01, 0x04, 0x01, 0x00, 0x00, 0x00, 0x02, 0x04, 0x00, 0x00,
-    0x00, 0x00, 0x04, 0x34, 0x00, 0x04, 0x0d, 0x00, 0x00, 0x00, 0x01, 0x2c,
-    0x00, 0x14, 0x00, 0x04, 0x07, 0x00, 0x00, 0x00, 0x01, 0x0c, 0x00, 0x04,
-    0x0d, 0x00, 0x00, 0x00, 0x01, 0x04, 0x09, 0x00, 0x00, 0x00, 0x01, 0x14,
-    0x00, 0x04, 0x07, 0x00, 0x00, 0x00, 0x01, 0x0c, 0x00, 0x04, 0x0b, 0x00,
-    0x00, 0x00, 0x01, 0x04, 0x02, 0x00, 0x00, 0x00, 0x06, 0x04, 0x00, 0x00,
-    0x00, 0x00};
+    0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x01, 0x04, 0x00, 0x00, 0x00, 0x00, 0x03, 0x60, 0x00, 0x04,
+    0x0d, 0x00, 0x00, 0x00, 0x01, 0x58, 0x00, 0x14, 0x00, 0x04, 0x07, 0x00, 0x00, 0x00, 0x01, 0x0c,
+    0x00, 0x04, 0x0c, 0x00, 0x00, 0x00, 0x01, 0x04, 0x0c, 0x00, 0x00, 0x00, 0x01, 0x0e, 0x00, 0x04,
+    0x09, 0x00, 0x00, 0x00, 0x01, 0x06, 0x00, 0x04, 0x10, 0x00, 0x00, 0x00, 0x02, 0x14, 0x00, 0x04,
+    0x07, 0x00, 0x00, 0x00, 0x01, 0x0c, 0x00, 0x04, 0x0b, 0x00, 0x00, 0x00, 0x01, 0x04, 0x02, 0x00,
+    0x00, 0x00, 0x03, 0x1a, 0x00, 0x04, 0x17, 0x00, 0x00, 0x00, 0x01, 0x12, 0x00, 0x04, 0x01, 0x00,
+    0x00, 0x00, 0x01, 0x04, 0x01, 0x00, 0x00, 0x00, 0x02, 0x04, 0x00, 0x00, 0x00, 0x00, 0x04, 0x34,
+    0x00, 0x04, 0x0d, 0x00, 0x00, 0x00, 0x01, 0x2c, 0x00, 0x14, 0x00, 0x04, 0x07, 0x00, 0x00, 0x00,
+    0x01, 0x0c, 0x00, 0x04, 0x0c, 0x00, 0x00, 0x00, 0x01, 0x04, 0x0c, 0x00, 0x00, 0x00, 0x01, 0x14,
+    0x00, 0x04, 0x07, 0x00, 0x00, 0x00, 0x01, 0x0c, 0x00, 0x04, 0x0b, 0x00, 0x00, 0x00, 0x01, 0x04,
+    0x02, 0x00, 0x00, 0x00, 0x06, 0x04, 0x00, 0x00, 0x00, 0x00};
 constexpr uint8_t kUdataByPort4[] = {
-    0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x01, 0x04, 0x00, 0x00, 0x00, 0x00,
-    0x03, 0x4a, 0x00, 0x04, 0x0d, 0x00, 0x00, 0x00, 0x01, 0x42, 0x00, 0x0e,
-    0x00, 0x04, 0x09, 0x00, 0x00, 0x00, 0x01, 0x06, 0x00, 0x04, 0x10, 0x00,
-    0x00, 0x00, 0x01, 0x14, 0x00, 0x04, 0x07, 0x00, 0x00, 0x00, 0x01, 0x0c,
-    0x00, 0x04, 0x0b, 0x00, 0x00, 0x00, 0x01, 0x04, 0x02, 0x00, 0x00, 0x00,
-    0x02, 0x1a, 0x00, 0x04, 0x17, 0x00, 0x00, 0x00, 0x01, 0x12, 0x00, 0x04,
-    0x01, 0x00, 0x00, 0x00, 0x01, 0x04, 0x01, 0x00, 0x00, 0x00, 0x02, 0x04,
-    0x00, 0x00, 0x00, 0x00, 0x04, 0x34, 0x00, 0x04, 0x0d, 0x00, 0x00, 0x00,
-    0x01, 0x2c, 0x00, 0x14, 0x00, 0x04, 0x07, 0x00, 0x00, 0x00, 0x01, 0x0c,
-    0x00, 0x04, 0x0c, 0x00, 0x00, 0x00, 0x01, 0x04, 0x0c, 0x00, 0x00, 0x00,
-    0x01, 0x14, 0x00, 0x04, 0x07, 0x00, 0x00, 0x00, 0x01, 0x0c, 0x00, 0x04,
-    0x0b, 0x00, 0x00, 0x00, 0x01, 0x04, 0x02, 0x00, 0x00, 0x00, 0x06, 0x04,
-    0x00, 0x00, 0x00, 0x00};
-constexpr uint8_t kUdataByPort6[] = {
-    0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x01, 0x04, 0x00, 0x00, 0x00, 0x00,
-    0x03, 0x4a, 0x00, 0x04, 0x0d, 0x00, 0x00, 0x00, 0x01, 0x42, 0x00, 0x0e,
-    0x00, 0x04, 0x09, 0x00, 0x00, 0x00, 0x01, 0x06, 0x00, 0x04, 0x10, 0x00,
-    0x00, 0x00, 0x01, 0x14, 0x00, 0x04, 0x07, 0x00, 0x00, 0x00, 0x01, 0x0c,
-    0x00, 0x04, 0x0b, 0x00, 0x00, 0x00, 0x01, 0x04, 0x02, 0x00, 0x00, 0x00,
-    0x02, 0x1a, 0x00, 0x04, 0x17, 0x00, 0x00, 0x00, 0x01, 0x12, 0x00, 0x04,
-    0x01, 0x00, 0x00, 0x00, 0x01, 0x04, 0x01, 0x00, 0x00, 0x00, 0x02, 0x04,
-    0x00, 0x00, 0x00, 0x00, 0x04, 0x34, 0x00, 0x04, 0x0d, 0x00, 0x00, 0x00,
-    0x01, 0x2c, 0x00, 0x14, 0x00, 0x04, 0x07, 0x00, 0x00, 0x00, 0x01, 0x0c,
-    0x00, 0x04, 0x0d, 0x00, 0x00, 0x00, 0x01, 0x04, 0x09, 0x00, 0x00, 0x00,
-    0x01, 0x14, 0x00, 0x04, 0x07, 0x00, 0x00, 0x00, 0x01, 0x0c, 0x00, 0x04,
-    0x0b, 0x00, 0x00, 0x00, 0x01, 0x04, 0x02, 0x00, 0x00, 0x00, 0x06, 0x04,
-    0x00, 0x00, 0x00, 0x00};
+    0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x01, 0x04, 0x00, 0x00, 0x00, 0x00, 0x03, 0x4a, 0x00,
+    0x04, 0x0d, 0x00, 0x00, 0x00, 0x01, 0x42, 0x00, 0x0e, 0x00, 0x04, 0x09, 0x00, 0x00, 0x00,
+    0x01, 0x06, 0x00, 0x04, 0x10, 0x00, 0x00, 0x00, 0x01, 0x14, 0x00, 0x04, 0x07, 0x00, 0x00,
+    0x00, 0x01, 0x0c, 0x00, 0x04, 0x0b, 0x00, 0x00, 0x00, 0x01, 0x04, 0x02, 0x00, 0x00, 0x00,
+    0x02, 0x1a, 0x00, 0x04, 0x17, 0x00, 0x00, 0x00, 0x01, 0x12, 0x00, 0x04, 0x01, 0x00, 0x00,
+    0x00, 0x01, 0x04, 0x01, 0x00, 0x00, 0x00, 0x02, 0x04, 0x00, 0x00, 0x00, 0x00, 0x04, 0x34,
+    0x00, 0x04, 0x0d, 0x00, 0x00, 0x00, 0x01, 0x2c, 0x00, 0x14, 0x00, 0x04, 0x07, 0x00, 0x00,
+    0x00, 0x01, 0x0c, 0x00, 0x04, 0x0c, 0x00, 0x00, 0x00, 0x01, 0x04, 0x0c, 0x00, 0x00, 0x00,
+    0x01, 0x14, 0x00, 0x04, 0x07, 0x00, 0x00, 0x00, 0x01, 0x0c, 0x00, 0x04, 0x0b, 0x00, 0x00,
+    0x00, 0x01, 0x04, 0x02, 0x00, 0x00, 0x00, 0x06, 0x04, 0x00, 0x00, 0x00, 0x00};
+// The IPv6 variants differ only in the `ip6 daddr` expressions' protocol
+// header and type bytes at these offsets.
+constexpr std::pair<size_t, uint8_t> kUdataByAddress6Patch[] = {
+    {34, 0x0d}, {40, 0x09}, {132, 0x0d}, {138, 0x09}};
+constexpr std::pair<size_t, uint8_t> kUdataByPort6Patch[] = {{110, 0x0d}, {116, 0x09}};
+
+std::vector<uint8_t> backend_map_udata(SetLayout layout, IpFamily family) {
+    const bool by_address = layout == SetLayout::kBackendsByAddress;
+    std::vector<uint8_t> out =
+        by_address ? std::vector<uint8_t>(std::begin(kUdataByAddress4), std::end(kUdataByAddress4))
+                   : std::vector<uint8_t>(std::begin(kUdataByPort4), std::end(kUdataByPort4));
+    if (family == IpFamily::kV6) {
+        for (const auto& [offset, value] :
+             by_address ? std::span<const std::pair<size_t, uint8_t>>(kUdataByAddress6Patch)
+                        : std::span<const std::pair<size_t, uint8_t>>(kUdataByPort6Patch)) {
+            out[offset] = value;
+        }
+    }
+    return out;
+}
 
 uint32_t concat(std::initializer_list<uint32_t> types) {
     uint32_t t = 0;
@@ -107,8 +92,12 @@ uint32_t concat(std::initializer_list<uint32_t> types) {
     return t;
 }
 
-uint32_t addr_len(IpFamily f) { return f == IpFamily::kV4 ? 4 : 16; }
-uint32_t addr_type(IpFamily f) { return f == IpFamily::kV4 ? kTypeIpv4 : kTypeIpv6; }
+uint32_t addr_len(IpFamily f) {
+    return f == IpFamily::kV4 ? 4 : 16;
+}
+uint32_t addr_type(IpFamily f) {
+    return f == IpFamily::kV4 ? kTypeIpv4 : kTypeIpv6;
+}
 
 struct SetShape {
     uint32_t flags, key_type, key_len, data_type, data_len;
@@ -118,8 +107,8 @@ SetShape shape_of(SetLayout layout, IpFamily f) {
     const uint32_t a = addr_type(f), n = addr_len(f);
     switch (layout) {
         case SetLayout::kAddrProtoPortVerdict:
-            return {NFT_SET_MAP, concat({a, kTypeInetProto, kTypeInetService}), n + 8,
-                    kDataVerdict, 0};
+            return {NFT_SET_MAP, concat({a, kTypeInetProto, kTypeInetService}), n + 8, kDataVerdict,
+                    0};
         case SetLayout::kProtoPortVerdict:
             return {NFT_SET_MAP, concat({kTypeInetProto, kTypeInetService}), 8, kDataVerdict, 0};
         case SetLayout::kAddrAddr:
@@ -140,10 +129,13 @@ SetShape shape_of(SetLayout layout, IpFamily f) {
 
 std::vector<uint8_t> key_bytes(SetLayout layout, const ElementKey& k) {
     std::vector<uint8_t> out;
-    auto put_addr = [&](const IpAddress& a) { out.insert(out.end(), a.bytes(), a.bytes() + a.size()); };
+    auto put_addr = [&](const IpAddress& a) {
+        out.insert(out.end(), a.bytes(), a.bytes() + a.size());
+    };
     auto put_proto = [&] { out.insert(out.end(), {k.proto, 0, 0, 0}); };
     auto put_port = [&] {
-        out.insert(out.end(), {static_cast<uint8_t>(k.port >> 8), static_cast<uint8_t>(k.port), 0, 0});
+        out.insert(out.end(),
+                   {static_cast<uint8_t>(k.port >> 8), static_cast<uint8_t>(k.port), 0, 0});
     };
     // numgen writes its value in host byte order.
     auto put_slot = [&] {
@@ -225,7 +217,7 @@ const char* hook_name(uint32_t number) {
 // ---- rule expressions -------------------------------------------------------
 
 class RuleBuilder {
-public:
+  public:
     explicit RuleBuilder(nftnl_rule* rule) : rule_(rule) {}
 
     void add(const Expr& e) {
@@ -257,9 +249,9 @@ public:
                 nftnl_expr* x = expr("fib");
                 nftnl_expr_set_u32(x, NFTNL_EXPR_FIB_DREG, NFT_REG_1);
                 nftnl_expr_set_u32(x, NFTNL_EXPR_FIB_RESULT, NFT_FIB_RESULT_ADDRTYPE);
-                nftnl_expr_set_u32(x, NFTNL_EXPR_FIB_FLAGS, e.kind == ExprKind::kFibDaddrLocal
-                                                               ? NFTA_FIB_F_DADDR
-                                                               : NFTA_FIB_F_SADDR);
+                nftnl_expr_set_u32(
+                    x, NFTNL_EXPR_FIB_FLAGS,
+                    e.kind == ExprKind::kFibDaddrLocal ? NFTA_FIB_F_DADDR : NFTA_FIB_F_SADDR);
                 push(x);
                 cmp_u32(NFT_CMP_EQ, RTN_LOCAL);
                 break;
@@ -371,7 +363,7 @@ public:
         }
     }
 
-private:
+  private:
     static uint32_t saddr_offset(IpFamily f) { return f == IpFamily::kV4 ? 12 : 8; }
     static uint32_t daddr_offset(IpFamily f) { return f == IpFamily::kV4 ? 16 : 24; }
 
@@ -450,7 +442,8 @@ private:
     void nat(IpFamily f, uint32_t addr_reg, uint32_t port_reg) {
         nftnl_expr* x = expr("nat");
         nftnl_expr_set_u32(x, NFTNL_EXPR_NAT_TYPE, NFT_NAT_DNAT);
-        nftnl_expr_set_u32(x, NFTNL_EXPR_NAT_FAMILY, f == IpFamily::kV4 ? NFPROTO_IPV4 : NFPROTO_IPV6);
+        nftnl_expr_set_u32(x, NFTNL_EXPR_NAT_FAMILY,
+                           f == IpFamily::kV4 ? NFPROTO_IPV4 : NFPROTO_IPV6);
         nftnl_expr_set_u32(x, NFTNL_EXPR_NAT_REG_ADDR_MIN, addr_reg);
         nftnl_expr_set_u32(x, NFTNL_EXPR_NAT_REG_PROTO_MIN, port_reg);
         nftnl_expr_set_u32(x, NFTNL_EXPR_NAT_FLAGS, NF_NAT_RANGE_PROTO_SPECIFIED);
@@ -465,10 +458,9 @@ private:
         payload_load(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, r0 + 2 * n / 4 + 1);
     }
     void address_match(const Expr& e) {
-        const uint32_t full = addr_len(e.family);
         const uint32_t bits = e.prefix.length();
-        const uint32_t offset = e.kind == ExprKind::kSaddr ? saddr_offset(e.family)
-                                                           : daddr_offset(e.family);
+        const uint32_t offset =
+            e.kind == ExprKind::kSaddr ? saddr_offset(e.family) : daddr_offset(e.family);
         if (bits == 0) {
             // Everything matches; the negation matches nothing.
             if (e.negate) {
@@ -481,7 +473,8 @@ private:
         payload_load(NFT_PAYLOAD_NETWORK_HEADER, offset, len, NFT_REG_1);
         if (bits % 8 != 0) {
             uint8_t mask[16] = {};
-            for (uint32_t i = 0; i < bits; ++i) mask[i / 8] |= static_cast<uint8_t>(0x80 >> (i % 8));
+            for (uint32_t i = 0; i < bits; ++i)
+                mask[i / 8] |= static_cast<uint8_t>(0x80 >> (i % 8));
             const uint8_t zero[16] = {};
             nftnl_expr* x = expr("bitwise");
             nftnl_expr_set_u32(x, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
@@ -491,7 +484,6 @@ private:
             nftnl_expr_set(x, NFTNL_EXPR_BITWISE_XOR, zero, len);
             push(x);
         }
-        (void)full;
         cmp(e.negate ? NFT_CMP_NEQ : NFT_CMP_EQ, e.prefix.address().bytes(), len);
     }
 
@@ -561,8 +553,10 @@ Result<std::unique_ptr<NetlinkSocket>> NetlinkSocket::open() {
     impl->seq = static_cast<uint32_t>(time(nullptr));
     // Replies to big dumps and error lists for big batches.
     int rcvbuf = 8 << 20;
-    setsockopt(mnl_socket_get_fd(impl->socket), SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf,
-               sizeof rcvbuf);
+    setsockopt(mnl_socket_get_fd(impl->socket), SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
+    // A kernel that never answers must not hang the sync loop.
+    timeval timeout{5, 0};
+    setsockopt(mnl_socket_get_fd(impl->socket), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
     return std::unique_ptr<NetlinkSocket>(new NetlinkSocket(std::move(impl)));
 }
 
@@ -572,8 +566,8 @@ Result<std::optional<Model>> NetlinkSocket::read_table() {
     {
         nftnl_table* t = nftnl_table_alloc();
         nftnl_table_set_str(t, NFTNL_TABLE_NAME, kTableName);
-        nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETTABLE, NFPROTO_INET, 0,
-                                              ++impl_->seq);
+        nlmsghdr* nlh =
+            nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETTABLE, NFPROTO_INET, 0, ++impl_->seq);
         nftnl_table_nlmsg_build_payload(nlh, t);
         nftnl_table_free(t);
         Status s = impl_->talk(nlh, [](const nlmsghdr*) {});
@@ -599,8 +593,9 @@ Result<std::optional<Model>> NetlinkSocket::read_table() {
                     const char* type = nftnl_chain_is_set(got, NFTNL_CHAIN_TYPE)
                                            ? nftnl_chain_get_str(got, NFTNL_CHAIN_TYPE)
                                            : "filter";
-                    chain.hook = Hook{type, hook_name(nftnl_chain_get_u32(got, NFTNL_CHAIN_HOOKNUM)),
-                                      nftnl_chain_get_s32(got, NFTNL_CHAIN_PRIO)};
+                    chain.hook =
+                        Hook{type, hook_name(nftnl_chain_get_u32(got, NFTNL_CHAIN_HOOKNUM)),
+                             nftnl_chain_get_s32(got, NFTNL_CHAIN_PRIO)};
                 }
                 model.chains[chain.name] = std::move(chain);
             }
@@ -662,7 +657,7 @@ namespace {
 
 // Accumulates the batch's messages in libnftnl's paged buffer.
 class Batch {
-public:
+  public:
     explicit Batch(uint32_t seq) : seq_(seq), batch_(nftnl_batch_alloc(1 << 20, 1 << 16)) {
         nftnl_batch_begin(static_cast<char*>(nftnl_batch_buffer(batch_)), seq_++);
         nftnl_batch_update(batch_);
@@ -673,8 +668,9 @@ public:
 
     nlmsghdr* header(uint16_t type, uint16_t flags) {
         last_seq_ = seq_;
-        return nftnl_nlmsg_build_hdr(static_cast<char*>(nftnl_batch_buffer(batch_)), type,
-                                     NFPROTO_INET, flags, seq_++);
+        last_ = nftnl_nlmsg_build_hdr(static_cast<char*>(nftnl_batch_buffer(batch_)), type,
+                                      NFPROTO_INET, flags, seq_++);
+        return last_;
     }
     void commit() {
         nftnl_batch_update(batch_);
@@ -686,12 +682,15 @@ public:
     }
     nftnl_batch* get() { return batch_; }
     uint32_t last_seq() const { return last_seq_; }
+    // The last command message (pages never move), nullptr when none.
+    nlmsghdr* last() { return last_; }
     uint32_t next_seq() const { return seq_; }
     size_t messages() const { return messages_; }
 
-private:
+  private:
     uint32_t seq_;
     uint32_t last_seq_ = 0;
+    nlmsghdr* last_ = nullptr;
     size_t messages_ = 0;
     nftnl_batch* batch_;
 };
@@ -715,8 +714,7 @@ void put_chain(Batch& b, uint16_t type, const std::string& name, const Hook* hoo
         nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, hook->type.c_str());
         nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, NF_ACCEPT);
     }
-    nftnl_chain_nlmsg_build_payload(
-        b.header(type, type == NFT_MSG_NEWCHAIN ? NLM_F_CREATE : 0), c);
+    nftnl_chain_nlmsg_build_payload(b.header(type, type == NFT_MSG_NEWCHAIN ? NLM_F_CREATE : 0), c);
     nftnl_chain_free(c);
     b.commit();
 }
@@ -765,13 +763,11 @@ void put_set(Batch& b, uint16_t type, const Set& set, uint32_t id) {
             nftnl_set_set_u32(s, NFTNL_SET_DATA_LEN, shape.data_len);
         }
         nftnl_set_set_u32(s, NFTNL_SET_ID, id);
-        const bool v4 = set.family == IpFamily::kV4;
-        if (set.layout == SetLayout::kBackendsByAddress) {
-            nftnl_set_set_data(s, NFTNL_SET_USERDATA, v4 ? kUdataByAddress4 : kUdataByAddress6,
-                               v4 ? sizeof kUdataByAddress4 : sizeof kUdataByAddress6);
-        } else if (set.layout == SetLayout::kBackendsByPort) {
-            nftnl_set_set_data(s, NFTNL_SET_USERDATA, v4 ? kUdataByPort4 : kUdataByPort6,
-                               v4 ? sizeof kUdataByPort4 : sizeof kUdataByPort6);
+        if (set.layout == SetLayout::kBackendsByAddress ||
+            set.layout == SetLayout::kBackendsByPort) {
+            const std::vector<uint8_t> udata = backend_map_udata(set.layout, set.family);
+            nftnl_set_set_data(s, NFTNL_SET_USERDATA, udata.data(),
+                               static_cast<uint32_t>(udata.size()));
         }
     }
     nftnl_set_nlmsg_build_payload(b.header(type, type == NFT_MSG_NEWSET ? NLM_F_CREATE : 0), s);
@@ -794,7 +790,8 @@ void put_elements(Batch& b, uint16_t type, const std::vector<ElementId>& ids, co
                 set_it != model.sets.end() ? set_it->second.layout : SetLayout::kAddrAddr;
             nftnl_set_elem* e = nftnl_set_elem_alloc();
             const std::vector<uint8_t> key = key_bytes(layout, ids[i].second);
-            nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, key.data(), static_cast<uint32_t>(key.size()));
+            nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, key.data(),
+                               static_cast<uint32_t>(key.size()));
             const bool data_map =
                 layout == SetLayout::kBackendsByAddress || layout == SetLayout::kBackendsByPort;
             if (type == NFT_MSG_NEWSETELEM && set_it != model.sets.end() && data_map) {
@@ -828,6 +825,65 @@ void put_elements(Batch& b, uint16_t type, const std::vector<ElementId>& ids, co
     }
 }
 
+// Closes the batch and sends it with one sendmsg(). The kernel processes it
+// inside sendmsg(): errors (one per failed message) and the closing
+// acknowledgement are queued when it returns. Advances `seq`.
+Status send_batch(mnl_socket* socket, uint32_t& seq, Batch& b) {
+    if (!b.last()) return {};
+    // The last command asks for an acknowledgement: seeing it proves the
+    // kernel processed the whole batch (failed messages answer anyway).
+    b.last()->nlmsg_flags |= NLM_F_ACK;
+    const uint32_t ack_seq = b.last_seq();
+    b.end();
+
+    const int pages = nftnl_batch_iovec_len(b.get());
+    std::vector<iovec> iov(static_cast<size_t>(pages));
+    nftnl_batch_iovec(b.get(), iov.data(), static_cast<uint32_t>(pages));
+    size_t total = 0;
+    for (const iovec& v : iov) total += v.iov_len;
+    const int fd = mnl_socket_get_fd(socket);
+    int sndbuf = static_cast<int>(std::min<size_t>(total + (1 << 20), 1u << 30));
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf);
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    msghdr msg{};
+    msg.msg_name = &kernel;
+    msg.msg_namelen = sizeof kernel;
+    msg.msg_iov = iov.data();
+    msg.msg_iovlen = iov.size();
+    if (sendmsg(fd, &msg, 0) < 0) return kernel_error("nftables: send batch", errno);
+
+    seq = b.next_seq();
+    std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE * 4);
+    int first_error = 0;
+    bool acked = false;
+    for (;;) {
+        const ssize_t n = recv(fd, buf.data(), buf.size(), MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            if (errno == EINTR) continue;
+            return kernel_error("nftables: receive batch result", errno);
+        }
+        int len = static_cast<int>(n);
+        for (auto* m = reinterpret_cast<nlmsghdr*>(buf.data()); mnl_nlmsg_ok(m, len);
+             m = mnl_nlmsg_next(m, &len)) {
+            if (m->nlmsg_type != NLMSG_ERROR) continue;
+            const auto* err = static_cast<const nlmsgerr*>(mnl_nlmsg_get_payload(m));
+            if (err->error != 0 && first_error == 0) first_error = -err->error;
+            if (err->error == 0 && m->nlmsg_seq == ack_seq) acked = true;
+        }
+    }
+    if (first_error != 0) {
+        return kernel_error(
+            fmt::format("nftables: the kernel refused the batch of {} messages", b.messages()),
+            first_error);
+    }
+    if (!acked) {
+        return make_error(ErrorCode::kKernel, "nftables: the batch was not acknowledged");
+    }
+    return {};
+}
+
 }  // namespace
 
 Status NetlinkSocket::apply(const Delta& delta, const Model& desired) {
@@ -859,101 +915,85 @@ Status NetlinkSocket::apply(const Delta& delta, const Model& desired) {
         for (const Rule& r : it->second.rules) put_rule(b, c, r);
     }
     put_elements(b, NFT_MSG_NEWSETELEM, delta.add_elements, desired);
-    // A closing no-op (the table exists by now) asks for an acknowledgement:
-    // seeing it proves the kernel processed the whole batch.
-    {
-        nftnl_table* t = nftnl_table_alloc();
-        nftnl_table_set_str(t, NFTNL_TABLE_NAME, kTableName);
-        nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, NFPROTO_INET);
-        nftnl_table_nlmsg_build_payload(b.header(NFT_MSG_NEWTABLE, NLM_F_CREATE | NLM_F_ACK), t);
-        nftnl_table_free(t);
+    return send_batch(impl_->socket, impl_->seq, b);
+}
+
+Result<size_t> NetlinkSocket::delete_affinity_entries(
+    const std::string& map, IpFamily family,
+    const std::vector<std::pair<IpAddress, uint16_t>>& endpoints) {
+    struct Scan {
+        IpFamily family;
+        const std::vector<std::pair<IpAddress, uint16_t>>* endpoints;
+        std::vector<std::vector<uint8_t>> keys;
+    } scan{family, &endpoints, {}};
+    std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+    nftnl_set* req = nftnl_set_alloc();
+    nftnl_set_set_str(req, NFTNL_SET_TABLE, kTableName);
+    nftnl_set_set_str(req, NFTNL_SET_NAME, map.c_str());
+    nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETSETELEM, NFPROTO_INET, NLM_F_DUMP,
+                                          ++impl_->seq);
+    nftnl_set_elems_nlmsg_build_payload(nlh, req);
+    nftnl_set_free(req);
+    Status listed = impl_->talk(nlh, [&](const nlmsghdr* m) {
+        nftnl_set* got = nftnl_set_alloc();
+        if (nftnl_set_elems_nlmsg_parse(m, got) == 0) {
+            nftnl_set_elem_foreach(
+                got,
+                [](nftnl_set_elem* e, void* data) -> int {
+                    auto& sc = *static_cast<Scan*>(data);
+                    uint32_t key_len = 0, data_len = 0;
+                    const auto* key = static_cast<const uint8_t*>(
+                        nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &key_len));
+                    const auto* d = static_cast<const uint8_t*>(
+                        nftnl_set_elem_get(e, NFTNL_SET_ELEM_DATA, &data_len));
+                    const uint32_t n = addr_len(sc.family);
+                    if (!key || !d || data_len != n + 4) return 0;
+                    const IpAddress address = IpAddress::from_bytes(sc.family, d);
+                    const auto port = static_cast<uint16_t>(d[n] << 8 | d[n + 1]);
+                    for (const auto& [ip, p] : *sc.endpoints) {
+                        if (ip == address && p == port) {
+                            sc.keys.emplace_back(key, key + key_len);
+                            break;
+                        }
+                    }
+                    return 0;
+                },
+                &scan);
+        }
+        nftnl_set_free(got);
+    });
+    if (!listed) return listed.error();
+    if (scan.keys.empty()) return size_t{0};
+    Batch b(++impl_->seq);
+    for (size_t i = 0; i < scan.keys.size(); i += kElementsPerMessage) {
+        nftnl_set* s = nftnl_set_alloc();
+        nftnl_set_set_str(s, NFTNL_SET_TABLE, kTableName);
+        nftnl_set_set_str(s, NFTNL_SET_NAME, map.c_str());
+        for (size_t k = i; k < scan.keys.size() && k < i + kElementsPerMessage; ++k) {
+            nftnl_set_elem* e = nftnl_set_elem_alloc();
+            nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, scan.keys[k].data(),
+                               static_cast<uint32_t>(scan.keys[k].size()));
+            nftnl_set_elem_add(s, e);
+        }
+        nftnl_set_elems_nlmsg_build_payload(b.header(NFT_MSG_DELSETELEM, 0), s);
+        nftnl_set_free(s);
         b.commit();
     }
-    const uint32_t ack_seq = b.last_seq();
-    b.end();
-
-    const int pages = nftnl_batch_iovec_len(b.get());
-    std::vector<iovec> iov(static_cast<size_t>(pages));
-    nftnl_batch_iovec(b.get(), iov.data(), static_cast<uint32_t>(pages));
-    size_t total = 0;
-    for (const iovec& v : iov) total += v.iov_len;
-    const int fd = mnl_socket_get_fd(impl_->socket);
-    int sndbuf = static_cast<int>(std::min<size_t>(total + (1 << 20), 1u << 30));
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf);
-    sockaddr_nl kernel{};
-    kernel.nl_family = AF_NETLINK;
-    msghdr msg{};
-    msg.msg_name = &kernel;
-    msg.msg_namelen = sizeof kernel;
-    msg.msg_iov = iov.data();
-    msg.msg_iovlen = iov.size();
-    if (sendmsg(fd, &msg, 0) < 0) return kernel_error("nftables: send batch", errno);
-
-    // The kernel processed the batch inside sendmsg(): errors (one per failed
-    // message) and our acknowledgement are queued now.
-    impl_->seq = b.next_seq();
-    std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE * 4);
-    int first_error = 0;
-    bool acked = false;
-    for (;;) {
-        const ssize_t n = recv(fd, buf.data(), buf.size(), MSG_DONTWAIT);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            if (errno == EINTR) continue;
-            return kernel_error("nftables: receive batch result", errno);
-        }
-        int len = static_cast<int>(n);
-        for (auto* m = reinterpret_cast<nlmsghdr*>(buf.data()); mnl_nlmsg_ok(m, len);
-             m = mnl_nlmsg_next(m, &len)) {
-            if (m->nlmsg_type != NLMSG_ERROR) continue;
-            const auto* err = static_cast<const nlmsgerr*>(mnl_nlmsg_get_payload(m));
-            if (err->error != 0 && first_error == 0) first_error = -err->error;
-            if (err->error == 0 && m->nlmsg_seq == ack_seq) acked = true;
-        }
-    }
-    if (first_error != 0) {
-        return kernel_error(fmt::format("nftables: the kernel refused the batch of {} messages",
-                                        b.messages()),
-                            first_error);
-    }
-    if (!acked) {
-        return make_error(ErrorCode::kKernel, "nftables: the batch was not acknowledged");
-    }
-    return {};
+    if (Status s = send_batch(impl_->socket, impl_->seq, b); !s) return s.error();
+    return scan.keys.size();
 }
 
 Status NetlinkSocket::delete_table() {
-    std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+    Batch b(++impl_->seq);
     nftnl_table* t = nftnl_table_alloc();
     nftnl_table_set_str(t, NFTNL_TABLE_NAME, kTableName);
     nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, NFPROTO_INET);
-    mnl_nlmsg_batch* batch = mnl_nlmsg_batch_start(buf.data(), buf.size());
-    nftnl_batch_begin(static_cast<char*>(mnl_nlmsg_batch_current(batch)), ++impl_->seq);
-    mnl_nlmsg_batch_next(batch);
-    nlmsghdr* nlh = nftnl_nlmsg_build_hdr(static_cast<char*>(mnl_nlmsg_batch_current(batch)),
-                                          NFT_MSG_DELTABLE, NFPROTO_INET, NLM_F_ACK, ++impl_->seq);
-    const uint32_t ack_seq = impl_->seq;
-    nftnl_table_nlmsg_build_payload(nlh, t);
+    nftnl_table_nlmsg_build_payload(b.header(NFT_MSG_DELTABLE, 0), t);
     nftnl_table_free(t);
-    mnl_nlmsg_batch_next(batch);
-    nftnl_batch_end(static_cast<char*>(mnl_nlmsg_batch_current(batch)), ++impl_->seq);
-    mnl_nlmsg_batch_next(batch);
-    const ssize_t sent = mnl_socket_sendto(impl_->socket, mnl_nlmsg_batch_head(batch),
-                                           mnl_nlmsg_batch_size(batch));
-    mnl_nlmsg_batch_stop(batch);
-    if (sent < 0) return kernel_error("nftables: send delete table", errno);
-    std::vector<char> rbuf(MNL_SOCKET_BUFFER_SIZE);
-    for (;;) {
-        const ssize_t n = mnl_socket_recvfrom(impl_->socket, rbuf.data(), rbuf.size());
-        if (n < 0) return kernel_error("nftables: receive delete table", errno);
-        const int r = mnl_cb_run(rbuf.data(), static_cast<size_t>(n), ack_seq, impl_->port_id,
-                                 nullptr, nullptr);
-        if (r < 0) {
-            if (errno == ENOENT) return {};
-            return kernel_error("nftables: delete table", errno);
-        }
-        return {};
-    }
+    b.commit();
+    Status s = send_batch(impl_->socket, impl_->seq, b);
+    if (!s && s.error().errno_value == ENOENT) return {};  // already gone
+    return s;
 }
 
 }  // namespace sb::rules::nftables

@@ -6,6 +6,9 @@
 
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "base/result.h"
 #include "rules/nftables/diff.h"
@@ -14,7 +17,7 @@
 namespace sb::rules::nftables {
 
 class NetlinkSocket {
-public:
+  public:
     static Result<std::unique_ptr<NetlinkSocket>> open();
     ~NetlinkSocket();
     NetlinkSocket(const NetlinkSocket&) = delete;
@@ -32,10 +35,19 @@ public:
     // steps in order, rules and element values taken from `desired`.
     Status apply(const Delta& delta, const Model& desired);
 
+    // Deletes the entries of the dynamic affinity map `map` that send a client
+    // to one of `endpoints` (removed ones), so the client picks a live
+    // endpoint at once instead of after its timeout. Returns how many. An
+    // entry expiring between the listing and the delete fails the batch; the
+    // entries then expire on their own.
+    Result<size_t> delete_affinity_entries(
+        const std::string& map, IpFamily family,
+        const std::vector<std::pair<IpAddress, uint16_t>>& endpoints);
+
     // Deletes the table (and so everything in it). Idempotent.
     Status delete_table();
 
-private:
+  private:
     struct Impl;
     explicit NetlinkSocket(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;

@@ -14,17 +14,8 @@ namespace sb::rules::nftables {
 
 namespace {
 
-auto order_key(const ServicePortPlan& p) {
-    return std::tie(p.ns, p.service, p.port_name, p.protocol);
-}
-
-bool sorted(const Plan& plan) {
-    return std::is_sorted(plan.services.begin(), plan.services.end(),
-                          [](const auto& a, const auto& b) { return order_key(a) < order_key(b); });
-}
-
 class NftablesBackend final : public Backend {
-public:
+  public:
     explicit NftablesBackend(BackendOptions options) : options_(std::move(options)) {}
 
     const char* name() const override { return "nftables"; }
@@ -34,8 +25,13 @@ public:
         if (Status s = ensure_socket(); !s) return s.error();
         Result<SyncStats> result = SyncStats{};
         bool done = false;
-        if (previous && applied_valid_ && sorted(plan) && sorted(*previous)) {
-            result = sync_incremental(plan, *previous);
+        // What changed since `previous`, computed once: it drives the
+        // incremental sync and the conntrack and affinity cleanups.
+        const bool comparable = previous && sorted_plan(plan) && sorted_plan(*previous);
+        const std::vector<PortChange> changed =
+            comparable ? changed_ports(*previous, plan) : std::vector<PortChange>{};
+        if (comparable && applied_valid_) {
+            result = sync_incremental(plan, changed);
             if (result.ok()) {
                 done = true;
             } else {
@@ -44,7 +40,10 @@ public:
             }
         }
         if (!done) result = sync_full(plan);
-        if (result.ok() && previous) clean_conntrack(*previous, plan);
+        if (result.ok() && comparable) {
+            clean_conntrack(changed);
+            clean_affinity(changed);
+        }
         return result;
     }
 
@@ -61,7 +60,7 @@ public:
         return to_nft_text(r.model);
     }
 
-private:
+  private:
     Status ensure_socket() {
         if (socket_) return {};
         auto s = NetlinkSocket::open();
@@ -97,35 +96,23 @@ private:
 
     // Renders only the service ports that differ between the plans and sends
     // their chains and map elements.
-    Result<SyncStats> sync_incremental(const Plan& plan, const Plan& previous) {
+    Result<SyncStats> sync_incremental(const Plan& plan, const std::vector<PortChange>& changed) {
         std::vector<Fragment> fragments;
         std::vector<std::pair<int, int>> pairs;  // indexes into fragments, -1: none
-        auto render_checked = [&](const ServicePortPlan& p) -> int {
-            if (Status s = validate_service(p); !s) {
-                log::warn("nftables: skipped {}", s.error().message);
+        fragments.reserve(2 * changed.size());
+        auto render_checked = [&](const ServicePortPlan* p, bool quiet) -> int {
+            if (!p) return -1;
+            if (Status s = validate_service(*p); !s) {
+                // The old side was reported when it was new.
+                if (!quiet) log::warn("nftables: skipped {}", s.error().message);
                 return -1;
             }
-            fragments.push_back(render_service(p, options_));
+            fragments.push_back(render_service(*p, options_));
             return static_cast<int>(fragments.size()) - 1;
         };
-        const auto& a = previous.services;
-        const auto& b = plan.services;
-        size_t i = 0, j = 0;
-        while (i < a.size() || j < b.size()) {
-            if (j == b.size() || (i < a.size() && order_key(a[i]) < order_key(b[j]))) {
-                pairs.emplace_back(validate_service(a[i]) ? render_checked(a[i]) : -1, -1);
-                ++i;
-            } else if (i == a.size() || order_key(b[j]) < order_key(a[i])) {
-                pairs.emplace_back(-1, render_checked(b[j]));
-                ++j;
-            } else {
-                if (!(a[i] == b[j])) {
-                    const int old_index = validate_service(a[i]) ? render_checked(a[i]) : -1;
-                    pairs.emplace_back(old_index, render_checked(b[j]));
-                }
-                ++i;
-                ++j;
-            }
+        for (const auto& [old, now] : changed) {
+            const int o = render_checked(old, true);
+            pairs.emplace_back(o, render_checked(now, false));
         }
         std::vector<FragmentChange> changes;
         for (const auto& [o, n] : pairs) {
@@ -144,14 +131,45 @@ private:
         return stats;
     }
 
-    void clean_conntrack(const Plan& previous, const Plan& plan) {
-        const std::vector<ConntrackFilter> filters = stale_udp_conntrack(previous, plan);
+    void clean_conntrack(const std::vector<PortChange>& changed) {
+        const std::vector<ConntrackFilter> filters = stale_udp_conntrack(changed);
         if (filters.empty()) return;
         auto deleted = delete_udp_conntrack(filters);
         if (!deleted) {
             log::warn("nftables: UDP conntrack cleanup failed: {}", deleted.error().describe());
         } else if (*deleted > 0) {
             log::debug("nftables: deleted {} stale UDP conntrack entries", *deleted);
+        }
+    }
+
+    // Affinity entries pointing at endpoints that left a service port with
+    // ClientIP affinity are deleted, so those clients choose again at once.
+    void clean_affinity(const std::vector<PortChange>& changed) {
+        std::vector<std::pair<IpAddress, uint16_t>> gone[2];
+        for (const auto& [old, now] : changed) {
+            if (!old || !old->session_affinity.client_ip) continue;
+            for (const auto* list : {&old->cluster_endpoints, &old->local_endpoints}) {
+                for (const Endpoint& e : *list) {
+                    const auto still = [&](const std::vector<Endpoint>& eps) {
+                        return std::any_of(eps.begin(), eps.end(), [&](const Endpoint& x) {
+                            return x.ip == e.ip && x.port == e.port;
+                        });
+                    };
+                    if (now && now->session_affinity.client_ip &&
+                        (still(now->cluster_endpoints) || still(now->local_endpoints))) {
+                        continue;
+                    }
+                    gone[e.ip.is_v4() ? 0 : 1].emplace_back(e.ip, e.port);
+                }
+            }
+        }
+        for (const IpFamily f : {IpFamily::kV4, IpFamily::kV6}) {
+            const auto& endpoints = gone[f == IpFamily::kV4 ? 0 : 1];
+            if (endpoints.empty()) continue;
+            auto deleted = socket_->delete_affinity_entries(affinity_map(f), f, endpoints);
+            if (!deleted) {
+                log::warn("nftables: affinity cleanup failed: {}", deleted.error().describe());
+            }
         }
     }
 

@@ -8,7 +8,9 @@ namespace sb::rules::nftables {
 
 namespace {
 
-const char* family_digit(IpFamily family) { return family == IpFamily::kV4 ? "4" : "6"; }
+const char* family_digit(IpFamily family) {
+    return family == IpFamily::kV4 ? "4" : "6";
+}
 
 std::string family_name(const char* base, IpFamily family) {
     return std::string(base) + family_digit(family);
@@ -56,9 +58,8 @@ std::vector<Endpoint> of_family(const std::vector<Endpoint>& endpoints, IpFamily
 // one alternative per rule. kube-proxy's nftables mode skips loopback
 // (route_localnet is off, so DNAT of 127.0.0.0/8 would not route).
 std::vector<Rule> nodeport_address_conditions(const BackendOptions& options, IpFamily family) {
-    const Prefix loopback = family == IpFamily::kV4
-                                ? Prefix(IpAddress::v4(0x7f000000), 8)
-                                : Prefix(*IpAddress::parse("::1"), 128);
+    const Prefix loopback = family == IpFamily::kV4 ? Prefix(IpAddress::v4(0x7f000000), 8)
+                                                    : Prefix(*IpAddress::parse("::1"), 128);
     std::vector<Rule> out;
     if (options.nodeport_addresses.empty()) {
         out.push_back({fib_daddr_local(), nfproto(family), daddr(loopback, true)});
@@ -97,7 +98,9 @@ std::string identifier_part(std::string_view text) {
     return out;
 }
 
-void add_rule(Chain& chain, Rule rule) { chain.rules.push_back(std::move(rule)); }
+void add_rule(Chain& chain, Rule rule) {
+    chain.rules.push_back(std::move(rule));
+}
 
 Chain make_chain(std::string name, std::optional<Hook> hook = std::nullopt) {
     Chain c;
@@ -118,8 +121,8 @@ void add_endpoint_cascade(Chain& chain, IpFamily family, const ServicePortPlan& 
                                  ? port.session_affinity.timeout_seconds
                                  : kDefaultAffinitySeconds;
     if (affinity) {
-        add_rule(chain, {nfproto(family), l4proto(proto),
-                         affinity_dnat(family, affinity_map(family))});
+        add_rule(chain,
+                 {nfproto(family), l4proto(proto), affinity_dnat(family, affinity_map(family))});
     }
     const size_t n = endpoints.size();
     for (size_t k = 0; k < n; ++k) {
@@ -128,8 +131,8 @@ void add_endpoint_cascade(Chain& chain, IpFamily family, const ServicePortPlan& 
         if (affinity) rule.push_back(nfproto(family));
         rule.push_back(l4proto(proto));
         if (affinity) {
-            rule.push_back(affinity_update(family, affinity_map(family), timeout,
-                                           endpoints[k].ip, endpoints[k].port));
+            rule.push_back(affinity_update(family, affinity_map(family), timeout, endpoints[k].ip,
+                                           endpoints[k].port));
         }
         rule.push_back(dnat(endpoints[k].ip, endpoints[k].port));
         add_rule(chain, std::move(rule));
@@ -138,15 +141,27 @@ void add_endpoint_cascade(Chain& chain, IpFamily family, const ServicePortPlan& 
 
 }  // namespace
 
-std::string services_map(IpFamily f) { return family_name("services", f); }
-std::string nodeports_map(IpFamily f) { return family_name("nodeports", f); }
-std::string no_endpoints_map(IpFamily f) { return family_name("no-endpoints", f); }
+std::string services_map(IpFamily f) {
+    return family_name("services", f);
+}
+std::string nodeports_map(IpFamily f) {
+    return family_name("nodeports", f);
+}
+std::string no_endpoints_map(IpFamily f) {
+    return family_name("no-endpoints", f);
+}
 std::string no_endpoint_nodeports_map(IpFamily f) {
     return family_name("no-endpoint-nodeports", f);
 }
-std::string firewall_map(IpFamily f) { return family_name("firewall", f); }
-std::string hairpin_set(IpFamily f) { return family_name("hairpin", f); }
-std::string affinity_map(IpFamily f) { return family_name("affinity", f); }
+std::string firewall_map(IpFamily f) {
+    return family_name("firewall", f);
+}
+std::string hairpin_set(IpFamily f) {
+    return family_name("hairpin", f);
+}
+std::string affinity_map(IpFamily f) {
+    return family_name("affinity", f);
+}
 std::string backends_map(IpFamily f, bool local, bool by_port) {
     return family_name(by_port ? (local ? "np-local-backends" : "np-backends")
                                : (local ? "local-backends" : "backends"),
@@ -157,8 +172,8 @@ std::string service_chain_name(const char* kind, IpFamily family, const ServiceP
     std::string readable = identifier_part(port.ns) + "/" + identifier_part(port.service) + "/" +
                            proto_name(ip_protocol_number(port.protocol)) + "/" +
                            identifier_part(port.port_name);
-    std::string name = std::string(kind) + family_digit(family) + "-" + base32_hash(port.id()) +
-                       "-" + readable;
+    std::string name =
+        std::string(kind) + family_digit(family) + "-" + base32_hash(port.id()) + "-" + readable;
     if (name.size() > 200) name.resize(200);
     return name;
 }
@@ -173,7 +188,8 @@ Status validate_service(const ServicePortPlan& port) {
     bool seen[2] = {false, false};
     for (const IpAddress& ip : port.cluster_ips) {
         const int index = ip.is_v4() ? 0 : 1;
-        if (seen[index]) return fail("two clusterIPs of family " + std::string(to_string(ip.family())));
+        if (seen[index])
+            return fail("two clusterIPs of family " + std::string(to_string(ip.family())));
         seen[index] = true;
         if (ip.is_unspecified()) return fail("clusterIP " + ip.to_string() + " is unspecified");
     }
@@ -263,8 +279,8 @@ Fragment render_chained(const ServicePortPlan& port, const BackendOptions& optio
         for (const bool local : {false, true}) {
             const std::vector<Endpoint>& eps = local ? local_eps : cluster_eps;
             const bool is_internal = local == itp_local;
-            const bool used = (is_internal && has_internal) ||
-                              (has_external_eps && local == etp_local);
+            const bool used =
+                (is_internal && has_internal) || (has_external_eps && local == etp_local);
             if (!used || eps.empty()) continue;
             Chain chain = make_chain(local ? loc : svc);
             if (is_internal) {
@@ -306,15 +322,15 @@ Fragment render_chained(const ServicePortPlan& port, const BackendOptions& optio
                     add_rule(chain, {nfproto(f), saddr(cidr),
                                      verdict(VerdictKind::kGoto, internal_chain)});
                 }
-                add_rule(chain, {fib_saddr_local(),
-                                 verdict(VerdictKind::kJump, kMarkForMasqueradeChain)});
+                add_rule(chain,
+                         {fib_saddr_local(), verdict(VerdictKind::kJump, kMarkForMasqueradeChain)});
                 add_rule(chain, {fib_saddr_local(), verdict(VerdictKind::kGoto, internal_chain)});
             }
             add_rule(chain, {verdict(VerdictKind::kGoto, external_policy_chain)});
             out.chains.push_back(std::move(chain));
         }
-        const Verdict external_verdict = has_external_eps ? Verdict{VerdictKind::kGoto, ext}
-                                                          : (etp_local ? drop : reject);
+        const Verdict external_verdict =
+            has_external_eps ? Verdict{VerdictKind::kGoto, ext} : (etp_local ? drop : reject);
         const std::string external_map = has_external_eps ? services_map(f) : no_endpoints_map(f);
         for (const IpAddress& ip : externals) {
             element(external_map, ElementKey{ip, {}, proto, port.port}, external_verdict);
@@ -333,7 +349,7 @@ Fragment render_chained(const ServicePortPlan& port, const BackendOptions& optio
 // depends only on its name, so every fragment that uses it carries an equal
 // copy and the model reference counts it.
 class SharedChains {
-public:
+  public:
     SharedChains(Fragment& out, IpFamily f, const BackendOptions& options)
         : out_(out), f_(f), options_(options) {}
 
@@ -345,8 +361,8 @@ public:
         const std::string map = backends_map(f_, local, by_port);
         const uint32_t mod = static_cast<uint32_t>(n);
         // The family check keeps an IPv6 header from being read as IPv4.
-        add(name, {{nfproto(f_), by_port ? dnat_by_port(f_, map, mod)
-                                          : dnat_by_address(f_, map, mod)}});
+        add(name,
+            {{nfproto(f_), by_port ? dnat_by_port(f_, map, mod) : dnat_by_address(f_, map, mod)}});
         return name;
     }
 
@@ -357,7 +373,7 @@ public:
         if (!options_.masquerade_all && !cidrs) return target;
         const std::string name = "cip-" + target;
         add(name, {{verdict(VerdictKind::kJump, options_.masquerade_all ? kMarkForMasqueradeChain
-                                                                         : masq_outside_chain(f_))},
+                                                                        : masq_outside_chain(f_))},
                    {verdict(VerdictKind::kGoto, target)}});
         return name;
     }
@@ -367,8 +383,8 @@ public:
                          size_t n_internal) {
         if (!etp_local) {
             const std::string target = dnat(false, by_port, n_external);
-            const std::string name = std::string(by_port ? "np-" : "") + "ext-" +
-                                     target.substr(by_port ? 3 : 0);
+            const std::string name =
+                std::string(by_port ? "np-" : "") + "ext-" + target.substr(by_port ? 3 : 0);
             add(name, {{verdict(VerdictKind::kJump, kMarkForMasqueradeChain)},
                        {verdict(VerdictKind::kGoto, target)}});
             return name;
@@ -385,7 +401,8 @@ public:
             for (const Prefix& cidr : of_family(options_.cluster_cidrs, f_)) {
                 rules.push_back({nfproto(f_), saddr(cidr), verdict(VerdictKind::kGoto, internal)});
             }
-            rules.push_back({fib_saddr_local(), verdict(VerdictKind::kJump, kMarkForMasqueradeChain)});
+            rules.push_back(
+                {fib_saddr_local(), verdict(VerdictKind::kJump, kMarkForMasqueradeChain)});
             rules.push_back({fib_saddr_local(), verdict(VerdictKind::kGoto, internal)});
         }
         rules.push_back({verdict(VerdictKind::kGoto, local_target)});
@@ -393,7 +410,7 @@ public:
         return name;
     }
 
-private:
+  private:
     void add(const std::string& name, std::vector<Rule> rules) {
         for (const Chain& c : out_.chains) {
             if (c.name == name) return;
@@ -556,8 +573,8 @@ Model render_base(const BackendOptions& options) {
     for (IpFamily f : kFamilies) {
         // Hairpin: an endpoint reached itself through a Service; without
         // masquerade it would answer itself directly and drop the reply.
-        add_rule(masq, {ct_status_dnat(), nfproto(f), set_saddr_daddr(f, hairpin_set(f)),
-                        masquerade()});
+        add_rule(masq,
+                 {ct_status_dnat(), nfproto(f), set_saddr_daddr(f, hairpin_set(f)), masquerade()});
     }
     add_rule(masq, {mark_unset(mark), verdict(VerdictKind::kReturn)});
     add_rule(masq, {mark_set_xor(mark)});

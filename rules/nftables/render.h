@@ -2,11 +2,15 @@
 //
 // The ruleset shape (docs/nftables.md explains it and the measured costs):
 // fixed base chains and global maps keyed by (address . protocol . port) or
-// (protocol . port) dispatch in O(1) to per-service-port chains; a chain picks
-// an endpoint with a cascade of `numgen random mod (n-k) == 0` rules, so the
-// kernel work stays linear in the number of services. Everything a service
-// port contributes (its chains and map elements) is one Fragment, so an
-// incremental sync renders only the service ports that changed.
+// (protocol . port) dispatch in O(1) to small chains shared by every service
+// port with the same endpoint count, which DNAT through a global backend map
+// keyed by (frontend . `numgen random mod N`). A service port without
+// affinity owns no chain, only map elements, so an endpoint change is an
+// element change and never makes the kernel revalidate the table. Service
+// ports with ClientIP affinity keep a per-service chain with a cascade of
+// `numgen random mod (n-k) == 0` rules. Everything a service port
+// contributes is one Fragment, so an incremental sync renders only the
+// service ports that changed.
 #pragma once
 
 #include <string>
@@ -24,9 +28,9 @@ inline constexpr const char* kRejectChain = "reject-chain";
 inline constexpr const char* kMarkForMasqueradeChain = "mark-for-masquerade";
 inline constexpr uint32_t kDefaultAffinitySeconds = 10800;  // Kubernetes' default
 
-std::string services_map(IpFamily family);            // services4 / services6
-std::string nodeports_map(IpFamily family);           // nodeports4 / nodeports6
-std::string no_endpoints_map(IpFamily family);        // no-endpoints4 / 6
+std::string services_map(IpFamily family);      // services4 / services6
+std::string nodeports_map(IpFamily family);     // nodeports4 / nodeports6
+std::string no_endpoints_map(IpFamily family);  // no-endpoints4 / 6
 std::string no_endpoint_nodeports_map(IpFamily family);
 std::string firewall_map(IpFamily family);
 std::string hairpin_set(IpFamily family);
@@ -35,11 +39,11 @@ std::string affinity_map(IpFamily family);
 // by port), np-local-backends4; the same with 6.
 std::string backends_map(IpFamily family, bool local, bool by_port);
 
-// Chain names of a service port, deterministic from its id, valid nft
-// identifiers of at most 200 characters: KIND + family digit + "-" + 8
-// base32 characters of a hash of the id + "-" + ns/service/protocol/port name.
-// KIND: "svc" (cluster-policy endpoints), "loc" (local endpoints), "ext"
-// (external entry), "fw" (loadBalancerSourceRanges).
+// Chain names of a service port's own chains, deterministic from its id,
+// valid nft identifiers of at most 200 characters: KIND + family digit + "-"
+// + 8 base32 characters of a hash of the id + "-" + ns/service/protocol/port
+// name. KIND: "fw" (loadBalancerSourceRanges); with affinity also "svc"
+// (cluster-policy endpoints), "loc" (local endpoints), "ext" (external entry).
 std::string service_chain_name(const char* kind, IpFamily family, const ServicePortPlan& port);
 
 // What one service port contributes to the model.
@@ -49,7 +53,7 @@ struct ElementRef {
     Verdict value;
 };
 struct Fragment {
-    std::vector<Chain> chains;
+    std::vector<Chain> chains;  // its own chains and the shared chains it uses
     std::vector<ElementRef> elements;
 };
 
@@ -64,9 +68,9 @@ Fragment render_service(const ServicePortPlan& port, const BackendOptions& optio
 // The base chains and the (empty) global sets/maps.
 Model render_base(const BackendOptions& options);
 
-// Merging fragments into a model. Elements are reference counted (two
-// service ports may contribute the same hairpin pair); a key already present
-// keeps its first value.
+// Merging fragments into a model. Chains and elements are reference counted
+// (service ports share dnat chains and may share a hairpin pair); a key
+// already present keeps its first value.
 void add_fragment(Model& model, const Fragment& fragment);
 void remove_fragment(Model& model, const Fragment& fragment);
 

@@ -123,8 +123,9 @@ void bench(int services, int endpoints) {
         std::printf("full sync failed: %s\n", full.error().describe().c_str());
         return;
     }
-    std::printf("switchboard full sync (empty kernel):   %9.1f ms wall %9.1f ms cpu  (%zu objects)\n",
-                full_ms, full_cpu, full->objects_sent);
+    std::printf(
+        "switchboard full sync (empty kernel):   %9.1f ms wall %9.1f ms cpu  (%zu objects)\n",
+        full_ms, full_cpu, full->objects_sent);
 
     t0 = Clock::now();
     c0 = cpu_ms(RUSAGE_SELF);
@@ -149,8 +150,10 @@ void bench(int services, int endpoints) {
     }
     const double incremental_cpu = (cpu_ms(RUSAGE_SELF) - c0) / 10;
     std::sort(incremental.begin(), incremental.end());
-    std::printf("switchboard one endpoint change:        %9.2f ms wall %9.2f ms cpu  (median of 10, min %.2f)\n",
-                incremental[incremental.size() / 2], incremental_cpu, incremental.front());
+    std::printf(
+        "switchboard one endpoint change:        %9.2f ms wall %9.2f ms cpu  (median of 10, min "
+        "%.2f)\n",
+        incremental[incremental.size() / 2], incremental_cpu, incremental.front());
     const long rss = peak_rss_kib(RUSAGE_SELF);
 
     // The peer: nft -f with the same ruleset, then the same change.
@@ -166,8 +169,7 @@ void bench(int services, int endpoints) {
     const auto& old_port = plan.services[plan.services.size() / 2];
     fragments.push_back(rules::nftables::render_service(old_port, {}));
     fragments.push_back(rules::nftables::render_service(victim, {}));
-    const auto delta =
-        rules::nftables::update_model(model, {{&fragments[0], &fragments[1]}});
+    const auto delta = rules::nftables::update_model(model, {{&fragments[0], &fragments[1]}});
     write_file(file, rules::nftables::to_nft_text(delta, model));
     c0 = cpu_ms(RUSAGE_CHILDREN);
     const double nft_change = run_nft(file);
@@ -175,11 +177,15 @@ void bench(int services, int endpoints) {
     std::remove(file.c_str());
     delete_table();
 
-    std::printf("nft -f full ruleset:                    %9.1f ms wall %9.1f ms cpu  -> nft/switchboard %.1fx wall, %.1fx cpu\n",
-                nft_full, nft_full_cpu, nft_full / full_ms, nft_full_cpu / full_cpu);
-    std::printf("nft -f one endpoint change:             %9.2f ms wall %9.2f ms cpu  -> nft/switchboard %.1fx wall, %.1fx cpu\n",
-                nft_change, nft_change_cpu, nft_change / incremental[incremental.size() / 2],
-                nft_change_cpu / incremental_cpu);
+    std::printf(
+        "nft -f full ruleset:                    %9.1f ms wall %9.1f ms cpu  -> nft/switchboard "
+        "%.1fx wall, %.1fx cpu\n",
+        nft_full, nft_full_cpu, nft_full / full_ms, nft_full_cpu / full_cpu);
+    std::printf(
+        "nft -f one endpoint change:             %9.2f ms wall %9.2f ms cpu  -> nft/switchboard "
+        "%.1fx wall, %.1fx cpu\n",
+        nft_change, nft_change_cpu, nft_change / incremental[incremental.size() / 2],
+        nft_change_cpu / incremental_cpu);
     std::printf("peak RSS: switchboard process %ld MiB, nft %ld MiB\n", rss / 1024,
                 peak_rss_kib(RUSAGE_CHILDREN) / 1024);
 }

@@ -69,7 +69,9 @@ CLUSTER_CIDRS = ("10.244.0.0/16", "fd00:10:244::/48")
 DEFAULT_TCP_PORTS = (8080, 8081, 8082, 9090)
 DEFAULT_UDP_PORTS = (5353, 8080)
 
-_OWN_PREFIX = re.compile(r"^sbt(\d+)x\d+$")
+# Prefixes of beds made by the tests (sbt<pid>x<n>) and by demo.sh (sbdemo<pid>):
+# the pid is the creating process, so a dead creator means an orphaned bed.
+_OWN_PREFIX = re.compile(r"^(?:sbt(\d+)x\d+|sbdemo(\d+))$")
 
 
 class BedError(RuntimeError):
@@ -136,7 +138,7 @@ def sweep_stale():
     """Removes beds whose creating process is gone (a harness killed with SIGKILL)."""
     for prefix in {ns.split("-", 1)[0] for ns in list_namespaces() if "-" in ns}:
         match = _OWN_PREFIX.match(prefix)
-        if match and not _pid_alive(int(match.group(1))):
+        if match and not _pid_alive(int(match.group(1) or match.group(2))):
             remove_prefix(prefix)
 
 
@@ -573,6 +575,7 @@ def service(
     affinity_timeout=None,
     load_balancer_ips=(),
     load_balancer_source_ranges=(),
+    external_ips=(),
 ):
     """A Service as the API server returns it. affinity_timeout: ClientIP affinity with that timeout."""
     cluster_ips = list(cluster_ips)
@@ -587,13 +590,15 @@ def service(
         "sessionAffinity": "None",
         "internalTrafficPolicy": internal_traffic_policy,
     }
-    if type in ("NodePort", "LoadBalancer"):
+    if type in ("NodePort", "LoadBalancer") or external_ips:
         spec["externalTrafficPolicy"] = external_traffic_policy or "Cluster"
     if affinity_timeout is not None:
         spec["sessionAffinity"] = "ClientIP"
         spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": affinity_timeout}}
     if load_balancer_source_ranges:
         spec["loadBalancerSourceRanges"] = list(load_balancer_source_ranges)
+    if external_ips:
+        spec["externalIPs"] = list(external_ips)
     status = {"loadBalancer": {}}
     if load_balancer_ips:
         status["loadBalancer"]["ingress"] = [{"ip": ip, "ipMode": "VIP"} for ip in load_balancer_ips]
@@ -703,14 +708,16 @@ class Switchboard:
         self.log_path = bed.workdir / "switchboard.log"
         self._proc = None
         self._log = None
+        self._signalled = False  # we sent the SIGTERM the process exited on
 
     @property
     def cluster_file(self):
         return self.folder / "cluster.json"
 
-    def set_cluster(self, items):
-        """Writes the cluster (Services, EndpointSlices); the bed's Nodes are added."""
-        nodes = [node_object(node) for node in self.bed.nodes.values()]
+    def set_cluster(self, items, *, add_nodes=True):
+        """Writes the cluster (Services, EndpointSlices); the bed's Nodes are added
+        unless add_nodes is false (items from a complete cluster file)."""
+        nodes = [node_object(node) for node in self.bed.nodes.values()] if add_nodes else []
         write_json_atomically(self.cluster_file, cluster_list([*nodes, *items]))
 
     def argv(self):
@@ -731,6 +738,7 @@ class Switchboard:
             self._log = open(self.log_path, "a")
         self._log.write(f"---- start {time.strftime('%H:%M:%S')}\n")
         self._log.flush()
+        self._signalled = False
         self._proc = subprocess.Popen(
             in_ns(self.node.ns, self.argv()), stdout=self._log, stderr=subprocess.STDOUT
         )
@@ -754,12 +762,6 @@ class Switchboard:
         status, _, body = proc.stdout.partition("\n")
         return int(status), body
 
-    def plan(self):
-        status, body = self.http_get(self.METRICS, "/debug/services")
-        if status != 200:
-            raise BedError(f"/debug/services: {status} {body}\n{self.log_tail()}")
-        return json.loads(body)
-
     def wait_ready(self, timeout=15.0):
         """Waits (bounded) until the daemon reports ready: /readyz (on the metrics address,
         as kube-proxy serves it) answers 200 once the first sync is done."""
@@ -779,6 +781,7 @@ class Switchboard:
             return None
         if self._proc.poll() is None:
             self._proc.send_signal(signal.SIGTERM)
+            self._signalled = True
             try:
                 self._proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -797,6 +800,17 @@ class Switchboard:
         out = run(in_ns(self.node.ns, ["nft", "list", "tables"])).stdout
         return [line.removeprefix("table ").strip() for line in out.splitlines() if line.strip()]
 
+    # Per proxy mode: commands that wipe the daemon's rules behind its back.
+    # A mode added later adds its line here (the drift scenario fails until then).
+    _FLUSH_RULES = {"nftables": [["nft", "flush", "table", "inet", "switchboard"]]}
+
+    def flush_rules(self):
+        """Deletes the daemon's rules (not its table), as an admin or another tool might."""
+        if self.mode not in self._FLUSH_RULES:
+            raise BedError(f"flush_rules: no command known for --proxy-mode={self.mode}")
+        for argv in self._FLUSH_RULES[self.mode]:
+            run(in_ns(self.node.ns, argv))
+
     def flush_conntrack(self):
         run(in_ns(self.node.ns, ["conntrack", "-F"]), check=False)
 
@@ -810,15 +824,28 @@ class Switchboard:
         return "---- switchboard log (tail)\n" + "\n".join(text.splitlines()[-lines:])
 
     def close(self):
-        """Stops the daemon (if running) and removes its kernel state: test teardown."""
+        """Test teardown: stops the daemon, removes its kernel state and conntrack entries.
+        BedError when the daemon had exited by itself, did not exit 0 on SIGTERM, or
+        --cleanup failed: each is a defect the scenario's traffic may not have shown."""
+        crashed = self._proc is not None and self._proc.poll() is not None and not self._signalled
         try:
-            self.stop()
+            code = self.stop()
         finally:
-            self.cleanup()
+            cleanup = self.cleanup()
             self.flush_conntrack()
-            if self._log:
-                self._log.close()
-                self._log = None
+        problems = []
+        if crashed:
+            problems.append(f"switchboard exited by itself with {code} during the test")
+        elif code not in (None, 0):
+            problems.append(f"switchboard exited with {code} on SIGTERM")
+        if cleanup.returncode != 0:
+            problems.append(f"--cleanup exited with {cleanup.returncode}: {cleanup.stderr.strip()}")
+        tail = self.log_tail()
+        if self._log:
+            self._log.close()
+            self._log = None
+        if problems:
+            raise BedError("; ".join(problems) + "\n" + tail)
 
 
 # ---- client side: runs inside a namespace ----------------------------------

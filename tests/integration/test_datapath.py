@@ -10,7 +10,9 @@ same scenarios once they exist. SWITCHBOARD_PROXY_MODES (comma-separated)
 picks the modes; the default is the ones implemented so far.
 """
 import collections
+import json
 import os
+import pathlib
 import time
 
 import netbed
@@ -20,8 +22,9 @@ from netbed import endpoint, endpoint_slice, service, service_port
 MODES = os.environ.get("SWITCHBOARD_PROXY_MODES", "nftables").split(",")
 
 LAYOUT = {"node-a": ["pod-1", "pod-2", "pod-3", "client"], "node-b": ["pod-4", "pod-5"]}
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "deploy" / "examples"
 CLIENT_SOURCES = 12  # extra addresses of the client pod: a dozen distinct clients
-NODE_PORT_NODE = "node-a"  # where switchboard runs
+PROXY_NODE = "node-a"  # where switchboard runs
 
 
 @pytest.fixture(scope="module", params=MODES)
@@ -41,7 +44,7 @@ def bed(root):
 
 @pytest.fixture
 def proxy(bed, mode, switchboard_bin):
-    daemon = netbed.Switchboard(bed, switchboard_bin, mode, node=NODE_PORT_NODE)
+    daemon = netbed.Switchboard(bed, switchboard_bin, mode, node=PROXY_NODE)
     yield daemon
     daemon.close()
 
@@ -119,7 +122,7 @@ def test_clusterip_reaches_every_ready_endpoint(bed, proxy, proto):
 def test_clusterip_from_the_node_itself(bed, proxy):
     start(proxy, *web(bed, "fromnode", "10.96.0.11", ["pod-1", "pod-4"]))
 
-    answers = bed.probe(NODE_PORT_NODE, "10.96.0.11", 80, count=40)
+    answers = bed.probe(PROXY_NODE, "10.96.0.11", 80, count=40)
 
     assert failures(answers) == [], proxy.log_tail()
     assert set(pods_of(answers)) == {"pod-1", "pod-4"}
@@ -219,7 +222,7 @@ def node_port_service(bed, name, ip, node_port, pods, policy):
 
 def test_nodeport_cluster_policy_hides_the_client(bed, proxy):
     start(proxy, *node_port_service(bed, "np-cluster", "10.96.0.16", 30080, ["pod-1", "pod-4"], "Cluster"))
-    node = bed.nodes[NODE_PORT_NODE]
+    node = bed.nodes[PROXY_NODE]
 
     answers = bed.probe("outside", node.ipv4, 30080, count=40)
 
@@ -231,7 +234,7 @@ def test_nodeport_cluster_policy_hides_the_client(bed, proxy):
 
 def test_nodeport_local_policy_keeps_the_client_address(bed, proxy):
     start(proxy, *node_port_service(bed, "np-local", "10.96.0.17", 30081, ["pod-1", "pod-4"], "Local"))
-    node = bed.nodes[NODE_PORT_NODE]
+    node = bed.nodes[PROXY_NODE]
 
     answers = bed.probe("outside", node.ipv4, 30081, count=20, source=bed.outside_addresses[0])
 
@@ -246,7 +249,7 @@ def test_nodeport_local_policy_without_local_endpoint_drops(bed, proxy):
         *node_port_service(bed, "np-remote", "10.96.0.18", 30082, ["pod-4"], "Local"),
         *node_port_service(bed, "np-control", "10.96.0.19", 30083, ["pod-4"], "Cluster"),
     )
-    node = bed.nodes[NODE_PORT_NODE]
+    node = bed.nodes[PROXY_NODE]
 
     dropped = bed.probe("outside", node.ipv4, 30082, count=2, timeout=1.0)
     control = bed.probe("outside", node.ipv4, 30083, count=5)
@@ -255,6 +258,30 @@ def test_nodeport_local_policy_without_local_endpoint_drops(bed, proxy):
     assert errors_of(dropped) == {"timeout"}, "dropped: no answer, not refused"
     assert failures(control) == [] and failures(in_cluster) == [], proxy.log_tail()
     assert pods_of(in_cluster) == {"pod-4": 5}, "internal traffic still uses the remote endpoint"
+
+
+def test_internal_traffic_policy_local(bed, proxy):
+    start(
+        proxy,
+        *web(bed, "itp-local", "10.96.0.28", ["pod-1", "pod-4"], internal_traffic_policy="Local"),
+        *web(bed, "itp-remote", "10.96.0.29", ["pod-4"], internal_traffic_policy="Local"),
+    )
+
+    local = bed.probe("client", "10.96.0.28", 80, count=20)
+    remote_only = bed.probe("client", "10.96.0.29", 80, count=2, timeout=1.0)
+
+    assert failures(local) == [], proxy.log_tail()
+    assert pods_of(local) == {"pod-1": 20}, "only the endpoint on the client's node"
+    assert errors_of(remote_only) == {"timeout"}, "no local endpoint: dropped"
+
+
+def test_external_ips(bed, proxy):
+    start(proxy, *web(bed, "ext", "10.96.0.30", ["pod-1", "pod-4"], external_ips=["203.0.113.20"]))
+
+    answers = bed.probe("outside", "203.0.113.20", 80, count=30)
+
+    assert failures(answers) == [], proxy.log_tail()
+    assert set(pods_of(answers)) == {"pod-1", "pod-4"}
 
 
 def test_client_ip_affinity_sticks_then_expires(bed, proxy):
@@ -326,7 +353,7 @@ def test_hairpin_pod_reaches_itself_through_its_service(bed, proxy):
     assert failures(answers) == [], proxy.log_tail()
     assert pods_of(answers) == {"pod-1": 10}
     # Masqueraded to the node, else the reply would go pod-to-itself and never be un-DNATed.
-    assert {answer.client for answer in answers} == {bed.nodes[NODE_PORT_NODE].bridge4}
+    assert {answer.client for answer in answers} == {bed.nodes[PROXY_NODE].bridge4}
 
 
 def test_source_file_change_reaches_the_kernel_within_a_second(bed, proxy):
@@ -396,6 +423,23 @@ def test_ipv6_clusterip(bed, proxy):
     assert {answer.client for answer in answers} == {bed.pods["client"].ipv6}
 
 
+def test_dual_stack_clusterip(bed, proxy):
+    pods = [bed.pods[p] for p in ("pod-1", "pod-4")]
+    ports = [("p", 8080, "TCP")]
+    start(
+        proxy,
+        service("dual", ["10.96.0.32", "fd00:10:96::32"], [service_port(80, name="p", target=8080)]),
+        endpoint_slice("dual", [endpoint(p) for p in pods], ports, suffix="v4"),
+        endpoint_slice("dual", [endpoint(p, ipv6=True) for p in pods], ports, suffix="v6", ipv6=True),
+    )
+
+    for host, seen in (("10.96.0.32", bed.pods["client"].ipv4), ("fd00:10:96::32", bed.pods["client"].ipv6)):
+        answers = bed.probe("client", host, 80, count=30)
+        assert failures(answers) == [], f"{host}\n{proxy.log_tail()}"
+        assert set(pods_of(answers)) == {"pod-1", "pod-4"}
+        assert {answer.client for answer in answers} == {seen}
+
+
 def test_udp_flow_moves_off_a_removed_endpoint(bed, proxy):
     # One client port throughout: the same conntrack flow. Unless switchboard deletes
     # the flows of a removed UDP endpoint, the kernel keeps sending them there
@@ -415,3 +459,47 @@ def test_udp_flow_moves_off_a_removed_endpoint(bed, proxy):
         moved = answer.pod == "pod-2"
 
     assert moved, f"the UDP flow stayed on the removed endpoint\n{proxy.log_tail()}"
+
+
+def test_documentation_nodeport_example_end_to_end(root, mode, switchboard_bin):
+    # The demo's ground: a bed shaped after deploy/examples/nodeport.json (pods at the
+    # example's endpoint addresses), reached through the example's NodePort.
+    items = json.loads((EXAMPLES / "nodeport.json").read_text())["items"]
+    ready = {
+        ep["targetRef"]["name"]
+        for item in items
+        if item["kind"] == "EndpointSlice"
+        for ep in item["endpoints"]
+        if ep.get("conditions", {}).get("ready", True)
+    }
+    (node_port,) = [p["nodePort"] for i in items if i["kind"] == "Service" for p in i["spec"]["ports"]]
+    bed = netbed.Bed.from_cluster(items).up()
+    daemon = netbed.Switchboard(bed, switchboard_bin, mode)
+    try:
+        bed.start_servers(tcp=[80], udp=[])
+        daemon.set_cluster(items, add_nodes=False)
+        daemon.start()
+
+        answers = bed.probe("outside", bed.nodes["node-a"].ipv4, node_port, count=30)
+
+        assert failures(answers) == [], daemon.log_tail()
+        assert set(pods_of(answers)) == ready, "every ready endpoint, never the not-ready one"
+    finally:
+        daemon.close()
+        bed.down()
+
+
+def test_periodic_resync_repairs_a_flushed_table(bed, proxy):
+    proxy.extra_args.append("--sync-period=1s")
+    start(proxy, *web(bed, "drift", "10.96.0.31", ["pod-1"]))
+    assert bed.probe("client", "10.96.0.31", 80)[0].ok, proxy.log_tail()
+
+    proxy.flush_rules()
+    broken = bed.probe("client", "10.96.0.31", 80, timeout=0.3)[0]
+    flushed = time.monotonic()
+    repaired = False
+    while not repaired and time.monotonic() - flushed < 5.0:
+        repaired = bed.probe("client", "10.96.0.31", 80, timeout=0.3)[0].ok
+
+    assert not broken.ok, "flushing the table did not break the service: the test shows nothing"
+    assert repaired, f"the table was not repaired within 5 s (sync period 1 s)\n{proxy.log_tail()}"

@@ -24,6 +24,7 @@ CASES = [
     "kernel: cleanup removes the table and is idempotent; foreign tables stay",
     "kernel: an invalid service port is skipped, the rest applied",
     "kernel: UDP conntrack entries of a removed endpoint are deleted, others kept",
+    "kernel: affinity entries of a removed endpoint are deleted, others kept",
 ]
 
 

@@ -2,9 +2,9 @@
 // the process into a fresh network namespace (unshare(CLONE_NEWNET)), so the
 // host's ruleset is never read or changed. Needs root; run by
 // tests/integration/test_nftables_kernel.py under its `root` fixture.
-#include <catch.hpp>
 #include <sched.h>
 #include <unistd.h>
+#include <catch.hpp>
 
 #include <algorithm>
 #include <array>
@@ -50,7 +50,9 @@ std::string list_table(const char* flags = "") {
     return c.out;
 }
 
-IpAddress ip(const char* text) { return *IpAddress::parse(text); }
+IpAddress ip(const char* text) {
+    return *IpAddress::parse(text);
+}
 
 Plan sample_plan() {
     Plan plan;
@@ -153,7 +155,8 @@ TEST_CASE("kernel: a plan is applied in one batch and listed back by nft") {
     REQUIRE(stats->full);
     REQUIRE(stats->services == 3);
     const std::string text = list_table();
-    CHECK(text.find("type nat hook prerouting priority dstnat; policy accept;") != std::string::npos);
+    CHECK(text.find("type nat hook prerouting priority dstnat; policy accept;") !=
+          std::string::npos);
     CHECK(text.find("10.96.0.10 . tcp . 80 : goto cip-dnat4-2") != std::string::npos);
     CHECK(text.find("fd00:96::10 . tcp . 80 : goto dnat6-1") != std::string::npos);
     CHECK(text.find("10.96.0.10 . tcp . 80 . 0 : 10.244.0.2 . 8080") != std::string::npos);
@@ -272,7 +275,8 @@ TEST_CASE("kernel: a restarted backend adopts the table without recreating it") 
     std::regex object_handle(R"((table|chain|set|map) [^\n{]*\{ # handle \d+)");
     auto handles = [&](const std::string& text) {
         std::string out;
-        for (std::sregex_iterator it(text.begin(), text.end(), object_handle), end; it != end; ++it) {
+        for (std::sregex_iterator it(text.begin(), text.end(), object_handle), end; it != end;
+             ++it) {
             out += it->str() + "\n";
         }
         return out;
@@ -314,10 +318,10 @@ TEST_CASE("kernel: UDP conntrack entries of a removed endpoint are deleted, othe
         return;
     }
     auto add = [](const char* reply_src, int sport) {
-        const std::string cmd =
-            "conntrack -I -p udp -s 10.244.5.5 -d 10.96.0.12 --sport " + std::to_string(sport) +
-            " --dport 80 -r " + reply_src + " -q 10.244.5.5 --reply-port-src 8080 " +
-            "--reply-port-dst " + std::to_string(sport) + " --timeout 120";
+        const std::string cmd = "conntrack -I -p udp -s 10.244.5.5 -d 10.96.0.12 --sport " +
+                                std::to_string(sport) + " --dport 80 -r " + reply_src +
+                                " -q 10.244.5.5 --reply-port-src 8080 " + "--reply-port-dst " +
+                                std::to_string(sport) + " --timeout 120";
         Command c = run(cmd);
         INFO(cmd << "\n" << c.out);
         REQUIRE(c.status == 0);
@@ -335,4 +339,28 @@ TEST_CASE("kernel: UDP conntrack entries of a removed endpoint are deleted, othe
     INFO(left.out);
     CHECK(left.out.find("src=10.244.0.34") == std::string::npos);
     CHECK(left.out.find("src=10.244.0.35") != std::string::npos);
+}
+
+TEST_CASE("kernel: affinity entries of a removed endpoint are deleted, others kept") {
+    fresh_netns();
+    const Plan before = sample_plan();
+    auto backend = nftables::make_backend(options());
+    REQUIRE(backend->sync(before, nullptr));
+    // svc-1 (10.96.0.11, ClientIP affinity) has endpoints 10.244.0.18 and .19.
+    for (const char* entry :
+         {"10.244.5.5 . 10.96.0.11 . tcp . 80 timeout 60s : 10.244.0.18 . 8080",
+          "10.244.5.6 . 10.96.0.11 . tcp . 80 timeout 60s : 10.244.0.19 . 8080"}) {
+        Command c =
+            run(std::string("nft add element inet switchboard affinity4 '{ ") + entry + " }'");
+        INFO(c.out);
+        REQUIRE(c.status == 0);
+    }
+    Plan after = before;
+    after.services[1].cluster_endpoints.erase(after.services[1].cluster_endpoints.begin());
+    after.services[1].local_endpoints.clear();
+    REQUIRE(backend->sync(after, &before));
+    const Command left = run("nft list map inet switchboard affinity4");
+    INFO(left.out);
+    CHECK(left.out.find("10.244.5.5") == std::string::npos);
+    CHECK(left.out.find("10.244.5.6 . 10.96.0.11") != std::string::npos);
 }

@@ -1,8 +1,8 @@
 // Rendering details, validation and the diff: an incremental change touches
 // only the affected service chains and map elements, and reaches the same
 // model as a full render.
-#include <catch.hpp>
 #include <netinet/in.h>
+#include <catch.hpp>
 
 #include <algorithm>
 #include <random>
@@ -17,7 +17,9 @@ using namespace sb::rules::nftables;
 
 namespace {
 
-IpAddress ip(const char* text) { return *IpAddress::parse(text); }
+IpAddress ip(const char* text) {
+    return *IpAddress::parse(text);
+}
 
 ServicePortPlan port_plan(int index, int endpoints) {
     ServicePortPlan p;
@@ -109,7 +111,8 @@ TEST_CASE("without affinity a service port has no chain: shared dnat chains and 
     REQUIRE(dnat.rules[0][1].value == 4);
     REQUIRE(many.sets.at(backends_map(IpFamily::kV4, false, false)).elements.size() == 200);
     const ElementKey slot2{IpAddress::v4(0x0a600000u + 7), {}, 6, 80, 2};
-    const Verdict& target = many.sets.at(backends_map(IpFamily::kV4, false, false)).elements.at(slot2);
+    const Verdict& target =
+        many.sets.at(backends_map(IpFamily::kV4, false, false)).elements.at(slot2);
     REQUIRE(target.address == IpAddress::v4(0x0af40000u + 7 * 16 + 2));
     REQUIRE(target.port == 8080);
 }
@@ -186,7 +189,8 @@ TEST_CASE("one endpoint change yields only that service's chain and elements") {
     REQUIRE(d.add_elements.size() == 2);
     const std::string backends = backends_map(IpFamily::kV4, false, false);
     const ElementKey slot2{before.services[7].cluster_ips[0], {}, 6, 80, 2};
-    REQUIRE(std::count(d.add_elements.begin(), d.add_elements.end(), ElementId{backends, slot2}) == 1);
+    REQUIRE(std::count(d.add_elements.begin(), d.add_elements.end(), ElementId{backends, slot2}) ==
+            1);
     REQUIRE(std::count(d.add_elements.begin(), d.add_elements.end(),
                        ElementId{hairpin_set(IpFamily::kV4),
                                  ElementKey{ip("10.250.0.1"), ip("10.250.0.1")}}) == 1);
@@ -204,8 +208,8 @@ TEST_CASE("an endpoint count change swaps the dispatch element to another shared
     const Delta d = update_model(model, {{&o, &n}});
     REQUIRE(d.add_chains == std::vector<std::string>{"dnat4-2"});
     REQUIRE(d.del_chains.empty());  // dnat4-3 is still used by the others
-    REQUIRE(model.sets.at(services_map(IpFamily::kV4)).elements.at(
-                ElementKey{before.services[2].cluster_ips[0], {}, 6, 80}) ==
+    REQUIRE(model.sets.at(services_map(IpFamily::kV4))
+                .elements.at(ElementKey{before.services[2].cluster_ips[0], {}, 6, 80}) ==
             Verdict(VerdictKind::kGoto, "dnat4-2"));
     REQUIRE(same_kernel_state(model, render(after, {}).model));
 }
@@ -252,7 +256,8 @@ TEST_CASE("incremental updates reach the same model as a full render (randomised
                 break;
             case 4:
                 // Two services share an endpoint: the hairpin element is reference counted.
-                p.cluster_endpoints = next.services[(i + 1) % next.services.size()].cluster_endpoints;
+                p.cluster_endpoints =
+                    next.services[(i + 1) % next.services.size()].cluster_endpoints;
                 break;
             case 5:
                 // Affinity switches between the mapped and the chained shape.
@@ -273,7 +278,8 @@ TEST_CASE("render text is the model in nft syntax") {
     plan.services[0].node_port = 30080;
     const std::string text = to_nft_text(render(plan, {}).model);
     REQUIRE(text.rfind("table inet switchboard {", 0) == 0);
-    REQUIRE(text.find("type nat hook prerouting priority -100; policy accept;") != std::string::npos);
+    REQUIRE(text.find("type nat hook prerouting priority -100; policy accept;") !=
+            std::string::npos);
     REQUIRE(text.find("10.96.0.0 . tcp . 80 : goto dnat4-2") != std::string::npos);
     REQUIRE(text.find("meta nfproto ipv4 dnat ip to ip daddr . meta l4proto . th dport . numgen "
                       "random mod 2 map "
@@ -297,7 +303,8 @@ TEST_CASE("UDP conntrack cleanup targets removed endpoints and newly served addr
     const auto filters = stale_udp_conntrack(before, after);
     using Kind = ConntrackFilter::Kind;
     REQUIRE(std::find(filters.begin(), filters.end(),
-                      ConntrackFilter{Kind::kReplySource, removed.ip, removed.port}) != filters.end());
+                      ConntrackFilter{Kind::kReplySource, removed.ip, removed.port}) !=
+            filters.end());
     REQUIRE(std::find(filters.begin(), filters.end(),
                       ConntrackFilter{Kind::kOrigDest, after.services[1].cluster_ips[0], 80}) !=
             filters.end());

@@ -2,8 +2,8 @@
 // each scenario of issue 3, where the first packet of a connection goes
 // (DNAT targets and their probabilities, reject, drop) and whether it is
 // masqueraded.
-#include <catch.hpp>
 #include <netinet/in.h>
+#include <catch.hpp>
 
 #include "rules/nftables/render.h"
 #include "tracer.h"
@@ -15,13 +15,17 @@ using namespace sb::rules::nftables::testing;
 
 namespace {
 
-IpAddress ip(const char* text) { return *IpAddress::parse(text); }
-Prefix prefix(const char* text) { return *Prefix::parse(text); }
+IpAddress ip(const char* text) {
+    return *IpAddress::parse(text);
+}
+Prefix prefix(const char* text) {
+    return *Prefix::parse(text);
+}
 
 const IpAddress kNode = ip("192.168.1.10");
 const IpAddress kNode6 = ip("fd00:1::10");
-const IpAddress kPod = ip("10.244.1.5");        // a pod on this node, not an endpoint
-const IpAddress kOutside = ip("203.0.113.5");   // a client outside the cluster
+const IpAddress kPod = ip("10.244.1.5");       // a pod on this node, not an endpoint
+const IpAddress kOutside = ip("203.0.113.5");  // a client outside the cluster
 const IpAddress kOutside6 = ip("2001:db8::5");
 
 Endpoint endpoint(const char* address, uint16_t port, bool local) {
@@ -87,7 +91,8 @@ std::vector<Outcome> trace(const Model& model, const Packet& p) {
 // Every outcome is a DNAT to one of `targets`, each with probability 1/n.
 void require_uniform(const std::vector<Outcome>& outcomes, std::vector<Target> targets,
                      bool masquerade) {
-    INFO(outcomes.size() << " outcomes; first: " << (outcomes.empty() ? "" : outcomes[0].describe()));
+    INFO(outcomes.size() << " outcomes; first: "
+                         << (outcomes.empty() ? "" : outcomes[0].describe()));
     REQUIRE(outcomes.size() == targets.size());
     for (const Outcome& o : outcomes) {
         INFO(o.describe());
@@ -106,9 +111,8 @@ Fate single_fate(const std::vector<Outcome>& outcomes) {
     return outcomes[0].fate;
 }
 
-const std::vector<Target> kAllTargets = {{ip("10.244.1.7"), 8080},
-                                         {ip("10.244.2.7"), 8080},
-                                         {ip("10.244.3.7"), 8080}};
+const std::vector<Target> kAllTargets = {
+    {ip("10.244.1.7"), 8080}, {ip("10.244.2.7"), 8080}, {ip("10.244.3.7"), 8080}};
 
 }  // namespace
 
@@ -135,8 +139,9 @@ TEST_CASE("ClusterIP traffic from outside the cluster CIDR is masqueraded") {
 TEST_CASE("masquerade-all masquerades pod traffic too; no cluster CIDR masquerades none") {
     BackendOptions all = options();
     all.masquerade_all = true;
-    require_uniform(trace(model_of({web(three_endpoints())}, all), packet(kPod, ip("10.96.0.10"), 80)),
-                    kAllTargets, true);
+    require_uniform(
+        trace(model_of({web(three_endpoints())}, all), packet(kPod, ip("10.96.0.10"), 80)),
+        kAllTargets, true);
     BackendOptions none;
     require_uniform(
         trace(model_of({web(three_endpoints())}, none), packet(kOutside, ip("10.96.0.10"), 80)),
@@ -156,7 +161,8 @@ TEST_CASE("a multi-port service sends each port to its own target port") {
     metrics.port_name = "metrics";
     metrics.port = 9090;
     const Model m = model_of({http, metrics});
-    require_uniform(trace(m, packet(kPod, ip("10.96.0.10"), 80)), {{ip("10.244.1.7"), 8080}}, false);
+    require_uniform(trace(m, packet(kPod, ip("10.96.0.10"), 80)), {{ip("10.244.1.7"), 8080}},
+                    false);
     require_uniform(trace(m, packet(kPod, ip("10.96.0.10"), 9090)), {{ip("10.244.1.7"), 9091}},
                     false);
 }
@@ -193,7 +199,8 @@ TEST_CASE("externalTrafficPolicy Local without a local endpoint drops external t
     REQUIRE(single_fate(trace(m, packet(kOutside, kNode, 30080))) == Fate::kDrop);
     REQUIRE(single_fate(trace(m, packet(kOutside, ip("198.51.100.7"), 80))) == Fate::kDrop);
     // Cluster traffic still works.
-    require_uniform(trace(m, packet(kPod, ip("10.96.0.10"), 80)), {{ip("10.244.2.7"), 8080}}, false);
+    require_uniform(trace(m, packet(kPod, ip("10.96.0.10"), 80)), {{ip("10.244.2.7"), 8080}},
+                    false);
 }
 
 TEST_CASE("a service without endpoints is rejected at once, on every path") {
@@ -219,7 +226,8 @@ TEST_CASE("loadBalancerSourceRanges: allowed sources reach the service, others a
     p.load_balancer_source_ranges = {prefix("203.0.113.0/24")};
     const Model m = model_of({p});
     require_uniform(trace(m, packet(kOutside, ip("198.51.100.20"), 80)), kAllTargets, true);
-    REQUIRE(single_fate(trace(m, packet(ip("198.18.0.1"), ip("198.51.100.20"), 80))) == Fate::kDrop);
+    REQUIRE(single_fate(trace(m, packet(ip("198.18.0.1"), ip("198.51.100.20"), 80))) ==
+            Fate::kDrop);
     // The ClusterIP is not subject to the ranges.
     require_uniform(trace(m, packet(ip("198.18.0.1"), ip("10.96.0.10"), 80)), kAllTargets, true);
 }
@@ -308,4 +316,35 @@ TEST_CASE("traffic unrelated to services passes untouched") {
     const auto outcomes = trace(m, packet(kPod, ip("10.244.2.7"), 8080));
     REQUIRE(single_fate(outcomes) == Fate::kAccept);
     REQUIRE_FALSE(outcomes[0].masquerade);
+}
+
+TEST_CASE("NodePort Local reached by the node itself uses every endpoint, masqueraded") {
+    ServicePortPlan p = web(three_endpoints());
+    p.node_port = 30080;
+    p.external_traffic_policy = TrafficPolicy::kLocal;
+    const Model m = model_of({p});
+    require_uniform(trace(m, packet(kNode, kNode, 30080, IPPROTO_TCP, true)), kAllTargets, true);
+}
+
+TEST_CASE("--nodeport-addresses limits NodePorts to node addresses inside the prefixes") {
+    ServicePortPlan p = web(three_endpoints());
+    p.node_port = 30080;
+    BackendOptions o = options();
+    o.nodeport_addresses = {prefix("192.168.1.0/24")};
+    const Model m = model_of({p}, o);
+    Tracer tracer(m, {kNode, ip("172.16.0.10")});
+    require_uniform(tracer.trace(packet(kOutside, kNode, 30080)), kAllTargets, true);
+    const auto other = tracer.trace(packet(kOutside, ip("172.16.0.10"), 30080));
+    REQUIRE(single_fate(other) == Fate::kAccept);
+}
+
+TEST_CASE("an external IP under Local policy with ClientIP affinity keeps local endpoints") {
+    ServicePortPlan p = web(three_endpoints());
+    p.external_ips = {ip("198.51.100.7")};
+    p.external_traffic_policy = TrafficPolicy::kLocal;
+    p.session_affinity.client_ip = true;
+    const Model m = model_of({p});
+    require_uniform(trace(m, packet(kOutside, ip("198.51.100.7"), 80)), {{ip("10.244.1.7"), 8080}},
+                    false);
+    require_uniform(trace(m, packet(kPod, ip("198.51.100.7"), 80)), kAllTargets, false);
 }

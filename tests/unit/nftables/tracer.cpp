@@ -205,9 +205,8 @@ bool Tracer::run_hook(const std::string& hook, State& s, bool with_nat) const {
                     break;
                 }
                 case ExprKind::kAffinityUpdate:
-                    st.out.affinity_updates.push_back(
-                        {AffinityKey{p.src, p.dst, p.proto, p.dport},
-                         Target{e.prefix.address(), e.port}});
+                    st.out.affinity_updates.push_back({AffinityKey{p.src, p.dst, p.proto, p.dport},
+                                                       Target{e.prefix.address(), e.port}});
                     break;
                 case ExprKind::kAffinityDnat: {
                     auto hit = affinity_.find(AffinityKey{p.src, p.dst, p.proto, p.dport});
@@ -219,7 +218,8 @@ bool Tracer::run_hook(const std::string& hook, State& s, bool with_nat) const {
                     return {Flow::kAccept, {}};
                 }
                 case ExprKind::kDnat:
-                    if (e.family != p.dst.family()) throw std::runtime_error("dnat family mismatch");
+                    if (e.family != p.dst.family())
+                        throw std::runtime_error("dnat family mismatch");
                     st.out.dnat = Target{e.prefix.address(), e.port};
                     p.dst = e.prefix.address();
                     p.dport = e.port;

@@ -45,7 +45,7 @@ struct Outcome {
 };
 
 class Tracer {
-public:
+  public:
     // `local_addresses`: the node's own addresses (fib ... type local);
     // loopback addresses always count as local.
     Tracer(const Model& model, std::vector<IpAddress> local_addresses);
@@ -59,7 +59,7 @@ public:
 
     struct State;  // one path through the hooks (internal)
 
-private:
+  private:
     // decisions[i]: the value the i-th `numgen random mod m` yields (0 when
     // absent); moduli receives m of every numgen evaluated.
     Outcome run(const Packet& packet, const std::vector<uint32_t>& decisions,

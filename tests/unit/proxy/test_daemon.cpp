@@ -186,10 +186,11 @@ TEST_CASE("an unreadable source is a configuration error naming the file") {
 
 TEST_CASE("modes that are not built yet are a runtime error") {
     CHECK(backend_factory(ProxyMode::kNftables).ok());
-    auto iptables = backend_factory(ProxyMode::kIptables);
-    REQUIRE_FALSE(iptables.ok());
-    CHECK(iptables.error().message == "--proxy-mode=iptables is not available yet");
-    CHECK(exit_code_for(iptables.error()) == kExitFailure);
+    CHECK(backend_factory(ProxyMode::kIptables).ok());
+    auto ipvs = backend_factory(ProxyMode::kIpvs);
+    REQUIRE_FALSE(ipvs.ok());
+    CHECK(ipvs.error().message == "--proxy-mode=ipvs is not available yet");
+    CHECK(exit_code_for(ipvs.error()) == kExitFailure);
 }
 
 TEST_CASE("--nodeport-addresses=primary reads the Node's first InternalIP per family") {

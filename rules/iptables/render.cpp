@@ -1,0 +1,445 @@
+#include "rules/iptables/render.h"
+
+#include <netinet/in.h>
+
+#include <fmt/format.h>
+
+namespace sb::rules::iptables {
+
+namespace {
+
+Prefix host(const IpAddress& address) { return Prefix(address, address.is_v4() ? 32 : 128); }
+
+template <class T, class Family>
+std::vector<T> of_family(const std::vector<T>& items, IpFamily family, Family family_of) {
+    std::vector<T> out;
+    for (const T& item : items) {
+        if (family_of(item) == family) out.push_back(item);
+    }
+    return out;
+}
+
+std::vector<Prefix> prefixes_of(const std::vector<Prefix>& prefixes, IpFamily family) {
+    return of_family(prefixes, family, [](const Prefix& p) { return p.family(); });
+}
+
+std::vector<Endpoint> endpoints_of(const std::vector<Endpoint>& endpoints, IpFamily family) {
+    return of_family(endpoints, family, [](const Endpoint& e) { return e.ip.family(); });
+}
+
+std::vector<IpAddress> addresses_of(const std::vector<IpAddress>& addresses, IpFamily family) {
+    return of_family(addresses, family, [](const IpAddress& a) { return a.family(); });
+}
+
+// 12 base32 characters (60 bits) of FNV-1a 64 over `text`.
+std::string base32_hash(std::string_view text) {
+    uint64_t h = 1469598103934665603ULL;
+    for (char c : text) {
+        h ^= static_cast<uint8_t>(c);
+        h *= 1099511628211ULL;
+    }
+    static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    std::string out;
+    for (int i = 0; i < 12; ++i) {
+        out += kAlphabet[h & 31];
+        h >>= 5;
+    }
+    return out;
+}
+
+Target jump(std::string chain) {
+    Target t;
+    t.kind = TargetKind::kJump;
+    t.chain = std::move(chain);
+    return t;
+}
+
+Target simple(TargetKind kind) {
+    Target t;
+    t.kind = kind;
+    return t;
+}
+
+Target mark_target(TargetKind kind, uint32_t mark) {
+    Target t;
+    t.kind = kind;
+    t.mark = mark;
+    return t;
+}
+
+Target reject_for(uint8_t proto) {
+    return simple(proto == IPPROTO_TCP ? TargetKind::kRejectTcpReset
+                                       : TargetKind::kRejectPortUnreachable);
+}
+
+Rule rule_to(Target target) {
+    Rule r;
+    r.target = std::move(target);
+    return r;
+}
+
+// A rule matching `address`:port of `proto`.
+Rule frontend(const IpAddress& address, uint8_t proto, uint16_t port, std::string comment,
+              Target target) {
+    Rule r;
+    r.destination = host(address);
+    r.proto = proto;
+    r.dport = port;
+    r.comment = std::move(comment);
+    r.target = std::move(target);
+    return r;
+}
+
+// The destinations that are NodePort addresses, one rule template each
+// (addrtype LOCAL; loopback excluded because route_localnet is off and
+// DNAT of 127.0.0.0/8 would not route).
+std::vector<Rule> nodeport_conditions(const BackendOptions& options, IpFamily family) {
+    const Prefix loopback = family == IpFamily::kV4 ? Prefix(IpAddress::v4(0x7f000000), 8)
+                                                    : host(*IpAddress::parse("::1"));
+    std::vector<Rule> out;
+    if (options.nodeport_addresses.empty()) {
+        Rule r;
+        r.destination = loopback;
+        r.destination_negate = true;
+        r.dst_type_local = true;
+        out.push_back(r);
+        return out;
+    }
+    for (const Prefix& p : prefixes_of(options.nodeport_addresses, family)) {
+        if (loopback.contains(p.address()) && p.length() >= loopback.length()) continue;
+        Rule r;
+        r.destination = p;
+        r.dst_type_local = true;
+        out.push_back(r);
+    }
+    return out;
+}
+
+class Renderer {
+public:
+    Renderer(FamilyModel& model, const BackendOptions& options)
+        : m_(model), options_(options), family_(model.family) {}
+
+    void base() {
+        const uint32_t mark = options_.masquerade_mark;
+        for (const char* name : {kServicesChain, kNodePortsChain, kPostroutingChain, kMarkMasqChain}) {
+            chain(m_.nat, name);
+        }
+        for (const char* name : {kFilterServicesChain, kFilterExternalChain, kFirewallChain}) {
+            chain(m_.filter, name);
+        }
+        m_.nat.hooks = {{"PREROUTING", rule_to(jump(kServicesChain))},
+                        {"OUTPUT", rule_to(jump(kServicesChain))},
+                        {"POSTROUTING", rule_to(jump(kPostroutingChain))}};
+        for (const char* builtin : {"INPUT", "FORWARD", "OUTPUT"}) {
+            if (std::string(builtin) != "INPUT") {
+                m_.filter.hooks.push_back({builtin, rule_to(jump(kFilterServicesChain))});
+            }
+            m_.filter.hooks.push_back({builtin, rule_to(jump(kFilterExternalChain))});
+            m_.filter.hooks.push_back({builtin, rule_to(jump(kFirewallChain))});
+        }
+        chain(m_.nat, kMarkMasqChain).rules.push_back(rule_to(mark_target(TargetKind::kMarkOr, mark)));
+        Chain& post = chain(m_.nat, kPostroutingChain);
+        Rule unmarked = rule_to(simple(TargetKind::kReturn));
+        unmarked.mark_match = true;
+        unmarked.mark_invert = true;
+        unmarked.mark_value = unmarked.mark_mask = mark;
+        post.rules.push_back(unmarked);
+        // Clear the bit so a packet that is re-routed is not masqueraded twice.
+        post.rules.push_back(rule_to(mark_target(TargetKind::kMarkXor, mark)));
+        post.rules.push_back(rule_to(simple(TargetKind::kMasquerade)));
+        const std::vector<Prefix> cidrs = prefixes_of(options_.cluster_cidrs, family_);
+        if (!options_.masquerade_all && !cidrs.empty()) {
+            Chain& outside = chain(m_.nat, kMasqOutsideChain);
+            for (const Prefix& cidr : cidrs) {
+                Rule r = rule_to(simple(TargetKind::kReturn));
+                r.source = cidr;
+                outside.rules.push_back(r);
+            }
+            outside.rules.push_back(rule_to(jump(kMarkMasqChain)));
+        }
+    }
+
+    // Appends the NodePort dispatch last in SWITCHBOARD-SERVICES (after every
+    // ClusterIP and external address rule, as kube-proxy orders them).
+    void finish() {
+        for (Rule r : nodeport_conditions(options_, family_)) {
+            r.target = jump(kNodePortsChain);
+            chain(m_.nat, kServicesChain).rules.push_back(r);
+        }
+    }
+
+    void service(const ServicePortPlan& port, const IpAddress& cluster_ip) {
+        const uint8_t proto = ip_protocol_number(port.protocol);
+        const std::string id = port.id();
+        const bool itp_local = port.internal_traffic_policy == TrafficPolicy::kLocal;
+        const bool etp_local = port.external_traffic_policy == TrafficPolicy::kLocal;
+        const std::vector<Endpoint> cluster_eps = endpoints_of(port.cluster_endpoints, family_);
+        const std::vector<Endpoint> local_eps = endpoints_of(port.local_endpoints, family_);
+        const std::vector<IpAddress> external_ips = addresses_of(port.external_ips, family_);
+        const std::vector<IpAddress> lb_ips = addresses_of(port.load_balancer_ips, family_);
+        const bool has_endpoints = !cluster_eps.empty() || !local_eps.empty();
+        const std::vector<Endpoint>& internal_eps = itp_local ? local_eps : cluster_eps;
+        const std::vector<Endpoint>& external_eps = etp_local ? local_eps : cluster_eps;
+        const std::string svc = service_chain_name("SVC", port);
+        const std::string svl = service_chain_name("SVL", port);
+        const std::string ext = service_chain_name("EXT", port);
+        const std::string fw = service_chain_name("FW", port);
+        const std::string& internal_chain = itp_local ? svl : svc;
+        const std::string& external_policy_chain = etp_local ? svl : svc;
+        const bool has_internal = !internal_eps.empty();
+        const bool has_external = !external_eps.empty();
+        const bool externally_accessible =
+            port.node_port != 0 || !external_ips.empty() || !lb_ips.empty();
+        const bool uses_ext = has_endpoints && externally_accessible;
+
+        // Endpoint-choosing chains, when something jumps to them.
+        const bool svc_used = (has_internal && !itp_local) || (uses_ext && has_external && !etp_local);
+        const bool svl_used = (has_internal && itp_local) || (uses_ext && has_external && etp_local);
+        if (svc_used) endpoint_chain(port, svc, cluster_eps, !itp_local, cluster_ip, proto);
+        if (svl_used) endpoint_chain(port, svl, local_eps, itp_local, cluster_ip, proto);
+
+        // No usable endpoints: nothing in nat rewrites the destination, so
+        // the filter table sees the service address and refuses it. DROP when
+        // endpoints exist but the policy excludes them (kube-proxy's choice).
+        Chain& services = chain(m_.nat, kServicesChain);
+        if (has_internal) {
+            services.rules.push_back(
+                frontend(cluster_ip, proto, port.port, id + " cluster IP", jump(internal_chain)));
+        } else {
+            chain(m_.filter, kFilterServicesChain)
+                .rules.push_back(frontend(cluster_ip, proto, port.port, id + " has no endpoints",
+                                          has_endpoints ? simple(TargetKind::kDrop)
+                                                        : reject_for(proto)));
+        }
+        if (!externally_accessible) return;
+
+        if (uses_ext) external_chain(ext, internal_chain, has_internal, etp_local, has_external,
+                                     external_policy_chain);
+        const Target refuse = has_endpoints ? simple(TargetKind::kDrop) : reject_for(proto);
+        Chain& filter_external = chain(m_.filter, kFilterExternalChain);
+        for (const IpAddress& ip : external_ips) {
+            if (uses_ext) {
+                services.rules.push_back(frontend(ip, proto, port.port, id + " external IP", jump(ext)));
+            }
+            if (!has_external) {
+                filter_external.rules.push_back(
+                    frontend(ip, proto, port.port, id + " has no external endpoints", refuse));
+            }
+        }
+        const std::vector<Prefix> ranges = prefixes_of(port.load_balancer_source_ranges, family_);
+        const bool firewalled = !port.load_balancer_source_ranges.empty();
+        for (const IpAddress& ip : lb_ips) {
+            if (uses_ext) {
+                services.rules.push_back(frontend(ip, proto, port.port, id + " loadbalancer IP",
+                                                  jump(firewalled ? fw : ext)));
+                if (firewalled) {
+                    // Sources outside the ranges leave FW without DNAT; the
+                    // filter rule then drops them on the LB address.
+                    chain(m_.filter, kFirewallChain)
+                        .rules.push_back(frontend(ip, proto, port.port,
+                                                  id + " not allowed by loadBalancerSourceRanges",
+                                                  simple(TargetKind::kDrop)));
+                }
+            }
+            if (!has_external) {
+                filter_external.rules.push_back(
+                    frontend(ip, proto, port.port, id + " has no external endpoints", refuse));
+            }
+        }
+        if (firewalled && uses_ext && !lb_ips.empty()) {
+            Chain& c = chain(m_.nat, fw);
+            for (const Prefix& range : ranges) {
+                Rule r = rule_to(jump(ext));
+                r.source = range;
+                c.rules.push_back(r);
+            }
+        }
+        if (port.node_port != 0) {
+            if (uses_ext) {
+                Rule r = rule_to(jump(ext));
+                r.proto = proto;
+                r.dport = port.node_port;
+                r.comment = id + " node port";
+                chain(m_.nat, kNodePortsChain).rules.push_back(r);
+            }
+            if (!has_external) {
+                for (Rule r : nodeport_conditions(options_, family_)) {
+                    r.proto = proto;
+                    r.dport = port.node_port;
+                    r.comment = id + " has no external endpoints";
+                    r.target = refuse;
+                    filter_external.rules.push_back(r);
+                }
+            }
+        }
+    }
+
+private:
+    static Chain& chain(Table& table, const std::string& name) {
+        Chain& c = table.chains[name];
+        c.name = name;
+        return c;
+    }
+
+    // SVC / SVL: masquerade ClusterIP traffic from outside the cluster (when
+    // this chain serves the internal policy), then the ClientIP affinity
+    // checks, then the statistic cascade: rule k matches 1/(n-k) of what
+    // reaches it, so every endpoint gets 1/n.
+    void endpoint_chain(const ServicePortPlan& port, const std::string& name,
+                        const std::vector<Endpoint>& eps, bool internal, const IpAddress& cluster_ip,
+                        uint8_t proto) {
+        Chain& c = chain(m_.nat, name);
+        if (internal && (options_.masquerade_all ||
+                         m_.nat.chains.count(kMasqOutsideChain) != 0)) {
+            c.rules.push_back(frontend(cluster_ip, proto, port.port, {},
+                                       jump(options_.masquerade_all ? kMarkMasqChain
+                                                                    : kMasqOutsideChain)));
+        }
+        const bool affinity = port.session_affinity.client_ip;
+        const uint32_t seconds = port.session_affinity.timeout_seconds != 0
+                                     ? port.session_affinity.timeout_seconds
+                                     : kDefaultAffinitySeconds;
+        std::vector<std::string> seps;
+        for (const Endpoint& e : eps) seps.push_back(endpoint_chain_name(port, e));
+        if (affinity) {
+            for (const std::string& sep : seps) {
+                Rule r = rule_to(jump(sep));
+                r.recent = RecentKind::kCheck;
+                r.recent_name = sep;
+                r.recent_seconds = seconds;
+                c.rules.push_back(r);
+            }
+        }
+        const size_t n = eps.size();
+        for (size_t k = 0; k < n; ++k) {
+            Rule r = rule_to(jump(seps[k]));
+            r.comment = fmt::format("{} -> {}", port.id(), eps[k].ip.to_string());
+            if (k + 1 < n) r.probability_denominator = static_cast<uint32_t>(n - k);
+            c.rules.push_back(r);
+            endpoint(seps[k], eps[k], proto, affinity);
+        }
+    }
+
+    // SEP: hairpin masquerade, then DNAT (recording the client for affinity).
+    void endpoint(const std::string& name, const Endpoint& e, uint8_t proto, bool affinity) {
+        Chain& c = chain(m_.nat, name);
+        c.rules.clear();  // shared by SVC and SVL: same content either way
+        Rule hairpin = rule_to(jump(kMarkMasqChain));
+        hairpin.source = host(e.ip);
+        c.rules.push_back(hairpin);
+        Target dnat;
+        dnat.kind = TargetKind::kDnat;
+        dnat.address = e.ip;
+        dnat.port = e.port;
+        Rule r = rule_to(dnat);
+        r.proto = proto;
+        if (affinity) {
+            r.recent = RecentKind::kSet;
+            r.recent_name = name;
+        }
+        c.rules.push_back(r);
+    }
+
+    // EXT: Cluster policy masquerades everything; Local policy keeps the
+    // client address but short-circuits pods and the node itself to the
+    // internal policy (the node's own traffic masqueraded so replies return).
+    void external_chain(const std::string& name, const std::string& internal_chain,
+                        bool has_internal, bool etp_local, bool has_external,
+                        const std::string& external_policy_chain) {
+        Chain& c = chain(m_.nat, name);
+        if (!etp_local) {
+            c.rules.push_back(rule_to(jump(kMarkMasqChain)));
+        } else if (has_internal) {
+            for (const Prefix& cidr : prefixes_of(options_.cluster_cidrs, family_)) {
+                Rule r = rule_to(jump(internal_chain));
+                r.source = cidr;
+                c.rules.push_back(r);
+            }
+            Rule masq = rule_to(jump(kMarkMasqChain));
+            masq.src_type_local = true;
+            c.rules.push_back(masq);
+            Rule local = rule_to(jump(internal_chain));
+            local.src_type_local = true;
+            c.rules.push_back(local);
+        }
+        if (has_external) c.rules.push_back(rule_to(jump(external_policy_chain)));
+    }
+
+    FamilyModel& m_;
+    const BackendOptions& options_;
+    IpFamily family_;
+};
+
+}  // namespace
+
+std::string service_chain_name(const char* kind, const ServicePortPlan& port) {
+    return std::string(kChainPrefix) + kind + "-" + base32_hash(port.id());
+}
+
+std::string endpoint_chain_name(const ServicePortPlan& port, const Endpoint& endpoint) {
+    return std::string(kChainPrefix) + "SEP-" +
+           base32_hash(port.id() + " " + endpoint.ip.to_string() + " " +
+                       std::to_string(endpoint.port));
+}
+
+Status validate_service(const ServicePortPlan& port) {
+    auto fail = [&](const std::string& what) -> Status {
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("service port {}: {}", port.id(), what));
+    };
+    if (port.port == 0) return fail("port is 0");
+    if (port.cluster_ips.empty()) return fail("no clusterIPs");
+    if (port.cluster_ips.size() > 2 ||
+        (port.cluster_ips.size() == 2 &&
+         port.cluster_ips[0].family() == port.cluster_ips[1].family())) {
+        return fail("clusterIPs must be at most one per family");
+    }
+    for (const IpAddress& ip : port.cluster_ips) {
+        if (ip.is_unspecified()) return fail("clusterIP " + ip.to_string() + " is unspecified");
+    }
+    for (const auto* list : {&port.cluster_endpoints, &port.local_endpoints}) {
+        for (const Endpoint& e : *list) {
+            if (e.port == 0) return fail("endpoint " + e.ip.to_string() + " has port 0");
+            if (e.ip.is_unspecified() || e.ip.is_multicast()) {
+                return fail("endpoint address " + e.ip.to_string() + " is not unicast");
+            }
+        }
+    }
+    if (port.session_affinity.client_ip && port.session_affinity.timeout_seconds > 86400) {
+        return fail("sessionAffinity timeoutSeconds above 86400");
+    }
+    return {};
+}
+
+Status validate_options(const BackendOptions& options) {
+    if (options.masquerade_mark == 0) {
+        return make_error(ErrorCode::kInvalidArgument, "masquerade mark must not be 0");
+    }
+    return {};
+}
+
+RenderResult render(const Plan& plan, const BackendOptions& options) {
+    RenderResult out;
+    std::vector<const ServicePortPlan*> valid;
+    for (const ServicePortPlan& port : plan.services) {
+        if (Status s = validate_service(port); !s) {
+            out.errors.push_back(s.error().message);
+        } else {
+            valid.push_back(&port);
+        }
+    }
+    for (FamilyModel* m : {&out.model.v4, &out.model.v6}) {
+        Renderer r(*m, options);
+        r.base();
+        for (const ServicePortPlan* port : valid) {
+            for (const IpAddress& ip : port->cluster_ips) {
+                if (ip.family() == m->family) r.service(*port, ip);
+            }
+        }
+        r.finish();
+    }
+    return out;
+}
+
+}  // namespace sb::rules::iptables

@@ -1,0 +1,51 @@
+// Render: Plan + BackendOptions -> Model (pure, deterministic).
+//
+// The ruleset follows kube-proxy's iptables mode (pkg/proxy/iptables):
+// SWITCHBOARD-SERVICES dispatches on destination address and port to a
+// per-service chain (SVC: cluster-policy endpoints, SVL: local endpoints,
+// EXT: external entry, FW: loadBalancerSourceRanges), which picks an
+// endpoint chain (SEP) with a statistic cascade (1/n, 1/(n-1), ... 1) and
+// DNATs there. Masquerading is decided by a mark and done in
+// SWITCHBOARD-POSTROUTING. Services without (usable) endpoints are rejected
+// or dropped in the filter table, where the destination is still the
+// service's address because no nat rule rewrote it. docs/iptables.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rules/backend.h"
+#include "rules/iptables/model.h"
+#include "rules/plan.h"
+
+namespace sb::rules::iptables {
+
+// Fixed chains (the tracer and tests refer to them).
+inline constexpr const char* kServicesChain = "SWITCHBOARD-SERVICES";
+inline constexpr const char* kNodePortsChain = "SWITCHBOARD-NODEPORTS";
+inline constexpr const char* kPostroutingChain = "SWITCHBOARD-POSTROUTING";
+inline constexpr const char* kMarkMasqChain = "SWITCHBOARD-MARK-MASQ";
+inline constexpr const char* kMasqOutsideChain = "SWITCHBOARD-MASQ-OUTSIDE";
+inline constexpr const char* kFilterServicesChain = "SWITCHBOARD-FILTER-SERVICES";
+inline constexpr const char* kFilterExternalChain = "SWITCHBOARD-FILTER-EXTERNAL";
+inline constexpr const char* kFirewallChain = "SWITCHBOARD-FIREWALL";
+inline constexpr uint32_t kDefaultAffinitySeconds = 10800;  // Kubernetes' default
+
+// A service port's chain: kPrefix + KIND + "-" + 12 base32 characters of a
+// hash of the port's id (and, for "SEP", the endpoint), at most 28 bytes.
+// KIND: "SVC", "SVL", "EXT", "FW", "SEP".
+std::string service_chain_name(const char* kind, const ServicePortPlan& port);
+std::string endpoint_chain_name(const ServicePortPlan& port, const Endpoint& endpoint);
+
+// Checks what the kernel will receive; an error names the service port and
+// field, and the port is then skipped.
+Status validate_service(const ServicePortPlan& port);
+Status validate_options(const BackendOptions& options);
+
+struct RenderResult {
+    Model model;
+    std::vector<std::string> errors;  // one per skipped service port
+};
+RenderResult render(const Plan& plan, const BackendOptions& options);
+
+}  // namespace sb::rules::iptables

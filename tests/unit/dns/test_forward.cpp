@@ -1,0 +1,141 @@
+// The forwarder against a fake upstream socket on loopback.
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <catch.hpp>
+
+#include <future>
+
+#include "dns/forward.h"
+#include "dns/socket_util.h"
+
+using namespace sb;
+using namespace sb::dns;
+
+namespace {
+
+struct FakeUpstream {
+    int fd = -1;
+    HostPort address;
+    sockaddr_storage client{};
+    socklen_t client_length = 0;
+
+    FakeUpstream() {
+        auto bound = bind_socket(HostPort{*IpAddress::parse("127.0.0.1"), 0}, SOCK_DGRAM);
+        REQUIRE(bound.ok());
+        fd = *bound;
+        SocketAddress local;
+        socklen_t length = sizeof(sockaddr_storage);
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local.storage()), &length);
+        address = from_socket_address(local.storage());
+    }
+    ~FakeUpstream() { ::close(fd); }
+
+    Message receive() {
+        pollfd p{fd, POLLIN, 0};
+        REQUIRE(::poll(&p, 1, 5000) == 1);
+        char buffer[4096];
+        client_length = sizeof(client);
+        ssize_t n = ::recvfrom(fd, buffer, sizeof(buffer), 0, reinterpret_cast<sockaddr*>(&client),
+                               &client_length);
+        REQUIRE(n > 0);
+        auto parsed = parse_message({reinterpret_cast<const uint8_t*>(buffer), size_t(n)});
+        REQUIRE(parsed.ok());
+        return *parsed;
+    }
+    void send(const Message& reply) {
+        std::string bytes = write_message(reply).bytes;
+        ::sendto(fd, bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&client),
+                 client_length);
+    }
+};
+
+Question question(const char* name) {
+    return {*name_from_text(name), type::kA, kClassIN};
+}
+
+}  // namespace
+
+TEST_CASE("forwarder: replies with another ID or question are ignored") {
+    FakeUpstream upstream;
+    ForwarderOptions options;
+    options.upstreams = {upstream.address};
+    Forwarder forwarder(options);
+    REQUIRE(forwarder.start().ok());
+    std::promise<Result<Message>> done;
+    forwarder.submit(question("www.example.com"),
+                     [&done](Result<Message> reply) { done.set_value(std::move(reply)); });
+    Message query = upstream.receive();
+    CHECK(query.header.rd);
+    CHECK(query.edns.has_value());
+
+    Message reply = query;
+    reply.header.qr = true;
+    reply.edns.reset();
+    reply.answers.push_back({query.questions[0].name, type::kA, kClassIN, 60,
+                             rdata_address(*IpAddress::parse("192.0.2.1"))});
+    Message wrong_id = reply;
+    wrong_id.header.id = static_cast<uint16_t>(reply.header.id + 1);
+    upstream.send(wrong_id);
+    Message wrong_question = reply;
+    wrong_question.questions[0].name = *name_from_text("evil.example.com");
+    upstream.send(wrong_question);
+    upstream.send(reply);
+
+    auto future = done.get_future();
+    REQUIRE(future.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+    auto result = future.get();
+    REQUIRE(result.ok());
+    CHECK(result->answers.size() == 1);
+    CHECK(result->questions[0].name == *name_from_text("www.example.com"));
+    forwarder.stop();
+}
+
+TEST_CASE("forwarder: a silent upstream fails over, then reports an error") {
+    FakeUpstream silent;
+    FakeUpstream answering;
+    ForwarderOptions options;
+    options.upstreams = {silent.address, answering.address};
+    options.attempt_timeout = std::chrono::milliseconds(100);
+    options.max_attempts = 2;
+    Forwarder forwarder(options);
+    REQUIRE(forwarder.start().ok());
+    std::promise<Result<Message>> done;
+    forwarder.submit(question("a.example.com"),
+                     [&done](Result<Message> reply) { done.set_value(std::move(reply)); });
+    silent.receive();  // first attempt, never answered
+    Message query = answering.receive();
+    Message reply = query;
+    reply.header.qr = true;
+    reply.header.rcode = static_cast<uint8_t>(Rcode::kNXDomain);
+    answering.send(reply);
+    auto future = done.get_future();
+    REQUIRE(future.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+    auto result = future.get();
+    REQUIRE(result.ok());
+    CHECK(result->header.rcode == static_cast<uint8_t>(Rcode::kNXDomain));
+
+    // Both silent now: every attempt times out and the caller gets an error.
+    std::promise<Result<Message>> failed;
+    forwarder.submit(question("b.example.com"),
+                     [&failed](Result<Message> reply) { failed.set_value(std::move(reply)); });
+    auto failed_future = failed.get_future();
+    REQUIRE(failed_future.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+    CHECK_FALSE(failed_future.get().ok());
+    std::string metrics;
+    forwarder.append_metrics(metrics);
+    CHECK(metrics.find("switchboard_dns_upstream_errors_total{kind=\"exhausted\"} 1") !=
+          std::string::npos);
+    forwarder.stop();
+}
+
+TEST_CASE("forwarder: an upstream that is our own listen address is dropped") {
+    ForwarderOptions options;
+    options.upstreams = {*parse_host_port("127.0.0.1:5353"), *parse_host_port("10.0.0.1:53")};
+    Forwarder forwarder(options);
+    forwarder.drop_self({*parse_host_port("0.0.0.0:5353")});
+    CHECK(forwarder.enabled());
+    forwarder.drop_self({*parse_host_port("10.0.0.1:53")});
+    CHECK_FALSE(forwarder.enabled());
+}
