@@ -8,7 +8,9 @@
 
 namespace sb {
 
-const char* to_string(IpFamily family) { return family == IpFamily::kV4 ? "IPv4" : "IPv6"; }
+const char* to_string(IpFamily family) {
+    return family == IpFamily::kV4 ? "IPv4" : "IPv6";
+}
 
 Result<IpAddress> IpAddress::parse(std::string_view text) {
     // inet_pton needs a NUL-terminated string; 45 characters is the longest
@@ -34,7 +36,8 @@ Result<IpAddress> IpAddress::parse(std::string_view text) {
         result.family_ = IpFamily::kV6;
         return result;
     }
-    return make_error(ErrorCode::kInvalidArgument, "invalid IP address \"" + std::string(text) + "\"");
+    return make_error(ErrorCode::kInvalidArgument,
+                      "invalid IP address \"" + std::string(text) + "\"");
 }
 
 IpAddress IpAddress::v4(uint32_t host_order) {
@@ -133,13 +136,15 @@ bool Prefix::contains(const IpAddress& address) const {
     return Prefix(address, length_).address() == address_;
 }
 
-std::string Prefix::to_string() const { return address_.to_string() + "/" + std::to_string(length_); }
+std::string Prefix::to_string() const {
+    return address_.to_string() + "/" + std::to_string(length_);
+}
 
 Result<uint16_t> validate_port(int64_t value, std::string_view what) {
     if (value < 1 || value > 65535) {
-        return make_error(ErrorCode::kInvalidArgument, std::string(what) + ": port " +
-                                                           std::to_string(value) +
-                                                           " out of range 1-65535");
+        return make_error(
+            ErrorCode::kInvalidArgument,
+            std::string(what) + ": port " + std::to_string(value) + " out of range 1-65535");
     }
     return static_cast<uint16_t>(value);
 }
@@ -177,7 +182,8 @@ Result<HostPort> parse_host_port(std::string_view text, uint16_t default_port) {
     HostPort result{*address, default_port};
     if (!port_text.empty()) {
         int64_t port = 0;
-        auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+        auto [end, ec] =
+            std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
         if (ec != std::errc() || end != port_text.data() + port_text.size()) {
             return bad("invalid port");
         }

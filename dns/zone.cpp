@@ -225,7 +225,7 @@ Result<std::shared_ptr<const Zone>> Zone::build(const watch::Snapshot& snapshot,
         for (const auto& endpoint : slice->endpoints) {
             if (!endpoint.target_ref || endpoint.target_ref->kind != "Pod") continue;
             const std::string& ns =
-                endpoint.target_ref->ns.empty() ? key.ns : endpoint.target_ref->ns;
+                endpoint.target_ref->ns.empty() ? key.ns : endpoint.target_ref->ns.str();
             for (const auto& address : endpoint.addresses) {
                 zone->pods_.insert(lower_text(ns) + "/" + rdata_address(address));
             }

@@ -157,8 +157,9 @@ std::vector<Candidate> merge_endpoints(const watch::ServicePort& port,
             candidate.endpoint.node_name = endpoint.node_name;
             candidate.endpoint.zone = endpoint.zone;
             candidate.endpoint.is_local = !node_name.empty() && endpoint.node_name == node_name;
-            candidate.zone_hints = &endpoint.hints_for_zones;
-            candidate.node_hints = &endpoint.hints_for_nodes;
+            static const std::vector<std::string> kNoHints;
+            candidate.zone_hints = endpoint.hints ? &endpoint.hints->for_zones : &kNoHints;
+            candidate.node_hints = endpoint.hints ? &endpoint.hints->for_nodes : &kNoHints;
             auto [it, inserted] = merged.try_emplace({ip, candidate.endpoint.port}, candidate);
             if (!inserted && preference(candidate.endpoint) > preference(it->second.endpoint)) {
                 it->second = std::move(candidate);

@@ -818,7 +818,6 @@ bool Decoder::endpoint(const Value& value, const Path& path, AddressType type, E
                 return fail(here, "invalid FQDN " + quoted(text) +
                                       ": must be an RFC 1123 subdomain (addressType FQDN)");
             }
-            out.fqdn_addresses.emplace_back(text);
             continue;
         }
         auto ip = parse_ip(text);
@@ -840,12 +839,15 @@ bool Decoder::endpoint(const Value& value, const Path& path, AddressType type, E
                    get_bool(conditions, here, "terminating", out.terminating);
         });
     if (!conditions_ok) return false;
+    std::string node_name, zone;
     if (!get_name(value, path, "hostname", &is_dns_label, "an RFC 1123 label", out.hostname) ||
         !get_name(value, path, "nodeName", &is_dns_subdomain, "an RFC 1123 subdomain",
-                  out.node_name) ||
-        !get_name(value, path, "zone", &is_label_value, "a Kubernetes label value", out.zone)) {
+                  node_name) ||
+        !get_name(value, path, "zone", &is_label_value, "a Kubernetes label value", zone)) {
         return false;
     }
+    out.node_name = node_name;
+    out.zone = zone;
     if (!endpoint_hints(value, path, out)) return false;
     return with_object(value, path, "targetRef", [&](const Value& ref, const Path& here) {
         std::string_view kind, ns, name;
@@ -853,13 +855,16 @@ bool Decoder::endpoint(const Value& value, const Path& path, AddressType type, E
             !get_string(ref, here, "name", name)) {
             return false;
         }
-        out.target_ref = ObjectReference{std::string(kind), std::string(ns), std::string(name)};
+        out.target_ref = ObjectReference{Symbol(kind), Symbol(ns), std::string(name)};
         return true;
     });
 }
 
 bool Decoder::endpoint_hints(const Value& value, const Path& path, Endpoint& out) {
-    return with_object(value, path, "hints", [&](const Value& hints, const Path& hints_path) {
+    EndpointHints decoded;
+    bool present = false;
+    const bool ok = with_object(value, path, "hints", [&](const Value& hints, const Path& hints_path) {
+        present = true;
         auto names = [&](const char* key, bool (*valid)(std::string_view), const char* rule,
                          std::vector<std::string>& names_out) {
             return for_each_object(
@@ -876,9 +881,11 @@ bool Decoder::endpoint_hints(const Value& value, const Path& path, Endpoint& out
                 });
         };
         return names("forZones", &is_label_value, "a Kubernetes label value",
-                     out.hints_for_zones) &&
-               names("forNodes", &is_dns_subdomain, "an RFC 1123 subdomain", out.hints_for_nodes);
+                     decoded.for_zones) &&
+               names("forNodes", &is_dns_subdomain, "an RFC 1123 subdomain", decoded.for_nodes);
     });
+    if (ok && present) out.hints = std::make_shared<const EndpointHints>(std::move(decoded));
+    return ok;
 }
 
 bool Decoder::endpoint_ports(const Value& value, EndpointSlice& out) {

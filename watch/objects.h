@@ -8,11 +8,13 @@
 #include <compare>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/ip.h"
+#include "base/symbol.h"
 
 namespace sb::watch {
 
@@ -108,29 +110,47 @@ enum class AddressType : uint8_t { kIPv4, kIPv6, kFQDN };
 const char* to_string(AddressType type);
 
 struct ObjectReference {
-    std::string kind;
-    std::string ns;
+    Symbol kind;
+    Symbol ns;
     std::string name;
     bool operator==(const ObjectReference&) const = default;
 };
 
+// hints.forZones / hints.forNodes of an endpoint (topology-aware routing).
+struct EndpointHints {
+    std::vector<std::string> for_zones;
+    std::vector<std::string> for_nodes;
+    bool operator==(const EndpointHints&) const = default;
+};
+
+// Endpoints are the bulk of a large cluster's memory (100k of them for 10k
+// Services), so repeated vocabularies are Symbols and the rarely present
+// hints sit behind a pointer.
 struct Endpoint {
-    // IP endpoints (addressType IPv4/IPv6): parsed addresses of that family.
+    // Parsed addresses of the slice's family (empty for addressType FQDN,
+    // whose names are validated and dropped: nothing proxies or publishes
+    // them). kube-proxy uses the first; DNS publishes each.
     std::vector<IpAddress> addresses;
-    // addressType FQDN: the names (kept for completeness; not proxied).
-    std::vector<std::string> fqdn_addresses;
     // Resolved conditions: absent ready/serving mean true, absent
     // terminating means false (discovery.k8s.io/v1 semantics).
     bool ready = true;
     bool serving = true;
     bool terminating = false;
     std::string hostname;
-    std::string node_name;
-    std::string zone;
-    std::vector<std::string> hints_for_zones;
-    std::vector<std::string> hints_for_nodes;
+    Symbol node_name;
+    Symbol zone;
+    // nullptr when the endpoint has no hints. Shared and immutable.
+    std::shared_ptr<const EndpointHints> hints;
     std::optional<ObjectReference> target_ref;
-    bool operator==(const Endpoint&) const = default;
+
+    bool operator==(const Endpoint& other) const {
+        const bool same_hints =
+            hints == other.hints || (hints && other.hints && *hints == *other.hints);
+        return same_hints && addresses == other.addresses && ready == other.ready &&
+               serving == other.serving && terminating == other.terminating &&
+               hostname == other.hostname && node_name == other.node_name && zone == other.zone &&
+               target_ref == other.target_ref;
+    }
 };
 
 struct EndpointPort {

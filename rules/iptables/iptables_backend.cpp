@@ -3,6 +3,7 @@
 #include "base/log.h"
 #include "rules/iptables/iptc.h"
 #include "rules/iptables/render.h"
+#include "rules/nftables/conntrack.h"
 
 namespace sb::rules::iptables {
 
@@ -26,14 +27,15 @@ bool has_services(const Plan& plan, IpFamily family) {
 }
 
 class IptablesBackend final : public Backend {
-public:
+  public:
     explicit IptablesBackend(BackendOptions options) : options_(std::move(options)) {}
 
     const char* name() const override { return "iptables"; }
 
     // Every sync rewrites switchboard's chains in full: x_tables replaces a
-    // whole table per commit anyway, so `previous` buys nothing here.
-    Result<SyncStats> sync(const Plan& plan, const Plan* /*previous*/) override {
+    // whole table per commit anyway. `previous` only scopes the UDP
+    // conntrack cleanup.
+    Result<SyncStats> sync(const Plan& plan, const Plan* previous) override {
         if (Status s = validate_options(options_); !s) return s.error();
         RenderResult r = render(plan, options_);
         report(r.errors);
@@ -51,6 +53,7 @@ public:
             }
             stats.objects_sent += rule_count(*m);
         }
+        if (previous) clean_conntrack(*previous, plan);
         return stats;
     }
 
@@ -69,7 +72,18 @@ public:
                "# IPv6 (ip6tables-restore --noflush)\n" + to_restore_text(r.model.v6);
     }
 
-private:
+  private:
+    // UDP flows pinned to removed endpoints (or to a recorded reject) are
+    // deleted, as kube-proxy does; the same rule as the nftables backend.
+    static void clean_conntrack(const Plan& previous, const Plan& plan) {
+        const auto filters = nftables::stale_udp_conntrack(previous, plan);
+        if (filters.empty()) return;
+        auto deleted = nftables::delete_udp_conntrack(filters);
+        if (!deleted) {
+            log::warn("iptables: UDP conntrack cleanup failed: {}", deleted.error().describe());
+        }
+    }
+
     static void report(const std::vector<std::string>& errors) {
         for (const std::string& e : errors) log::warn("iptables: skipped {}", e);
     }

@@ -45,7 +45,7 @@ namespace {
 
 // Bytes of one entry's matches or target, appended in kernel layout.
 class Blob {
-public:
+  public:
     void append(const void* data, size_t size, size_t aligned) {
         const size_t at = bytes_.size();
         bytes_.resize(at + aligned, 0);
@@ -53,7 +53,7 @@ public:
     }
     const std::vector<uint8_t>& bytes() const { return bytes_; }
 
-private:
+  private:
     std::vector<uint8_t> bytes_;
 };
 
@@ -329,11 +329,13 @@ struct V6 {
     }
 };
 
-bool own(const std::string& chain) { return chain.rfind(kChainPrefix, 0) == 0; }
+bool own(const std::string& chain) {
+    return chain.rfind(kChainPrefix, 0) == 0;
+}
 
 // The xtables lock iptables-legacy takes (-w); bounded wait.
 class XtablesLock {
-public:
+  public:
     XtablesLock() {
         fd_ = ::open("/run/xtables.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
         if (fd_ < 0) return;  // no /run: nobody else can hold it either
@@ -352,14 +354,14 @@ public:
     XtablesLock& operator=(const XtablesLock&) = delete;
     bool ok() const { return fd_ < 0 || locked_; }
 
-private:
+  private:
     int fd_ = -1;
     bool locked_ = false;
 };
 
 template <class Ops>
 class Handle {
-public:
+  public:
     explicit Handle(const char* table) : table_(table), h_(Ops::init(table)) {}
     ~Handle() {
         if (h_) Ops::free(h_);
@@ -406,7 +408,8 @@ public:
             doomed.push_back(static_cast<unsigned>(i));
         }
         for (auto it = doomed.rbegin(); it != doomed.rend(); ++it) {
-            if (!Ops::delete_num(builtin.c_str(), *it, h_)) return error("delete rule in " + builtin);
+            if (!Ops::delete_num(builtin.c_str(), *it, h_))
+                return error("delete rule in " + builtin);
         }
         changed_ = changed_ || !doomed.empty();
         return kept;
@@ -430,7 +433,7 @@ public:
         return {};
     }
 
-private:
+  private:
     const char* table_;
     xtc_handle* h_;
     bool changed_ = false;

@@ -34,10 +34,10 @@ std::string target_text(const Target& t, IpFamily family) {
         case TargetKind::kReturn:
             return "-j RETURN";
         case TargetKind::kDnat:
-            return family == IpFamily::kV4
-                       ? fmt::format("-j DNAT --to-destination {}:{}", t.address.to_string(), t.port)
-                       : fmt::format("-j DNAT --to-destination [{}]:{}", t.address.to_string(),
-                                     t.port);
+            return family == IpFamily::kV4 ? fmt::format("-j DNAT --to-destination {}:{}",
+                                                         t.address.to_string(), t.port)
+                                           : fmt::format("-j DNAT --to-destination [{}]:{}",
+                                                         t.address.to_string(), t.port);
         case TargetKind::kMarkOr:
             return fmt::format("-j MARK --or-mark {:#x}", t.mark);
         case TargetKind::kMarkXor:
@@ -67,7 +67,8 @@ std::string rule_text(const Rule& rule, IpFamily family) {
         if (!out.empty()) out += ' ';
         out += part;
     };
-    if (rule.source) add(std::string(rule.source_negate ? "! " : "") + "-s " + rule.source->to_string());
+    if (rule.source)
+        add(std::string(rule.source_negate ? "! " : "") + "-s " + rule.source->to_string());
     if (rule.destination) {
         add(std::string(rule.destination_negate ? "! " : "") + "-d " +
             rule.destination->to_string());
@@ -104,14 +105,17 @@ void table_text(std::string& out, const Table& table, IpFamily family) {
                            rule_text(h.rule, family));
     }
     for (const auto& [name, chain] : table.chains) {
-        for (const Rule& rule : chain.rules) out += "-A " + name + " " + rule_text(rule, family) + "\n";
+        for (const Rule& rule : chain.rules)
+            out += "-A " + name + " " + rule_text(rule, family) + "\n";
     }
     out += "COMMIT\n";
 }
 
 }  // namespace
 
-std::string rule_text(const Rule& rule) { return rule_text(rule, rule_family(rule)); }
+std::string rule_text(const Rule& rule) {
+    return rule_text(rule, rule_family(rule));
+}
 
 std::string to_restore_text(const FamilyModel& model) {
     std::string out;

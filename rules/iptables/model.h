@@ -53,8 +53,8 @@ struct Rule {
     bool source_negate = false;
     std::optional<Prefix> destination;  // [!] -d
     bool destination_negate = false;
-    uint8_t proto = 0;   // -p (0: any)
-    uint16_t dport = 0;  // -m tcp|udp|sctp --dport (needs proto)
+    uint8_t proto = 0;            // -p (0: any)
+    uint16_t dport = 0;           // -m tcp|udp|sctp --dport (needs proto)
     bool src_type_local = false;  // -m addrtype --src-type LOCAL
     bool dst_type_local = false;  // -m addrtype --dst-type LOCAL
     bool mark_match = false;      // -m mark [!] --mark VALUE/MASK

@@ -8,7 +8,9 @@ namespace sb::rules::iptables {
 
 namespace {
 
-Prefix host(const IpAddress& address) { return Prefix(address, address.is_v4() ? 32 : 128); }
+Prefix host(const IpAddress& address) {
+    return Prefix(address, address.is_v4() ? 32 : 128);
+}
 
 template <class T, class Family>
 std::vector<T> of_family(const std::vector<T>& items, IpFamily family, Family family_of) {
@@ -116,13 +118,14 @@ std::vector<Rule> nodeport_conditions(const BackendOptions& options, IpFamily fa
 }
 
 class Renderer {
-public:
+  public:
     Renderer(FamilyModel& model, const BackendOptions& options)
         : m_(model), options_(options), family_(model.family) {}
 
     void base() {
         const uint32_t mark = options_.masquerade_mark;
-        for (const char* name : {kServicesChain, kNodePortsChain, kPostroutingChain, kMarkMasqChain}) {
+        for (const char* name :
+             {kServicesChain, kNodePortsChain, kPostroutingChain, kMarkMasqChain}) {
             chain(m_.nat, name);
         }
         for (const char* name : {kFilterServicesChain, kFilterExternalChain, kFirewallChain}) {
@@ -138,7 +141,8 @@ public:
             m_.filter.hooks.push_back({builtin, rule_to(jump(kFilterExternalChain))});
             m_.filter.hooks.push_back({builtin, rule_to(jump(kFirewallChain))});
         }
-        chain(m_.nat, kMarkMasqChain).rules.push_back(rule_to(mark_target(TargetKind::kMarkOr, mark)));
+        chain(m_.nat, kMarkMasqChain)
+            .rules.push_back(rule_to(mark_target(TargetKind::kMarkOr, mark)));
         Chain& post = chain(m_.nat, kPostroutingChain);
         Rule unmarked = rule_to(simple(TargetKind::kReturn));
         unmarked.mark_match = true;
@@ -194,8 +198,10 @@ public:
         const bool uses_ext = has_endpoints && externally_accessible;
 
         // Endpoint-choosing chains, when something jumps to them.
-        const bool svc_used = (has_internal && !itp_local) || (uses_ext && has_external && !etp_local);
-        const bool svl_used = (has_internal && itp_local) || (uses_ext && has_external && etp_local);
+        const bool svc_used =
+            (has_internal && !itp_local) || (uses_ext && has_external && !etp_local);
+        const bool svl_used =
+            (has_internal && itp_local) || (uses_ext && has_external && etp_local);
         if (svc_used) endpoint_chain(port, svc, cluster_eps, !itp_local, cluster_ip, proto);
         if (svl_used) endpoint_chain(port, svl, local_eps, itp_local, cluster_ip, proto);
 
@@ -208,19 +214,21 @@ public:
                 frontend(cluster_ip, proto, port.port, id + " cluster IP", jump(internal_chain)));
         } else {
             chain(m_.filter, kFilterServicesChain)
-                .rules.push_back(frontend(cluster_ip, proto, port.port, id + " has no endpoints",
-                                          has_endpoints ? simple(TargetKind::kDrop)
-                                                        : reject_for(proto)));
+                .rules.push_back(
+                    frontend(cluster_ip, proto, port.port, id + " has no endpoints",
+                             has_endpoints ? simple(TargetKind::kDrop) : reject_for(proto)));
         }
         if (!externally_accessible) return;
 
-        if (uses_ext) external_chain(ext, internal_chain, has_internal, etp_local, has_external,
-                                     external_policy_chain);
+        if (uses_ext)
+            external_chain(ext, internal_chain, has_internal, etp_local, has_external,
+                           external_policy_chain);
         const Target refuse = has_endpoints ? simple(TargetKind::kDrop) : reject_for(proto);
         Chain& filter_external = chain(m_.filter, kFilterExternalChain);
         for (const IpAddress& ip : external_ips) {
             if (uses_ext) {
-                services.rules.push_back(frontend(ip, proto, port.port, id + " external IP", jump(ext)));
+                services.rules.push_back(
+                    frontend(ip, proto, port.port, id + " external IP", jump(ext)));
             }
             if (!has_external) {
                 filter_external.rules.push_back(
@@ -275,7 +283,7 @@ public:
         }
     }
 
-private:
+  private:
     static Chain& chain(Table& table, const std::string& name) {
         Chain& c = table.chains[name];
         c.name = name;
@@ -287,14 +295,13 @@ private:
     // checks, then the statistic cascade: rule k matches 1/(n-k) of what
     // reaches it, so every endpoint gets 1/n.
     void endpoint_chain(const ServicePortPlan& port, const std::string& name,
-                        const std::vector<Endpoint>& eps, bool internal, const IpAddress& cluster_ip,
-                        uint8_t proto) {
+                        const std::vector<Endpoint>& eps, bool internal,
+                        const IpAddress& cluster_ip, uint8_t proto) {
         Chain& c = chain(m_.nat, name);
-        if (internal && (options_.masquerade_all ||
-                         m_.nat.chains.count(kMasqOutsideChain) != 0)) {
-            c.rules.push_back(frontend(cluster_ip, proto, port.port, {},
-                                       jump(options_.masquerade_all ? kMarkMasqChain
-                                                                    : kMasqOutsideChain)));
+        if (internal && (options_.masquerade_all || m_.nat.chains.count(kMasqOutsideChain) != 0)) {
+            c.rules.push_back(
+                frontend(cluster_ip, proto, port.port, {},
+                         jump(options_.masquerade_all ? kMarkMasqChain : kMasqOutsideChain)));
         }
         const bool affinity = port.session_affinity.client_ip;
         const uint32_t seconds = port.session_affinity.timeout_seconds != 0

@@ -26,7 +26,8 @@ std::set<std::pair<IpAddress, uint16_t>> endpoint_set(const ServicePortPlan& por
 }  // namespace
 
 std::vector<ConntrackFilter> stale_udp_conntrack(const Plan& previous, const Plan& plan) {
-    return stale_udp_conntrack(changed_ports(previous, plan));
+    const auto changed = changed_ports(previous, plan);
+    return changed ? stale_udp_conntrack(*changed) : std::vector<ConntrackFilter>{};
 }
 
 std::vector<ConntrackFilter> stale_udp_conntrack(

@@ -28,8 +28,8 @@ struct ConntrackFilter {
 
 // What kube-proxy flushes for UDP service ports between two plans: entries
 // of removed endpoints, and entries for the addresses of service ports that
-// gained their first endpoint. Precondition: both plans sorted as Plan
-// promises. Pure; the result is sorted, without duplicates.
+// gained their first endpoint. Pure; the result is sorted, without
+// duplicates; empty when a plan is not sorted as Plan promises.
 std::vector<ConntrackFilter> stale_udp_conntrack(const Plan& previous, const Plan& plan);
 // The same from the changed service ports (see changed_ports in diff.h).
 std::vector<ConntrackFilter> stale_udp_conntrack(

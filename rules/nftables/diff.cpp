@@ -160,17 +160,19 @@ auto order_key(const ServicePortPlan& p) {
 }
 }  // namespace
 
-bool sorted_plan(const Plan& plan) {
-    return std::is_sorted(plan.services.begin(), plan.services.end(),
-                          [](const auto& a, const auto& b) { return order_key(a) < order_key(b); });
-}
-
-std::vector<PortChange> changed_ports(const Plan& previous, const Plan& plan) {
+std::optional<std::vector<PortChange>> changed_ports(const Plan& previous, const Plan& plan) {
     std::vector<PortChange> out;
     const auto& a = previous.services;
     const auto& b = plan.services;
     size_t i = 0, j = 0;
+    // Every step advances past an element; it must not be below its predecessor.
+    auto ordered = [](const std::vector<ServicePortPlan>& v, size_t k) {
+        return k == 0 || !(order_key(v[k]) < order_key(v[k - 1]));
+    };
     while (i < a.size() || j < b.size()) {
+        if ((i < a.size() && !ordered(a, i)) || (j < b.size() && !ordered(b, j))) {
+            return std::nullopt;
+        }
         if (j == b.size() || (i < a.size() && order_key(a[i]) < order_key(b[j]))) {
             out.emplace_back(&a[i++], nullptr);
         } else if (i == a.size() || order_key(b[j]) < order_key(a[i])) {

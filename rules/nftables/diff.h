@@ -2,6 +2,7 @@
 // a single nftables transaction must carry it (see Delta). Pure.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,13 +53,11 @@ using FragmentChange = std::pair<const Fragment*, const Fragment*>;
 Delta update_model(Model& model, const std::vector<FragmentChange>& changes);
 
 // The service ports that differ between two plans, as (old, new) pairs with
-// nullptr for an absent side. Precondition: both plans sorted as Plan
-// promises (namespace, service, port name, protocol); one merge walk, so an
-// unchanged port costs one comparison.
+// nullptr for an absent side: one merge walk over the order Plan promises
+// (namespace, service, port name, protocol), so an unchanged port costs one
+// comparison. nullopt when either plan breaks that order.
 using PortChange = std::pair<const ServicePortPlan*, const ServicePortPlan*>;
-std::vector<PortChange> changed_ports(const Plan& previous, const Plan& plan);
-// Whether a plan is sorted as Plan promises.
-bool sorted_plan(const Plan& plan);
+std::optional<std::vector<PortChange>> changed_ports(const Plan& previous, const Plan& plan);
 
 // The delta as `nft -f` commands (one transaction when loaded), values taken
 // from `desired`; for debugging and as the benchmark's peer.

@@ -1,8 +1,7 @@
 #include "rules/nftables/nftables_backend.h"
 
 #include <algorithm>
-#include <map>
-#include <tuple>
+#include <optional>
 
 #include "base/log.h"
 #include "rules/nftables/conntrack.h"
@@ -13,6 +12,8 @@
 namespace sb::rules::nftables {
 
 namespace {
+
+const std::vector<PortChange> kNoChanges;
 
 class NftablesBackend final : public Backend {
   public:
@@ -27,9 +28,10 @@ class NftablesBackend final : public Backend {
         bool done = false;
         // What changed since `previous`, computed once: it drives the
         // incremental sync and the conntrack and affinity cleanups.
-        const bool comparable = previous && sorted_plan(plan) && sorted_plan(*previous);
-        const std::vector<PortChange> changed =
-            comparable ? changed_ports(*previous, plan) : std::vector<PortChange>{};
+        const std::optional<std::vector<PortChange>> found =
+            previous ? changed_ports(*previous, plan) : std::nullopt;
+        const bool comparable = found.has_value();
+        const std::vector<PortChange>& changed = comparable ? *found : kNoChanges;
         if (comparable && applied_valid_) {
             result = sync_incremental(plan, changed);
             if (result.ok()) {

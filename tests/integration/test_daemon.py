@@ -115,7 +115,7 @@ def test_proxy_mode_error_wording(switchboard_bin):
         'switchboard: --proxy-mode: "foo" is not one of nftables, iptables, ipvs'
 
 
-@pytest.mark.parametrize("mode", ["iptables", "ipvs"])
+@pytest.mark.parametrize("mode", ["ipvs"])
 def test_modes_not_built_exit_1(switchboard_bin, tmp_path, mode):
     source = tmp_path / "cluster.json"
     write_cluster(source, cluster())

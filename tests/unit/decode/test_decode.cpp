@@ -162,7 +162,8 @@ TEST_CASE("an EndpointSlice decodes conditions, hints, targetRef and ports") {
     CHECK_FALSE(first.terminating);
     CHECK(first.node_name == "node-1");
     CHECK(first.zone == "zone-a");
-    CHECK(first.hints_for_zones == std::vector<std::string>{"zone-a"});
+    REQUIRE(first.hints != nullptr);
+    CHECK(first.hints->for_zones == std::vector<std::string>{"zone-a"});
     REQUIRE(first.target_ref.has_value());
     CHECK(*first.target_ref == ObjectReference{"Pod", "default", "web-7d4b9c-abcde"});
     const Endpoint& second = slice.endpoints[1];
@@ -200,15 +201,15 @@ TEST_CASE("absent endpoint conditions and ports take kube-proxy's reading") {
     CHECK(slice.ports[1].port == std::optional<uint16_t>(53));
 }
 
-TEST_CASE("an FQDN EndpointSlice keeps its names and node hints") {
+TEST_CASE("an FQDN EndpointSlice is validated, its names dropped, its hints kept") {
     EndpointSlice slice = slice_of(fixtures::parse(R"({
         "addressType":"FQDN","metadata":{"name":"ext-1","namespace":"default",
           "labels":{"kubernetes.io/service-name":"ext"}},
         "endpoints":[{"addresses":["db.example.com"],"hints":{"forNodes":[{"name":"node-1"}]}}]})"));
     CHECK(slice.address_type == AddressType::kFQDN);
-    CHECK(slice.endpoints[0].fqdn_addresses == std::vector<std::string>{"db.example.com"});
     CHECK(slice.endpoints[0].addresses.empty());
-    CHECK(slice.endpoints[0].hints_for_nodes == std::vector<std::string>{"node-1"});
+    REQUIRE(slice.endpoints[0].hints != nullptr);
+    CHECK(slice.endpoints[0].hints->for_nodes == std::vector<std::string>{"node-1"});
 }
 
 TEST_CASE("a Node decodes labels and addresses") {

@@ -1,8 +1,8 @@
 // Structure of the rendered iptables model and its iptables-restore text:
 // names the kernel accepts, references that resolve, the text users see in
 // --dry-run, and bad service ports skipped with an error.
-#include <catch.hpp>
 #include <netinet/in.h>
+#include <catch.hpp>
 
 #include "rules/iptables/render.h"
 
@@ -12,7 +12,9 @@ using namespace sb::rules::iptables;
 
 namespace {
 
-IpAddress ip(const char* text) { return *IpAddress::parse(text); }
+IpAddress ip(const char* text) {
+    return *IpAddress::parse(text);
+}
 
 Endpoint endpoint(const char* address, uint16_t port, bool local) {
     Endpoint e;
@@ -118,9 +120,10 @@ TEST_CASE("iptables render: iptables-restore text of a service") {
     REQUIRE(contains_line(v4, "-I PREROUTING 1 -j SWITCHBOARD-SERVICES"));
     REQUIRE(contains_line(v4, "-I OUTPUT 1 -j SWITCHBOARD-SERVICES"));
     REQUIRE(contains_line(v4, "-I POSTROUTING 1 -j SWITCHBOARD-POSTROUTING"));
-    REQUIRE(contains_line(v4, "-A SWITCHBOARD-SERVICES -d 10.96.0.10/32 -p tcp -m comment "
-                              "--comment \"default/web:http/TCP cluster IP\" -m tcp --dport 80 -j " +
-                                  svc));
+    REQUIRE(contains_line(v4,
+                          "-A SWITCHBOARD-SERVICES -d 10.96.0.10/32 -p tcp -m comment "
+                          "--comment \"default/web:http/TCP cluster IP\" -m tcp --dport 80 -j " +
+                              svc));
     REQUIRE(contains_line(v4, "-A " + svc +
                                   " -d 10.96.0.10/32 -p tcp -m tcp --dport 80 -j "
                                   "SWITCHBOARD-MASQ-OUTSIDE"));
@@ -129,12 +132,15 @@ TEST_CASE("iptables render: iptables-restore text of a service") {
                                   "statistic --mode random --probability 0.50000000000 -j " +
                                   sep1));
     REQUIRE(contains_line(
-        v4, "-A " + svc + " -m comment --comment \"default/web:http/TCP -> 10.244.2.7\" -j " + sep2));
+        v4,
+        "-A " + svc + " -m comment --comment \"default/web:http/TCP -> 10.244.2.7\" -j " + sep2));
     REQUIRE(contains_line(v4, "-A " + sep1 + " -s 10.244.1.7/32 -j SWITCHBOARD-MARK-MASQ"));
     REQUIRE(contains_line(v4, "-A " + sep1 + " -p tcp -j DNAT --to-destination 10.244.1.7:8080"));
-    REQUIRE(contains_line(v4, "-A SWITCHBOARD-SERVICES ! -d 127.0.0.0/8 -m addrtype --dst-type "
-                              "LOCAL -j SWITCHBOARD-NODEPORTS"));
-    REQUIRE(contains_line(v4, "-A SWITCHBOARD-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN"));
+    REQUIRE(contains_line(v4,
+                          "-A SWITCHBOARD-SERVICES ! -d 127.0.0.0/8 -m addrtype --dst-type "
+                          "LOCAL -j SWITCHBOARD-NODEPORTS"));
+    REQUIRE(
+        contains_line(v4, "-A SWITCHBOARD-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN"));
     REQUIRE(contains_line(v4, "-A SWITCHBOARD-MARK-MASQ -j MARK --or-mark 0x4000"));
     REQUIRE(contains_line(v4, "-A SWITCHBOARD-POSTROUTING -j MASQUERADE --random-fully"));
     REQUIRE(contains_line(v4, "*filter"));
@@ -147,8 +153,9 @@ TEST_CASE("iptables render: iptables-restore text of a service") {
     INFO(v6);
     REQUIRE(contains_line(v6, "-A " + endpoint_chain_name(p, p.cluster_endpoints[2]) +
                                   " -p tcp -j DNAT --to-destination [fd00:244:1::7]:8080"));
-    REQUIRE(contains_line(v6, "-A SWITCHBOARD-SERVICES ! -d ::1/128 -m addrtype --dst-type LOCAL "
-                              "-j SWITCHBOARD-NODEPORTS"));
+    REQUIRE(contains_line(v6,
+                          "-A SWITCHBOARD-SERVICES ! -d ::1/128 -m addrtype --dst-type LOCAL "
+                          "-j SWITCHBOARD-NODEPORTS"));
     // No IPv6 cluster CIDR: no masquerade-outside chain in IPv6.
     REQUIRE(v6.find("MASQ-OUTSIDE") == std::string::npos);
 }
@@ -182,12 +189,14 @@ TEST_CASE("iptables render: no endpoints rejects with tcp-reset or port unreacha
     const std::string v4 = to_restore_text(r.model.v4);
     const std::string v6 = to_restore_text(r.model.v6);
     INFO(v4);
-    REQUIRE(contains_line(v4, "-A SWITCHBOARD-FILTER-SERVICES -d 10.96.0.10/32 -p tcp -m comment "
-                              "--comment \"default/web:http/TCP has no endpoints\" -m tcp --dport 80 "
-                              "-j REJECT --reject-with tcp-reset"));
-    REQUIRE(contains_line(v4, "-A SWITCHBOARD-FILTER-SERVICES -d 10.96.0.10/32 -p udp -m comment "
-                              "--comment \"default/web:http/UDP has no endpoints\" -m udp --dport 80 "
-                              "-j REJECT --reject-with icmp-port-unreachable"));
+    REQUIRE(contains_line(v4,
+                          "-A SWITCHBOARD-FILTER-SERVICES -d 10.96.0.10/32 -p tcp -m comment "
+                          "--comment \"default/web:http/TCP has no endpoints\" -m tcp --dport 80 "
+                          "-j REJECT --reject-with tcp-reset"));
+    REQUIRE(contains_line(v4,
+                          "-A SWITCHBOARD-FILTER-SERVICES -d 10.96.0.10/32 -p udp -m comment "
+                          "--comment \"default/web:http/UDP has no endpoints\" -m udp --dport 80 "
+                          "-j REJECT --reject-with icmp-port-unreachable"));
     REQUIRE(v6.find("-j REJECT --reject-with icmp6-port-unreachable") != std::string::npos);
     // Nothing in nat for them but the fixed chains.
     for (const auto& [name, chain] : r.model.v4.nat.chains) {

@@ -2,8 +2,8 @@
 // tracer: for each scenario the nftables backend is held to, where the
 // first packet of a connection goes (DNAT targets and their probabilities,
 // reject, drop) and whether it is masqueraded.
-#include <catch.hpp>
 #include <netinet/in.h>
+#include <catch.hpp>
 
 #include <algorithm>
 
@@ -17,8 +17,12 @@ using namespace sb::rules::iptables::testing;
 
 namespace {
 
-IpAddress ip(const char* text) { return *IpAddress::parse(text); }
-Prefix prefix(const char* text) { return *Prefix::parse(text); }
+IpAddress ip(const char* text) {
+    return *IpAddress::parse(text);
+}
+Prefix prefix(const char* text) {
+    return *Prefix::parse(text);
+}
 
 const IpAddress kNode = ip("192.168.1.10");
 const IpAddress kNode6 = ip("fd00:1::10");
@@ -138,8 +142,9 @@ TEST_CASE("iptables: ClusterIP traffic from outside the cluster CIDR is masquera
 TEST_CASE("iptables: masquerade-all masquerades pod traffic; no cluster CIDR masquerades none") {
     BackendOptions all = options();
     all.masquerade_all = true;
-    require_uniform(trace(model_of({web(three_endpoints())}, all), packet(kPod, ip("10.96.0.10"), 80)),
-                    kAllTargets, true);
+    require_uniform(
+        trace(model_of({web(three_endpoints())}, all), packet(kPod, ip("10.96.0.10"), 80)),
+        kAllTargets, true);
     BackendOptions none;
     require_uniform(
         trace(model_of({web(three_endpoints())}, none), packet(kOutside, ip("10.96.0.10"), 80)),
@@ -158,7 +163,8 @@ TEST_CASE("iptables: a multi-port service sends each port to its own target port
     metrics.port_name = "metrics";
     metrics.port = 9090;
     const Model m = model_of({http, metrics});
-    require_uniform(trace(m, packet(kPod, ip("10.96.0.10"), 80)), {{ip("10.244.1.7"), 8080}}, false);
+    require_uniform(trace(m, packet(kPod, ip("10.96.0.10"), 80)), {{ip("10.244.1.7"), 8080}},
+                    false);
     require_uniform(trace(m, packet(kPod, ip("10.96.0.10"), 9090)), {{ip("10.244.1.7"), 9091}},
                     false);
 }
@@ -209,7 +215,8 @@ TEST_CASE("iptables: externalTrafficPolicy Local without a local endpoint drops 
     REQUIRE(single_fate(trace(m, packet(kOutside, kNode, 30080))) == Fate::kDrop);
     REQUIRE(single_fate(trace(m, packet(kOutside, ip("198.51.100.7"), 80))) == Fate::kDrop);
     // Cluster traffic still works.
-    require_uniform(trace(m, packet(kPod, ip("10.96.0.10"), 80)), {{ip("10.244.2.7"), 8080}}, false);
+    require_uniform(trace(m, packet(kPod, ip("10.96.0.10"), 80)), {{ip("10.244.2.7"), 8080}},
+                    false);
 }
 
 TEST_CASE("iptables: a service without endpoints is rejected at once, on every path") {
@@ -237,7 +244,8 @@ TEST_CASE("iptables: loadBalancerSourceRanges: allowed sources pass, others are 
     p.load_balancer_source_ranges = {prefix("203.0.113.0/24")};
     const Model m = model_of({p});
     require_uniform(trace(m, packet(kOutside, ip("198.51.100.20"), 80)), kAllTargets, true);
-    REQUIRE(single_fate(trace(m, packet(ip("198.18.0.1"), ip("198.51.100.20"), 80))) == Fate::kDrop);
+    REQUIRE(single_fate(trace(m, packet(ip("198.18.0.1"), ip("198.51.100.20"), 80))) ==
+            Fate::kDrop);
     // The ClusterIP is not subject to the ranges.
     require_uniform(trace(m, packet(ip("198.18.0.1"), ip("10.96.0.10"), 80)), kAllTargets, true);
     // Without ranges every source reaches the LB address.

@@ -40,13 +40,13 @@ struct Outcome {
     bool masquerade = false;
     double probability = 1.0;
     std::vector<std::pair<std::string, IpAddress>> recent_sets;  // list name, source
-    std::vector<std::string> chains;  // visited, for failure messages
+    std::vector<std::string> chains;                             // visited, for failure messages
 
     std::string describe() const;
 };
 
 class Tracer {
-public:
+  public:
     // `local_addresses`: the node's own addresses (addrtype LOCAL);
     // loopback addresses always count as local.
     Tracer(const FamilyModel& model, std::vector<IpAddress> local_addresses);
@@ -59,7 +59,7 @@ public:
 
     struct State;  // one path through the hooks (internal)
 
-private:
+  private:
     Outcome run(const Packet& packet, const std::vector<bool>& decisions,
                 std::vector<double>& probabilities) const;
     bool run_builtin(const Table& table, const std::string& builtin, State& s) const;

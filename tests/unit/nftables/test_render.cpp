@@ -315,3 +315,24 @@ TEST_CASE("UDP conntrack cleanup targets removed endpoints and newly served addr
     REQUIRE(stale_udp_conntrack(after, after).empty());
     REQUIRE(stale_udp_conntrack(plan_of(2, 2), plan_of(2, 1)).empty());
 }
+
+TEST_CASE("changed_ports finds added, removed and changed service ports; unsorted: none") {
+    const Plan before = plan_of(5, 2);
+    Plan after = before;
+    after.services.erase(after.services.begin() + 1);    // removed
+    after.services[2].cluster_endpoints[0].port = 9090;  // changed (svc-1003)
+    after.services.push_back(port_plan(7, 1));           // added (svc-1007)
+    const auto changed = changed_ports(before, after);
+    REQUIRE(changed);
+    REQUIRE(changed->size() == 3);
+    REQUIRE((*changed)[0].first == &before.services[1]);
+    REQUIRE((*changed)[0].second == nullptr);
+    REQUIRE((*changed)[1].first == &before.services[3]);
+    REQUIRE((*changed)[1].second == &after.services[2]);
+    REQUIRE((*changed)[2].first == nullptr);
+    REQUIRE((*changed)[2].second == &after.services.back());
+    REQUIRE(changed_ports(before, before)->empty());
+    Plan unsorted = before;
+    std::swap(unsorted.services[0], unsorted.services[4]);
+    REQUIRE_FALSE(changed_ports(before, unsorted));
+}

@@ -58,8 +58,10 @@ watch::Endpoint endpoint(const EndpointSpec& spec) {
     result.ready = spec.ready;
     result.serving = spec.serving;
     result.terminating = spec.terminating;
-    result.hints_for_zones = spec.zone_hints;
-    result.hints_for_nodes = spec.node_hints;
+    if (!spec.zone_hints.empty() || !spec.node_hints.empty()) {
+        result.hints = std::make_shared<const watch::EndpointHints>(
+            watch::EndpointHints{spec.zone_hints, spec.node_hints});
+    }
     return result;
 }
 
@@ -256,9 +258,7 @@ TEST_CASE("a slice port without a number is ignored") {
 TEST_CASE("FQDN slices are ignored") {
     auto fqdn = std::make_shared<watch::EndpointSlice>(*make_slice("web-1", {}));
     fqdn->address_type = watch::AddressType::kFQDN;
-    watch::Endpoint named;
-    named.fqdn_addresses = {"db.example.com"};
-    fqdn->endpoints = {named};
+    fqdn->endpoints = {watch::Endpoint{}};
     auto result = plan_one(make_service(), {fqdn, make_slice("web-2", {{"10.244.1.6"}})});
     CHECK(ips(result.cluster_endpoints) == Strings{"10.244.1.6"});
 }

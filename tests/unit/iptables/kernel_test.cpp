@@ -1,0 +1,237 @@
+// The iptables backend against the legacy x_tables kernel interface. Every
+// test case first moves the process into a fresh network namespace
+// (unshare(CLONE_NEWNET)), so the host's tables are never read or changed.
+// Needs root; run by tests/integration/test_iptables_kernel.py under its
+// `root` fixture.
+#include <sched.h>
+#include <unistd.h>
+#include <catch.hpp>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "rules/iptables/iptables_backend.h"
+#include "rules/iptables/iptc.h"
+#include "rules/iptables/render.h"
+
+using namespace sb;
+using namespace sb::rules;
+
+namespace {
+
+void fresh_netns() {
+    REQUIRE(geteuid() == 0);
+    REQUIRE(unshare(CLONE_NEWNET) == 0);
+}
+
+struct Command {
+    int status = -1;
+    std::string out;
+};
+
+Command run(const std::string& command) {
+    Command c;
+    FILE* p = popen((command + " 2>&1").c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 4096> buf{};
+    size_t n = 0;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) c.out.append(buf.data(), n);
+    c.status = pclose(p);
+    return c;
+}
+
+// iptables-legacy-save without the comment and counter lines that differ by time.
+std::string save(const char* binary) {
+    Command c = run(std::string(binary) + " -c");
+    INFO(c.out);
+    REQUIRE(c.status == 0);
+    std::istringstream in(c.out);
+    std::string line;
+    std::string out;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        if (line[0] == ':') line = line.substr(0, line.find(' ', 1) + 2);  // drop counters
+        if (line[0] == '[') line = line.substr(line.find(']') + 2);
+        out += line + "\n";
+    }
+    return out;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+IpAddress ip(const char* text) {
+    return *IpAddress::parse(text);
+}
+
+Endpoint endpoint(const char* address, bool local) {
+    Endpoint e;
+    e.ip = ip(address);
+    e.port = 8080;
+    e.ready = e.serving = true;
+    e.is_local = local;
+    return e;
+}
+
+ServicePortPlan service(const char* name, const char* cluster_ip, Protocol protocol) {
+    ServicePortPlan p;
+    p.ns = "default";
+    p.service = name;
+    p.port_name = "p";
+    p.protocol = protocol;
+    p.cluster_ips = {ip(cluster_ip)};
+    p.port = 80;
+    return p;
+}
+
+// Every feature the renderer has, in both families.
+Plan sample_plan() {
+    Plan plan;
+    plan.node = "node-a";
+    ServicePortPlan web = service("web", "10.96.0.10", Protocol::kTCP);
+    web.cluster_ips.push_back(ip("fd00:96::10"));
+    web.node_port = 30080;
+    web.external_ips = {ip("198.51.100.7")};
+    web.load_balancer_ips = {ip("198.51.100.20"), ip("2001:db8:20::1")};
+    web.load_balancer_source_ranges = {*Prefix::parse("203.0.113.0/24")};
+    web.session_affinity.client_ip = true;
+    web.session_affinity.timeout_seconds = 60;
+    web.external_traffic_policy = TrafficPolicy::kLocal;
+    web.cluster_endpoints = {endpoint("10.244.1.7", true), endpoint("10.244.2.7", false),
+                             endpoint("fd00:244:1::7", true)};
+    web.local_endpoints = {web.cluster_endpoints[0], web.cluster_endpoints[2]};
+    ServicePortPlan dns = service("dns", "10.96.0.53", Protocol::kUDP);
+    dns.internal_traffic_policy = TrafficPolicy::kLocal;
+    dns.cluster_endpoints = {endpoint("10.244.2.9", false)};
+    ServicePortPlan empty = service("empty", "10.96.0.11", Protocol::kTCP);
+    empty.node_port = 30081;
+    ServicePortPlan sctp = service("sctp", "10.96.0.12", Protocol::kSCTP);
+    sctp.cluster_endpoints = {endpoint("10.244.1.8", true)};
+    plan.services = {dns, empty, sctp, web};
+    return plan;
+}
+
+BackendOptions options() {
+    BackendOptions o;
+    o.cluster_cidrs = {*Prefix::parse("10.244.0.0/16"), *Prefix::parse("fd00:244::/48")};
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("kernel: a plan is applied, hooks inserted once at the top, others' rules kept") {
+    fresh_netns();
+    REQUIRE(run("iptables-legacy -A INPUT -s 192.0.2.1 -j ACCEPT").status == 0);
+    REQUIRE(run("iptables-legacy -t nat -N OTHER").status == 0);
+    REQUIRE(run("iptables-legacy -t nat -A PREROUTING -j OTHER").status == 0);
+    auto backend = iptables::make_backend(options());
+    const Plan plan = sample_plan();
+    auto first = backend->sync(plan, nullptr);
+    INFO((first ? "" : first.error().describe()));
+    REQUIRE(first);
+    REQUIRE(first->full);
+    REQUIRE(backend->sync(plan, &plan));
+    const std::string v4 = save("iptables-legacy-save");
+    const std::string v6 = save("ip6tables-legacy-save");
+    INFO(v4 << v6);
+    REQUIRE(count(v4, "-A PREROUTING -j SWITCHBOARD-SERVICES\n") == 1);
+    REQUIRE(v4.find("-A PREROUTING -j SWITCHBOARD-SERVICES\n-A PREROUTING -j OTHER\n") !=
+            std::string::npos);
+    REQUIRE(count(v4, "-A INPUT -j SWITCHBOARD-FILTER-EXTERNAL\n") == 1);
+    REQUIRE(v4.find("-A INPUT -s 192.0.2.1/32 -j ACCEPT\n") != std::string::npos);
+    REQUIRE(v4.find(":OTHER -\n") != std::string::npos);
+    REQUIRE(v4.find("-j DNAT --to-destination 10.244.1.7:8080") != std::string::npos);
+    REQUIRE(v4.find("-p sctp -j DNAT --to-destination 10.244.1.8:8080") != std::string::npos);
+    REQUIRE(v4.find("--rcheck --seconds 60 --reap") != std::string::npos);
+    REQUIRE(v4.find("-j REJECT --reject-with tcp-reset") != std::string::npos);
+    REQUIRE(v6.find("-j DNAT --to-destination [fd00:244:1::7]:8080") != std::string::npos);
+    REQUIRE(count(v6, "-A POSTROUTING -j SWITCHBOARD-POSTROUTING\n") == 1);
+    auto chains = iptables::list_own_chains(IpFamily::kV4, "nat");
+    REQUIRE(chains);
+    REQUIRE(chains->size() == iptables::render(plan, options()).model.v4.nat.chains.size());
+}
+
+TEST_CASE("kernel: render_text loads with iptables-restore --noflush into the same ruleset") {
+    fresh_netns();
+    auto backend = iptables::make_backend(options());
+    const Plan plan = sample_plan();
+    REQUIRE(backend->sync(plan, nullptr));
+    const std::string applied4 = save("iptables-legacy-save");
+    const std::string applied6 = save("ip6tables-legacy-save");
+
+    fresh_netns();
+    const iptables::RenderResult r = iptables::render(plan, options());
+    for (const auto& [binary, model] : {std::pair{"iptables-legacy-restore", &r.model.v4},
+                                        std::pair{"ip6tables-legacy-restore", &r.model.v6}}) {
+        const std::string path = "/tmp/sb-ipt-restore-" + std::to_string(getpid());
+        std::ofstream(path) << iptables::to_restore_text(*model);
+        Command c = run(std::string(binary) + " --noflush " + path);
+        std::remove(path.c_str());
+        INFO(c.out);
+        REQUIRE(c.status == 0);
+    }
+    // Field by field the same entries: libiptc wrote what iptables would.
+    REQUIRE(save("iptables-legacy-save") == applied4);
+    REQUIRE(save("ip6tables-legacy-save") == applied6);
+}
+
+TEST_CASE("kernel: a resync deletes stale chains and repairs drift") {
+    fresh_netns();
+    auto backend = iptables::make_backend(options());
+    const Plan plan = sample_plan();
+    REQUIRE(backend->sync(plan, nullptr));
+    const std::string full = save("iptables-legacy-save");
+    const std::string web_svc = iptables::service_chain_name("SVC", plan.services[3]);
+    REQUIRE(full.find(web_svc) != std::string::npos);
+
+    // Drift: someone flushes a chain and deletes a hook.
+    REQUIRE(run("iptables-legacy -t nat -F " + web_svc).status == 0);
+    REQUIRE(run("iptables-legacy -t nat -D PREROUTING -j SWITCHBOARD-SERVICES").status == 0);
+    REQUIRE(backend->sync(plan, nullptr));
+    REQUIRE(save("iptables-legacy-save") == full);
+
+    Plan smaller = plan;
+    smaller.services.pop_back();  // web goes
+    REQUIRE(backend->sync(smaller, &plan));
+    const std::string after = save("iptables-legacy-save");
+    INFO(after);
+    REQUIRE(after.find(web_svc) == std::string::npos);
+    REQUIRE(after.find("SWITCHBOARD-SEP-") != std::string::npos);  // the others' stay
+    REQUIRE(save("ip6tables-legacy-save").find("SWITCHBOARD-SVC-") == std::string::npos);
+}
+
+TEST_CASE("kernel: cleanup removes hooks and own chains only, is idempotent, creates nothing") {
+    fresh_netns();
+    auto backend = iptables::make_backend(options());
+    // Nothing instantiated yet: cleanup must not create tables either.
+    REQUIRE(backend->cleanup());
+    REQUIRE(run("cat /proc/net/ip_tables_names").out.empty());
+    REQUIRE(run("iptables-legacy -A FORWARD -d 192.0.2.1 -j DROP").status == 0);
+    REQUIRE(backend->sync(sample_plan(), nullptr));
+    REQUIRE(backend->cleanup());
+    const std::string v4 = save("iptables-legacy-save");
+    const std::string v6 = save("ip6tables-legacy-save");
+    INFO(v4 << v6);
+    REQUIRE(v4.find("SWITCHBOARD") == std::string::npos);
+    REQUIRE(v6.find("SWITCHBOARD") == std::string::npos);
+    REQUIRE(v4.find("-A FORWARD -d 192.0.2.1/32 -j DROP") != std::string::npos);
+    REQUIRE(backend->cleanup());
+    REQUIRE(save("iptables-legacy-save") == v4);
+}
+
+TEST_CASE("kernel: an invalid service port is skipped, the rest applied") {
+    fresh_netns();
+    Plan plan = sample_plan();
+    plan.services[0].cluster_endpoints[0].port = 0;  // dns
+    auto backend = iptables::make_backend(options());
+    REQUIRE(backend->sync(plan, nullptr));
+    const std::string v4 = save("iptables-legacy-save");
+    REQUIRE(v4.find("default/dns:p/UDP") == std::string::npos);
+    REQUIRE(v4.find("default/web:p/TCP cluster IP") != std::string::npos);
+}
