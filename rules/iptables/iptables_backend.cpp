@@ -9,10 +9,18 @@ namespace sb::rules::iptables {
 
 namespace {
 
-size_t rule_count(const FamilyModel& m) {
-    size_t n = m.nat.hooks.size() + m.filter.hooks.size();
-    for (const Table* t : {&m.nat, &m.filter}) {
-        for (const auto& [name, chain] : t->chains) n += chain.rules.size();
+// Rules in the chains an apply rewrites (all of them without `applied`).
+size_t rules_written(const FamilyModel& m, const FamilyModel* applied) {
+    size_t n = applied ? 0 : m.nat.hooks.size() + m.filter.hooks.size();
+    for (const auto& [table, before] :
+         {std::pair{&m.nat, applied ? &applied->nat : nullptr},
+          std::pair{&m.filter, applied ? &applied->filter : nullptr}}) {
+        for (const auto& [name, chain] : table->chains) {
+            auto it = before ? before->chains.find(name) : table->chains.end();
+            if (!before || it == before->chains.end() || !(it->second == chain)) {
+                n += chain.rules.size();
+            }
+        }
     }
     return n;
 }
@@ -32,18 +40,23 @@ class IptablesBackend final : public Backend {
 
     const char* name() const override { return "iptables"; }
 
-    // Every sync rewrites switchboard's chains in full: x_tables replaces a
-    // whole table per commit anyway. `previous` only scopes the UDP
-    // conntrack cleanup.
+    // x_tables replaces a whole table per commit, so every sync commits
+    // each table; with `previous` (and a known last apply) only the chains
+    // whose rules changed are rewritten, without it every own chain is
+    // (drift repair). `previous` also scopes the UDP conntrack cleanup.
     Result<SyncStats> sync(const Plan& plan, const Plan* previous) override {
         if (Status s = validate_options(options_); !s) return s.error();
         RenderResult r = render(plan, options_);
         report(r.errors);
+        const bool partial = previous != nullptr && applied_valid_;
+        applied_valid_ = false;
         SyncStats stats;
-        stats.full = true;
+        stats.full = !partial;
         stats.services = plan.services.size();
-        for (const FamilyModel* m : {&r.model.v4, &r.model.v6}) {
-            if (Status s = apply_family(*m); !s) {
+        for (auto [m, before] :
+             {std::pair{&r.model.v4, &applied_.v4}, std::pair{&r.model.v6, &applied_.v6}}) {
+            const FamilyModel* known = partial ? before : nullptr;
+            if (Status s = apply_family(*m, known); !s) {
                 // A node without IPv6 x_tables can still proxy IPv4.
                 if (m->family == IpFamily::kV6 && !has_services(plan, IpFamily::kV6)) {
                     log::warn("iptables: skipping IPv6: {}", s.error().describe());
@@ -51,8 +64,10 @@ class IptablesBackend final : public Backend {
                 }
                 return s.error();
             }
-            stats.objects_sent += rule_count(*m);
+            stats.objects_sent += rules_written(*m, known);
         }
+        applied_ = std::move(r.model);
+        applied_valid_ = true;
         if (previous) clean_conntrack(*previous, plan);
         return stats;
     }
@@ -89,6 +104,8 @@ class IptablesBackend final : public Backend {
     }
 
     BackendOptions options_;
+    Model applied_;  // what the last successful sync wrote
+    bool applied_valid_ = false;
 };
 
 }  // namespace

@@ -440,7 +440,7 @@ class Handle {
 };
 
 template <class Ops>
-Status apply_table(const Table& table) {
+Status apply_table(const Table& table, const Table* applied) {
     Handle<Ops> h(table.name.c_str());
     if (!h.get()) return h.error("init");
     std::map<std::string, std::vector<const HookRule*>> hooks;
@@ -453,22 +453,31 @@ Status apply_table(const Table& table) {
         if (!kept) return kept.error();
         present[builtin] = std::move(kept.value());
     }
+    // Own chains that the last apply wrote with the same rules and that the
+    // kernel still has are kept as they are (partial sync).
+    auto kept = [&](const std::string& name, const Chain& chain) {
+        if (!applied) return false;
+        auto it = applied->chains.find(name);
+        return it != applied->chains.end() && it->second == chain;
+    };
     std::vector<std::string> stale;
+    std::set<std::string> existing;
     for (const std::string& c : h.chains(false)) {
+        existing.insert(c);
         if (!own(c)) continue;
-        if (table.chains.count(c)) {
-            if (!Ops::flush(c.c_str(), h.get())) return h.error("flush " + c);
-        } else {
+        auto wanted = table.chains.find(c);
+        if (wanted == table.chains.end()) {
             stale.push_back(c);
+        } else if (!kept(c, wanted->second) && !Ops::flush(c.c_str(), h.get())) {
+            return h.error("flush " + c);
         }
     }
-    const std::vector<std::string> existing_list = h.chains(false);
-    const std::set<std::string> existing(existing_list.begin(), existing_list.end());
     for (const auto& [name, chain] : table.chains) {
         if (existing.count(name)) continue;
         if (!Ops::create_chain(name.c_str(), h.get())) return h.error("create chain " + name);
     }
     for (const auto& [name, chain] : table.chains) {
+        if (existing.count(name) && kept(name, chain)) continue;
         for (const Rule& rule : chain.rules) {
             const EntryBuffer e = Ops::entry(rule);
             if (!Ops::append(name.c_str(), e.template as<typename Ops::Entry>(), h.get())) {
@@ -521,11 +530,11 @@ Status cleanup_table(const char* table) {
 }
 
 template <class Ops>
-Status apply_tables(const FamilyModel& model) {
+Status apply_tables(const FamilyModel& model, const FamilyModel* applied) {
     XtablesLock lock;
     if (!lock.ok()) return make_error(ErrorCode::kIo, "xtables lock /run/xtables.lock is busy");
-    if (Status s = apply_table<Ops>(model.nat); !s) return s;
-    return apply_table<Ops>(model.filter);
+    if (Status s = apply_table<Ops>(model.nat, applied ? &applied->nat : nullptr); !s) return s;
+    return apply_table<Ops>(model.filter, applied ? &applied->filter : nullptr);
 }
 
 template <class Ops>
@@ -538,8 +547,9 @@ Status cleanup_tables() {
 
 }  // namespace
 
-Status apply_family(const FamilyModel& model) {
-    return model.family == IpFamily::kV4 ? apply_tables<V4>(model) : apply_tables<V6>(model);
+Status apply_family(const FamilyModel& model, const FamilyModel* applied) {
+    return model.family == IpFamily::kV4 ? apply_tables<V4>(model, applied)
+                                         : apply_tables<V6>(model, applied);
 }
 
 Status cleanup_family(IpFamily family) {

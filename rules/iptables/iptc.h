@@ -16,7 +16,12 @@ namespace sb::rules::iptables {
 // deleted) and its hook rules (inserted at the top of the built-in chains
 // when missing; stray or duplicate jumps to SWITCHBOARD-* removed). Rules
 // of other owners are left as they are.
-Status apply_family(const FamilyModel& model);
+// `applied`: what the last successful apply_family wrote (nullptr: unknown).
+// Own chains whose rules are equal there and that the kernel still has are
+// left untouched, so a partial sync rewrites only what changed (the commit
+// still replaces the whole table); nullptr rewrites every own chain, which
+// repairs drift.
+Status apply_family(const FamilyModel& model, const FamilyModel* applied = nullptr);
 
 // Removes every hook rule jumping to a SWITCHBOARD-* chain and every such
 // chain from the family's nat and filter tables. Idempotent; commits only

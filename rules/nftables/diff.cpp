@@ -210,9 +210,9 @@ std::string to_nft_text(const Delta& d, const Model& desired) {
     for (const auto& s : d.add_sets) {
         auto it = desired.sets.find(s);
         if (it == desired.sets.end()) continue;
-        out += fmt::format("add {} {} {} {{ {} }}\n",
-                           it->second.layout == SetLayout::kAddrAddr ? "set" : "map", table, s,
-                           set_type_text(it->second));
+        out +=
+            fmt::format("add {} {} {} {{ {} }}\n", is_plain_set(it->second.layout) ? "set" : "map",
+                        table, s, set_type_text(it->second));
     }
     for (const auto& c : d.add_chains) {
         auto it = desired.chains.find(c);

@@ -101,6 +101,10 @@ Expr set_saddr_daddr(IpFamily family, std::string set) {
     return set_ref(ExprKind::kSetSaddrDaddr, family, std::move(set));
 }
 
+Expr set_daddr(IpFamily family, std::string set) {
+    return set_ref(ExprKind::kSetDaddr, family, std::move(set));
+}
+
 Expr affinity_update(IpFamily family, std::string set, uint32_t timeout_seconds,
                      const IpAddress& address, uint16_t port) {
     Expr e = set_ref(ExprKind::kAffinityUpdate, family, std::move(set));
@@ -245,6 +249,8 @@ std::string expr_text(const Expr& e) {
             return fmt::format("{} daddr . meta l4proto . th dport vmap @{}", ip, e.name);
         case ExprKind::kVmapProtoPort:
             return fmt::format("meta l4proto . th dport vmap @{}", e.name);
+        case ExprKind::kSetDaddr:
+            return fmt::format("{} daddr @{}", ip, e.name);
         case ExprKind::kSetSaddrDaddr:
             return fmt::format("{0} saddr . {0} daddr @{1}", ip, e.name);
         case ExprKind::kAffinityUpdate:
@@ -289,6 +295,8 @@ std::string set_type_text(const Set& set) {
             return "type inet_proto . inet_service : verdict;";
         case SetLayout::kAddrAddr:
             return fmt::format("type {0} . {0};", a);
+        case SetLayout::kAddr:
+            return fmt::format("type {};", a);
         case SetLayout::kAffinity:
             return fmt::format(
                 "type {0} . {0} . inet_proto . inet_service : {0} . inet_service; flags "
@@ -316,6 +324,8 @@ std::string element_text(const Set& set, const ElementKey& key, const Verdict& v
             return fmt::format("{} . {} : {}", proto_name(key.proto), key.port, verdict_text(v));
         case SetLayout::kAddrAddr:
             return fmt::format("{} . {}", key.a.to_string(), key.b.to_string());
+        case SetLayout::kAddr:
+            return key.a.to_string();
         case SetLayout::kBackendsByAddress:
             return fmt::format("{} . {} . {} . {} : {} . {}", key.a.to_string(),
                                proto_name(key.proto), key.port, key.slot, v.address.to_string(),
@@ -341,7 +351,7 @@ std::string to_nft_text(const Rule& rule) {
 std::string to_nft_text(const Model& model) {
     std::string out = fmt::format("table inet {} {{\n", kTableName);
     for (const auto& [name, set] : model.sets) {
-        const bool is_map = set.layout != SetLayout::kAddrAddr;
+        const bool is_map = !is_plain_set(set.layout);
         out +=
             fmt::format("\t{} {} {{\n\t\t{}\n", is_map ? "map" : "set", name, set_type_text(set));
         if (!set.elements.empty()) {

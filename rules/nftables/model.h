@@ -51,6 +51,7 @@ enum class ExprKind : uint8_t {
     kVmapDaddrProtoPort,  // ip daddr . meta l4proto . th dport vmap @NAME (family)
     kVmapProtoPort,       // meta l4proto . th dport vmap @NAME
     kSetSaddrDaddr,       // ip saddr . ip daddr @NAME                   (family)
+    kSetDaddr,            // ip daddr @NAME (family)
     kAffinityUpdate,      // update @NAME { saddr . daddr . l4proto . dport timeout VALUE s : ADDR .
                           // PORT }
     kAffinityDnat,        // dnat ip to saddr . daddr . l4proto . dport map @NAME
@@ -96,6 +97,7 @@ Expr numgen_mod_is_zero(uint32_t modulus);
 Expr vmap_daddr_proto_port(IpFamily family, std::string set);
 Expr vmap_proto_port(std::string set);
 Expr set_saddr_daddr(IpFamily family, std::string set);
+Expr set_daddr(IpFamily family, std::string set);
 Expr affinity_update(IpFamily family, std::string set, uint32_t timeout_seconds,
                      const IpAddress& address, uint16_t port);
 Expr affinity_dnat(IpFamily family, std::string set);
@@ -126,10 +128,16 @@ enum class SetLayout : uint8_t {
     kAddrProtoPortVerdict,  // ADDR . inet_proto . inet_service : verdict
     kProtoPortVerdict,      // inet_proto . inet_service : verdict
     kAddrAddr,              // ADDR . ADDR
+    kAddr,                  // ADDR
     kAffinity,           // ADDR . ADDR . inet_proto . inet_service : ADDR . inet_service, dynamic
     kBackendsByAddress,  // ADDR . inet_proto . inet_service . slot : ADDR . inet_service
     kBackendsByPort,     // inet_proto . inet_service . slot : ADDR . inet_service
 };
+
+// Sets without data (the rest are maps).
+inline bool is_plain_set(SetLayout layout) {
+    return layout == SetLayout::kAddrAddr || layout == SetLayout::kAddr;
+}
 
 struct ElementKey {
     IpAddress a;

@@ -113,6 +113,8 @@ SetShape shape_of(SetLayout layout, IpFamily f) {
             return {NFT_SET_MAP, concat({kTypeInetProto, kTypeInetService}), 8, kDataVerdict, 0};
         case SetLayout::kAddrAddr:
             return {0, concat({a, a}), 2 * n, 0, 0};
+        case SetLayout::kAddr:
+            return {0, a, n, 0, 0};
         case SetLayout::kAffinity:
             return {NFT_SET_MAP | NFT_SET_TIMEOUT | NFT_SET_EVAL,
                     concat({a, a, kTypeInetProto, kTypeInetService}), 2 * n + 8,
@@ -155,6 +157,9 @@ std::vector<uint8_t> key_bytes(SetLayout layout, const ElementKey& k) {
         case SetLayout::kAddrAddr:
             put_addr(k.a);
             put_addr(k.b);
+            break;
+        case SetLayout::kAddr:
+            put_addr(k.a);
             break;
         case SetLayout::kBackendsByAddress:
             put_addr(k.a);
@@ -285,6 +290,10 @@ class RuleBuilder {
                 meta_load(NFT_META_L4PROTO, r0);
                 payload_load(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, r0 + 1);
                 lookup(e.name, r0, NFT_REG_VERDICT);
+                break;
+            case ExprKind::kSetDaddr:
+                payload_load(NFT_PAYLOAD_NETWORK_HEADER, daddr_offset(e.family), n, NFT_REG_1);
+                lookup(e.name, NFT_REG_1, std::nullopt);
                 break;
             case ExprKind::kSetSaddrDaddr:
                 payload_load(NFT_PAYLOAD_NETWORK_HEADER, saddr_offset(e.family), n, r0);
@@ -624,8 +633,8 @@ Result<std::optional<Model>> NetlinkSocket::read_table() {
                                                : 0;
                 for (SetLayout layout :
                      {SetLayout::kAddrProtoPortVerdict, SetLayout::kProtoPortVerdict,
-                      SetLayout::kAddrAddr, SetLayout::kAffinity, SetLayout::kBackendsByAddress,
-                      SetLayout::kBackendsByPort}) {
+                      SetLayout::kAddrAddr, SetLayout::kAddr, SetLayout::kAffinity,
+                      SetLayout::kBackendsByAddress, SetLayout::kBackendsByPort}) {
                     for (IpFamily f : {IpFamily::kV4, IpFamily::kV6}) {
                         const SetShape want = shape_of(layout, f);
                         // (protocol . port) maps carry no family in their
@@ -805,7 +814,7 @@ void put_elements(Batch& b, uint16_t type, const std::vector<ElementId>& ids, co
                                        static_cast<uint32_t>(data.size()));
                 }
             } else if (type == NFT_MSG_NEWSETELEM && set_it != model.sets.end() &&
-                       layout != SetLayout::kAddrAddr) {
+                       !is_plain_set(layout)) {
                 const auto v = set_it->second.elements.find(ids[i].second);
                 if (v != set_it->second.elements.end()) {
                     nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_VERDICT,

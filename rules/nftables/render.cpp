@@ -25,6 +25,8 @@ const char* kNatOutput = "nat-output";
 const char* kNatPostrouting = "nat-postrouting";
 const char* kFirewallCheck = "firewall-check";
 const char* kEndpointsCheck = "endpoints-check";
+const char* kClusterIpsCheck = "cluster-ips-check";
+const char* kFilterOutputPostDnat = "filter-output-post-dnat";
 const char* kNodeportEndpointsCheck = "nodeport-endpoints-check";
 const char* kMasquerading = "masquerading";
 
@@ -161,6 +163,9 @@ std::string hairpin_set(IpFamily f) {
 }
 std::string affinity_map(IpFamily f) {
     return family_name("affinity", f);
+}
+std::string cluster_ips_set(IpFamily f) {
+    return family_name("cluster-ips", f);
 }
 std::string backends_map(IpFamily f, bool local, bool by_port) {
     return family_name(by_port ? (local ? "np-local-backends" : "np-backends")
@@ -504,8 +509,13 @@ Fragment render_mapped(const ServicePortPlan& port, const BackendOptions& option
 }  // namespace
 
 Fragment render_service(const ServicePortPlan& port, const BackendOptions& options) {
-    return port.session_affinity.client_ip ? render_chained(port, options)
-                                           : render_mapped(port, options);
+    Fragment out = port.session_affinity.client_ip ? render_chained(port, options)
+                                                   : render_mapped(port, options);
+    for (const IpAddress& ip : port.cluster_ips) {
+        out.elements.push_back(
+            ElementRef{cluster_ips_set(ip.family()), ElementKey{ip, {}, 0, 0, 0}, {}});
+    }
+    return out;
 }
 
 Model render_base(const BackendOptions& options) {
@@ -524,8 +534,13 @@ Model render_base(const BackendOptions& options) {
     Chain& input = chain(kFilterInput, Hook{"filter", "input", -110});
     add_rule(input, {ct_state_new(), verdict(VerdictKind::kJump, kNodeportEndpointsCheck)});
     add_rule(input, {ct_state_new(), verdict(VerdictKind::kJump, kEndpointsCheck)});
-    add_rule(chain(kFilterForward, Hook{"filter", "forward", -110}),
-             {ct_state_new(), verdict(VerdictKind::kJump, kEndpointsCheck)});
+    Chain& forward = chain(kFilterForward, Hook{"filter", "forward", -110});
+    add_rule(forward, {ct_state_new(), verdict(VerdictKind::kJump, kEndpointsCheck)});
+    // After DNAT a new connection still heading for a ClusterIP hit no
+    // service port: reject it (kube-proxy's cluster-ips-check).
+    add_rule(forward, {ct_state_new(), verdict(VerdictKind::kJump, kClusterIpsCheck)});
+    add_rule(chain(kFilterOutputPostDnat, Hook{"filter", "output", -90}),
+             {ct_state_new(), verdict(VerdictKind::kJump, kClusterIpsCheck)});
     Chain& output = chain(kFilterOutput, Hook{"filter", "output", -110});
     add_rule(output, {ct_state_new(), verdict(VerdictKind::kJump, kEndpointsCheck)});
     add_rule(output, {ct_state_new(), verdict(VerdictKind::kJump, kFirewallCheck)});
@@ -536,6 +551,11 @@ Model render_base(const BackendOptions& options) {
     add_rule(chain(kNatPostrouting, Hook{"nat", "postrouting", 100}),
              {verdict(VerdictKind::kJump, kMasquerading)});
 
+    Chain& cluster_ips = chain(kClusterIpsCheck);
+    for (IpFamily f : kFamilies) {
+        add_rule(cluster_ips, {nfproto(f), set_daddr(f, cluster_ips_set(f)),
+                               verdict(VerdictKind::kGoto, kRejectChain)});
+    }
     Chain& firewall = chain(kFirewallCheck);
     Chain& endpoints = chain(kEndpointsCheck);
     Chain& nodeport_endpoints = chain(kNodeportEndpointsCheck);
@@ -593,6 +613,7 @@ Model render_base(const BackendOptions& options) {
         set(no_endpoint_nodeports_map(f), SetLayout::kProtoPortVerdict);
         set(firewall_map(f), SetLayout::kAddrProtoPortVerdict);
         set(hairpin_set(f), SetLayout::kAddrAddr);
+        set(cluster_ips_set(f), SetLayout::kAddr);
         set(affinity_map(f), SetLayout::kAffinity);
         for (const bool local : {false, true}) {
             set(backends_map(f, local, false), SetLayout::kBackendsByAddress);

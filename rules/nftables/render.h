@@ -35,6 +35,7 @@ std::string no_endpoint_nodeports_map(IpFamily family);
 std::string firewall_map(IpFamily family);
 std::string hairpin_set(IpFamily family);
 std::string affinity_map(IpFamily family);
+std::string cluster_ips_set(IpFamily family);  // cluster-ips4 / 6: every proxied ClusterIP
 // Endpoints by slot: backends4, local-backends4, np-backends4 (NodePorts, keyed
 // by port), np-local-backends4; the same with 6.
 std::string backends_map(IpFamily family, bool local, bool by_port);

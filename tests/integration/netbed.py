@@ -800,9 +800,25 @@ class Switchboard:
         out = run(in_ns(self.node.ns, ["nft", "list", "tables"])).stdout
         return [line.removeprefix("table ").strip() for line in out.splitlines() if line.strip()]
 
+    def kernel_objects(self):
+        """What the daemon's mode has made in the node namespace: nftables tables, or the
+        SWITCHBOARD-* chains of the legacy x_tables (libiptc's interface) for iptables."""
+        if self.mode == "iptables":
+            chains = []
+            for save in ("iptables-legacy-save", "ip6tables-legacy-save"):
+                out = run(in_ns(self.node.ns, [save]), check=False).stdout
+                chains += [line.split()[0] for line in out.splitlines()
+                           if line.startswith(":SWITCHBOARD-")]
+            return chains
+        return self.nft_tables()
+
     # Per proxy mode: commands that wipe the daemon's rules behind its back.
     # A mode added later adds its line here (the drift scenario fails until then).
-    _FLUSH_RULES = {"nftables": [["nft", "flush", "table", "inet", "switchboard"]]}
+    _FLUSH_RULES = {
+        "nftables": [["nft", "flush", "table", "inet", "switchboard"]],
+        "iptables": [["iptables-legacy", "-t", "nat", "-F", "SWITCHBOARD-SERVICES"],
+                     ["iptables-legacy", "-t", "filter", "-F", "SWITCHBOARD-FILTER-SERVICES"]],
+    }
 
     def flush_rules(self):
         """Deletes the daemon's rules (not its table), as an admin or another tool might."""

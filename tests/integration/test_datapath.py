@@ -19,7 +19,7 @@ import netbed
 import pytest
 from netbed import endpoint, endpoint_slice, service, service_port
 
-MODES = os.environ.get("SWITCHBOARD_PROXY_MODES", "nftables").split(",")
+MODES = os.environ.get("SWITCHBOARD_PROXY_MODES", "nftables,iptables").split(",")
 
 LAYOUT = {"node-a": ["pod-1", "pod-2", "pod-3", "client"], "node-b": ["pod-4", "pod-5"]}
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "deploy" / "examples"
@@ -396,14 +396,14 @@ def test_daemon_restart_keeps_connections(bed, proxy):
 def test_cleanup_leaves_no_switchboard_table(bed, proxy):
     start(proxy, *web(bed, "gone", "10.96.0.26", ["pod-1"]))
     assert bed.probe("client", "10.96.0.26", 80)[0].ok, proxy.log_tail()
-    assert proxy.nft_tables(), "switchboard made no nftables table"
+    assert proxy.kernel_objects(), "switchboard made no kernel objects"
     assert proxy.stop() == 0
 
     result = proxy.cleanup()
 
     assert result.returncode == 0, result.stderr
     # The node namespace is the bed's own: no other program made tables in it.
-    assert proxy.nft_tables() == []
+    assert proxy.kernel_objects() == []
     assert proxy.cleanup().returncode == 0, "cleanup is idempotent"
     assert bed.probe("client", "10.96.0.26", 80, timeout=0.5)[0].error == "timeout"
 

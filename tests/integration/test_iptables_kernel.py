@@ -24,6 +24,7 @@ CASES = [
     "kernel: a plan is applied, hooks inserted once at the top, others' rules kept",
     "kernel: render_text loads with iptables-restore --noflush into the same ruleset",
     "kernel: a resync deletes stale chains and repairs drift",
+    "kernel: a partial sync rewrites only the chains that changed",
     "kernel: cleanup removes hooks and own chains only, is idempotent, creates nothing",
     "kernel: an invalid service port is skipped, the rest applied",
 ]

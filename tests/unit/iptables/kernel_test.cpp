@@ -206,6 +206,36 @@ TEST_CASE("kernel: a resync deletes stale chains and repairs drift") {
     REQUIRE(save("ip6tables-legacy-save").find("SWITCHBOARD-SVC-") == std::string::npos);
 }
 
+TEST_CASE("kernel: a partial sync rewrites only the chains that changed") {
+    fresh_netns();
+    auto backend = iptables::make_backend(options());
+    const Plan plan = sample_plan();
+    auto full = backend->sync(plan, nullptr);
+    REQUIRE(full);
+    // A marker rule in an own chain the next plan does not change.
+    const std::string web_svc = iptables::service_chain_name("SVC", plan.services[3]);
+    REQUIRE(run("iptables-legacy -t nat -A " + web_svc + " -s 192.0.2.99 -j RETURN").status == 0);
+
+    Plan next = plan;
+    next.services[2].cluster_endpoints[0].ip = ip("10.244.1.9");  // sctp moves
+    auto partial = backend->sync(next, &plan);
+    REQUIRE(partial);
+    REQUIRE_FALSE(partial->full);
+    REQUIRE(partial->objects_sent > 0);
+    REQUIRE(partial->objects_sent < full->objects_sent / 4);
+    std::string v4 = save("iptables-legacy-save");
+    INFO(v4);
+    REQUIRE(v4.find("-p sctp -j DNAT --to-destination 10.244.1.9:8080") != std::string::npos);
+    REQUIRE(v4.find("10.244.1.8") == std::string::npos);
+    REQUIRE(v4.find("-s 192.0.2.99/32") != std::string::npos);  // untouched chain kept
+
+    // Without `previous` every own chain is rewritten: the drift is gone.
+    auto repaired = backend->sync(next, nullptr);
+    REQUIRE(repaired);
+    REQUIRE(repaired->full);
+    REQUIRE(save("iptables-legacy-save").find("192.0.2.99") == std::string::npos);
+}
+
 TEST_CASE("kernel: cleanup removes hooks and own chains only, is idempotent, creates nothing") {
     fresh_netns();
     auto backend = iptables::make_backend(options());

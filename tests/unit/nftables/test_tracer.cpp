@@ -121,14 +121,18 @@ TEST_CASE("ClusterIP TCP from a pod reaches every ready endpoint uniformly, not 
     require_uniform(trace(m, packet(kPod, ip("10.96.0.10"), 80)), kAllTargets, false);
 }
 
-TEST_CASE("ClusterIP UDP reaches every endpoint; TCP on a UDP-only port does not") {
+TEST_CASE("ClusterIP UDP reaches every endpoint; a port no service uses is rejected") {
     ServicePortPlan dns = web(three_endpoints());
     dns.protocol = Protocol::kUDP;
     dns.port = 53;
     const Model m = model_of({dns});
     require_uniform(trace(m, packet(kPod, ip("10.96.0.10"), 53, IPPROTO_UDP)), kAllTargets, false);
-    const auto tcp = trace(m, packet(kPod, ip("10.96.0.10"), 53, IPPROTO_TCP));
-    REQUIRE(single_fate(tcp) == Fate::kAccept);
+    // kube-proxy's cluster-ips-check: from a pod (forward) and from the node
+    // itself (output, after nat).
+    REQUIRE(single_fate(trace(m, packet(kPod, ip("10.96.0.10"), 53, IPPROTO_TCP))) ==
+            Fate::kReject);
+    REQUIRE(single_fate(trace(m, packet(kNode, ip("10.96.0.10"), 54, IPPROTO_UDP, true))) ==
+            Fate::kReject);
 }
 
 TEST_CASE("ClusterIP traffic from outside the cluster CIDR is masqueraded") {

@@ -198,6 +198,15 @@ bool Tracer::run_hook(const std::string& hook, State& s, bool with_nat) const {
                     if (hit == set->second.elements.end()) return {};
                     return from_verdict(hit->second);
                 }
+                case ExprKind::kSetDaddr: {
+                    auto set = model_.sets.find(e.name);
+                    if (set == model_.sets.end()) throw std::runtime_error("missing set " + e.name);
+                    if (p.dst.family() != e.family ||
+                        !set->second.elements.count(ElementKey{p.dst, {}, 0, 0})) {
+                        return {};
+                    }
+                    break;
+                }
                 case ExprKind::kSetSaddrDaddr: {
                     auto set = model_.sets.find(e.name);
                     if (set == model_.sets.end()) throw std::runtime_error("missing set " + e.name);
