@@ -1,9 +1,9 @@
 #include "rules/iptables/iptables_backend.h"
 
 #include "base/log.h"
+#include "rules/conntrack.h"
 #include "rules/iptables/iptc.h"
 #include "rules/iptables/render.h"
-#include "rules/nftables/conntrack.h"
 
 namespace sb::rules::iptables {
 
@@ -91,9 +91,9 @@ class IptablesBackend final : public Backend {
     // UDP flows pinned to removed endpoints (or to a recorded reject) are
     // deleted, as kube-proxy does; the same rule as the nftables backend.
     static void clean_conntrack(const Plan& previous, const Plan& plan) {
-        const auto filters = nftables::stale_udp_conntrack(previous, plan);
+        const auto filters = stale_udp_conntrack(previous, plan);
         if (filters.empty()) return;
-        auto deleted = nftables::delete_udp_conntrack(filters);
+        auto deleted = delete_udp_conntrack(filters);
         if (!deleted) {
             log::warn("iptables: UDP conntrack cleanup failed: {}", deleted.error().describe());
         }

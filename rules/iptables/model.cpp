@@ -6,22 +6,11 @@
 
 #include <fmt/format.h>
 
+#include "rules/naming.h"
+
 namespace sb::rules::iptables {
 
 namespace {
-
-std::string proto_name(uint8_t proto) {
-    switch (proto) {
-        case IPPROTO_TCP:
-            return "tcp";
-        case IPPROTO_UDP:
-            return "udp";
-        case IPPROTO_SCTP:
-            return "sctp";
-        default:
-            return std::to_string(proto);
-    }
-}
 
 std::string target_text(const Target& t, IpFamily family) {
     switch (t.kind) {

@@ -4,49 +4,14 @@
 
 #include <fmt/format.h>
 
+#include "rules/naming.h"
+
 namespace sb::rules::iptables {
 
 namespace {
 
 Prefix host(const IpAddress& address) {
     return Prefix(address, address.is_v4() ? 32 : 128);
-}
-
-template <class T, class Family>
-std::vector<T> of_family(const std::vector<T>& items, IpFamily family, Family family_of) {
-    std::vector<T> out;
-    for (const T& item : items) {
-        if (family_of(item) == family) out.push_back(item);
-    }
-    return out;
-}
-
-std::vector<Prefix> prefixes_of(const std::vector<Prefix>& prefixes, IpFamily family) {
-    return of_family(prefixes, family, [](const Prefix& p) { return p.family(); });
-}
-
-std::vector<Endpoint> endpoints_of(const std::vector<Endpoint>& endpoints, IpFamily family) {
-    return of_family(endpoints, family, [](const Endpoint& e) { return e.ip.family(); });
-}
-
-std::vector<IpAddress> addresses_of(const std::vector<IpAddress>& addresses, IpFamily family) {
-    return of_family(addresses, family, [](const IpAddress& a) { return a.family(); });
-}
-
-// 12 base32 characters (60 bits) of FNV-1a 64 over `text`.
-std::string base32_hash(std::string_view text) {
-    uint64_t h = 1469598103934665603ULL;
-    for (char c : text) {
-        h ^= static_cast<uint8_t>(c);
-        h *= 1099511628211ULL;
-    }
-    static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-    std::string out;
-    for (int i = 0; i < 12; ++i) {
-        out += kAlphabet[h & 31];
-        h >>= 5;
-    }
-    return out;
 }
 
 Target jump(std::string chain) {
@@ -107,7 +72,7 @@ std::vector<Rule> nodeport_conditions(const BackendOptions& options, IpFamily fa
         out.push_back(r);
         return out;
     }
-    for (const Prefix& p : prefixes_of(options.nodeport_addresses, family)) {
+    for (const Prefix& p : of_family(options.nodeport_addresses, family)) {
         if (loopback.contains(p.address()) && p.length() >= loopback.length()) continue;
         Rule r;
         r.destination = p;
@@ -152,7 +117,7 @@ class Renderer {
         // Clear the bit so a packet that is re-routed is not masqueraded twice.
         post.rules.push_back(rule_to(mark_target(TargetKind::kMarkXor, mark)));
         post.rules.push_back(rule_to(simple(TargetKind::kMasquerade)));
-        const std::vector<Prefix> cidrs = prefixes_of(options_.cluster_cidrs, family_);
+        const std::vector<Prefix> cidrs = of_family(options_.cluster_cidrs, family_);
         if (!options_.masquerade_all && !cidrs.empty()) {
             Chain& outside = chain(m_.nat, kMasqOutsideChain);
             for (const Prefix& cidr : cidrs) {
@@ -178,10 +143,10 @@ class Renderer {
         const std::string id = port.id();
         const bool itp_local = port.internal_traffic_policy == TrafficPolicy::kLocal;
         const bool etp_local = port.external_traffic_policy == TrafficPolicy::kLocal;
-        const std::vector<Endpoint> cluster_eps = endpoints_of(port.cluster_endpoints, family_);
-        const std::vector<Endpoint> local_eps = endpoints_of(port.local_endpoints, family_);
-        const std::vector<IpAddress> external_ips = addresses_of(port.external_ips, family_);
-        const std::vector<IpAddress> lb_ips = addresses_of(port.load_balancer_ips, family_);
+        const std::vector<Endpoint> cluster_eps = of_family(port.cluster_endpoints, family_);
+        const std::vector<Endpoint> local_eps = of_family(port.local_endpoints, family_);
+        const std::vector<IpAddress> external_ips = of_family(port.external_ips, family_);
+        const std::vector<IpAddress> lb_ips = of_family(port.load_balancer_ips, family_);
         const bool has_endpoints = !cluster_eps.empty() || !local_eps.empty();
         const std::vector<Endpoint>& internal_eps = itp_local ? local_eps : cluster_eps;
         const std::vector<Endpoint>& external_eps = etp_local ? local_eps : cluster_eps;
@@ -235,7 +200,7 @@ class Renderer {
                     frontend(ip, proto, port.port, id + " has no external endpoints", refuse));
             }
         }
-        const std::vector<Prefix> ranges = prefixes_of(port.load_balancer_source_ranges, family_);
+        const std::vector<Prefix> ranges = of_family(port.load_balancer_source_ranges, family_);
         const bool firewalled = !port.load_balancer_source_ranges.empty();
         for (const IpAddress& ip : lb_ips) {
             if (uses_ext) {
@@ -358,7 +323,7 @@ class Renderer {
         if (!etp_local) {
             c.rules.push_back(rule_to(jump(kMarkMasqChain)));
         } else if (has_internal) {
-            for (const Prefix& cidr : prefixes_of(options_.cluster_cidrs, family_)) {
+            for (const Prefix& cidr : of_family(options_.cluster_cidrs, family_)) {
                 Rule r = rule_to(jump(internal_chain));
                 r.source = cidr;
                 c.rules.push_back(r);
@@ -380,14 +345,18 @@ class Renderer {
 
 }  // namespace
 
+// 12 base32 characters (60 bits): names stay within x_tables' 28 characters.
+constexpr size_t kHashChars = 12;
+
 std::string service_chain_name(const char* kind, const ServicePortPlan& port) {
-    return std::string(kChainPrefix) + kind + "-" + base32_hash(port.id());
+    return std::string(kChainPrefix) + kind + "-" + base32_hash(port.id(), kHashChars);
 }
 
 std::string endpoint_chain_name(const ServicePortPlan& port, const Endpoint& endpoint) {
     return std::string(kChainPrefix) + "SEP-" +
-           base32_hash(port.id() + " " + endpoint.ip.to_string() + " " +
-                       std::to_string(endpoint.port));
+           base32_hash(
+               port.id() + " " + endpoint.ip.to_string() + " " + std::to_string(endpoint.port),
+               kHashChars);
 }
 
 Status validate_service(const ServicePortPlan& port) {

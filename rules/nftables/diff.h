@@ -9,6 +9,7 @@
 
 #include "rules/nftables/model.h"
 #include "rules/nftables/render.h"
+#include "rules/port_changes.h"
 
 namespace sb::rules::nftables {
 
@@ -51,13 +52,6 @@ Delta diff(const Model& old, const Model& desired, bool old_contents_known);
 // chains and elements only. Cost proportional to the fragments, not the model.
 using FragmentChange = std::pair<const Fragment*, const Fragment*>;
 Delta update_model(Model& model, const std::vector<FragmentChange>& changes);
-
-// The service ports that differ between two plans, as (old, new) pairs with
-// nullptr for an absent side: one merge walk over the order Plan promises
-// (namespace, service, port name, protocol), so an unchanged port costs one
-// comparison. nullopt when either plan breaks that order.
-using PortChange = std::pair<const ServicePortPlan*, const ServicePortPlan*>;
-std::optional<std::vector<PortChange>> changed_ports(const Plan& previous, const Plan& plan);
 
 // The delta as `nft -f` commands (one transaction when loaded), values taken
 // from `desired`; for debugging and as the benchmark's peer.

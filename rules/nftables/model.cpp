@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "rules/naming.h"
+
 namespace sb::rules::nftables {
 
 Expr nfproto(IpFamily family) {
@@ -164,19 +166,6 @@ Expr verdict(VerdictKind kind, std::string chain) {
     e.kind = ExprKind::kVerdict;
     e.verdict = Verdict{kind, std::move(chain)};
     return e;
-}
-
-std::string proto_name(uint8_t proto) {
-    switch (proto) {
-        case IPPROTO_TCP:
-            return "tcp";
-        case IPPROTO_UDP:
-            return "udp";
-        case IPPROTO_SCTP:
-            return "sctp";
-        default:
-            return std::to_string(proto);
-    }
 }
 
 namespace {

@@ -181,7 +181,5 @@ std::string to_nft_text(const Rule& rule);
 std::string element_text(const Set& set, const ElementKey& key, const Verdict& value);
 // "type ...; [flags ...;]" of a set.
 std::string set_type_text(const Set& set);
-// "tcp" / "udp" / "sctp" / a number.
-std::string proto_name(uint8_t proto);
 
 }  // namespace sb::rules::nftables

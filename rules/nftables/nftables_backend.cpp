@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "base/log.h"
-#include "rules/nftables/conntrack.h"
+#include "rules/conntrack.h"
 #include "rules/nftables/diff.h"
 #include "rules/nftables/netlink.h"
 #include "rules/nftables/render.h"

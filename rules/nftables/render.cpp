@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "rules/naming.h"
+
 namespace sb::rules::nftables {
 
 namespace {
@@ -34,26 +36,13 @@ std::string masq_outside_chain(IpFamily family) {
     return family_name("masq-outside-cluster", family);
 }
 
+// Chain names carry 8 base32 characters (40 bits) of the service port id.
+constexpr size_t kHashChars = 8;
+
 constexpr IpFamily kFamilies[] = {IpFamily::kV4, IpFamily::kV6};
 
 Prefix host_prefix(const IpAddress& address) {
     return Prefix(address, address.is_v4() ? 32 : 128);
-}
-
-std::vector<Prefix> of_family(const std::vector<Prefix>& prefixes, IpFamily family) {
-    std::vector<Prefix> out;
-    for (const Prefix& p : prefixes) {
-        if (p.family() == family) out.push_back(p);
-    }
-    return out;
-}
-
-std::vector<Endpoint> of_family(const std::vector<Endpoint>& endpoints, IpFamily family) {
-    std::vector<Endpoint> out;
-    for (const Endpoint& e : endpoints) {
-        if (e.ip.family() == family) out.push_back(e);
-    }
-    return out;
 }
 
 // The conditions under which a destination is a NodePort address of the node,
@@ -70,21 +59,6 @@ std::vector<Rule> nodeport_address_conditions(const BackendOptions& options, IpF
     for (const Prefix& p : of_family(options.nodeport_addresses, family)) {
         if (loopback.contains(p.address()) && p.length() >= loopback.length()) continue;
         out.push_back({fib_daddr_local(), nfproto(family), daddr(p)});
-    }
-    return out;
-}
-
-std::string base32_hash(std::string_view text) {
-    uint64_t h = 1469598103934665603ULL;  // FNV-1a 64
-    for (char c : text) {
-        h ^= static_cast<uint8_t>(c);
-        h *= 1099511628211ULL;
-    }
-    static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-    std::string out;
-    for (int i = 0; i < 8; ++i) {
-        out += kAlphabet[h & 31];
-        h >>= 5;
     }
     return out;
 }
@@ -177,8 +151,8 @@ std::string service_chain_name(const char* kind, IpFamily family, const ServiceP
     std::string readable = identifier_part(port.ns) + "/" + identifier_part(port.service) + "/" +
                            proto_name(ip_protocol_number(port.protocol)) + "/" +
                            identifier_part(port.port_name);
-    std::string name =
-        std::string(kind) + family_digit(family) + "-" + base32_hash(port.id()) + "-" + readable;
+    std::string name = std::string(kind) + family_digit(family) + "-" +
+                       base32_hash(port.id(), kHashChars) + "-" + readable;
     if (name.size() > 200) name.resize(200);
     return name;
 }

@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from catch_driver import require_cases, run_case
 from conftest import BUILD
 
 DRIVER = BUILD / "tests" / "unit" / "iptables" / "kernel_iptables"
@@ -31,20 +32,12 @@ CASES = [
 
 
 def test_every_driver_case_is_listed(root):
-    assert DRIVER.exists(), f"{DRIVER} is not built: run ./dev build"
-    out = subprocess.run([str(DRIVER), "--list-test-names-only"], capture_output=True,
-                         text=True, timeout=30).stdout
-    names = [line for line in out.splitlines() if line.strip()]
-    assert sorted(names) == sorted(CASES)
+    require_cases(DRIVER, CASES)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_kernel(root, case):
-    assert DRIVER.exists(), f"{DRIVER} is not built: run ./dev build"
-    spec = case.replace(",", "\\,")  # Catch2 separates test specs with commas
-    result = subprocess.run([str(DRIVER), spec], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
-    assert "All tests passed" in result.stdout
+    run_case(DRIVER, case)
 
 
 @pytest.fixture

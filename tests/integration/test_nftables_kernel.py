@@ -7,10 +7,9 @@ recreating it, cleanup, UDP conntrack cleanup.
 The cases live in the C++ driver kernel_nftables (Catch2); this file runs it
 under the `root` fixture and reports each case as its own pytest test.
 """
-import subprocess
-
 import pytest
 
+from catch_driver import require_cases, run_case
 from conftest import BUILD
 
 DRIVER = BUILD / "tests" / "unit" / "nftables" / "kernel_nftables"
@@ -29,18 +28,9 @@ CASES = [
 
 
 def test_every_driver_case_is_listed(root):
-    assert DRIVER.exists(), f"{DRIVER} is not built: run ./dev build"
-    out = subprocess.run([str(DRIVER), "--list-test-names-only"], capture_output=True,
-                         text=True, timeout=30).stdout
-    names = [line for line in out.splitlines() if line.strip()]
-    assert sorted(names) == sorted(CASES)
+    require_cases(DRIVER, CASES)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_kernel(root, case):
-    assert DRIVER.exists(), f"{DRIVER} is not built: run ./dev build"
-    # Catch2 test specs separate names with commas: escape ours.
-    spec = case.replace(",", "\\,")
-    result = subprocess.run([str(DRIVER), spec], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
-    assert "All tests passed" in result.stdout
+    run_case(DRIVER, case)

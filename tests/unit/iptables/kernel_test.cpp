@@ -3,12 +3,9 @@
 // (unshare(CLONE_NEWNET)), so the host's tables are never read or changed.
 // Needs root; run by tests/integration/test_iptables_kernel.py under its
 // `root` fixture.
-#include <sched.h>
 #include <unistd.h>
 #include <catch.hpp>
 
-#include <array>
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -16,32 +13,15 @@
 #include "rules/iptables/iptables_backend.h"
 #include "rules/iptables/iptc.h"
 #include "rules/iptables/render.h"
+#include "tests/unit/kernel_fixtures.h"
 
 using namespace sb;
 using namespace sb::rules;
+using sb::rules::testing::Command;
+using sb::rules::testing::fresh_netns;
+using sb::rules::testing::run;
 
 namespace {
-
-void fresh_netns() {
-    REQUIRE(geteuid() == 0);
-    REQUIRE(unshare(CLONE_NEWNET) == 0);
-}
-
-struct Command {
-    int status = -1;
-    std::string out;
-};
-
-Command run(const std::string& command) {
-    Command c;
-    FILE* p = popen((command + " 2>&1").c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::array<char, 4096> buf{};
-    size_t n = 0;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) c.out.append(buf.data(), n);
-    c.status = pclose(p);
-    return c;
-}
 
 // iptables-legacy-save without the comment and counter lines that differ by time.
 std::string save(const char* binary) {

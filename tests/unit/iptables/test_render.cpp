@@ -5,25 +5,15 @@
 #include <catch.hpp>
 
 #include "rules/iptables/render.h"
+#include "tests/unit/rules_fixtures.h"
 
 using namespace sb;
 using namespace sb::rules;
 using namespace sb::rules::iptables;
+using sb::rules::testing::endpoint;
+using sb::rules::testing::ip;
 
 namespace {
-
-IpAddress ip(const char* text) {
-    return *IpAddress::parse(text);
-}
-
-Endpoint endpoint(const char* address, uint16_t port, bool local) {
-    Endpoint e;
-    e.ip = ip(address);
-    e.port = port;
-    e.ready = e.serving = true;
-    e.is_local = local;
-    return e;
-}
 
 ServicePortPlan web() {
     ServicePortPlan p;

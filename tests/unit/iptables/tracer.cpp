@@ -9,12 +9,7 @@
 namespace sb::rules::iptables::testing {
 
 std::string Outcome::describe() const {
-    std::string out = fate == Fate::kAccept ? "accept" : fate == Fate::kDrop ? "drop" : "reject";
-    if (dnat) out += fmt::format(" dnat {}:{}", dnat->first.to_string(), dnat->second);
-    if (masquerade) out += " masquerade";
-    out += fmt::format(" p={:.3f} via", probability);
-    for (const std::string& c : chains) out += " " + c;
-    return out;
+    return sb::rules::testing::describe_outcome(*this);
 }
 
 struct Tracer::State {
@@ -195,14 +190,7 @@ std::vector<Outcome> Tracer::trace(const Packet& packet) const {
             }
         }
         o.probability = p;
-        auto same = std::find_if(out.begin(), out.end(), [&](const Outcome& x) {
-            return x.fate == o.fate && x.dnat == o.dnat && x.masquerade == o.masquerade;
-        });
-        if (same != out.end()) {
-            same->probability += o.probability;
-        } else {
-            out.push_back(std::move(o));
-        }
+        sb::rules::testing::merge_outcome(out, std::move(o));
     }
     return out;
 }

@@ -19,20 +19,13 @@
 
 #include "base/ip.h"
 #include "rules/iptables/model.h"
+#include "tests/unit/rules_fixtures.h"
 
 namespace sb::rules::iptables::testing {
 
-struct Packet {
-    IpAddress src;
-    IpAddress dst;
-    uint8_t proto = 6;  // IPPROTO_TCP
-    uint16_t dport = 0;
-    bool local_origin = false;  // sent by the node itself (OUTPUT)
-};
-
-enum class Fate : uint8_t { kAccept, kDrop, kReject };
-
-using Destination = std::pair<IpAddress, uint16_t>;
+using sb::rules::testing::Destination;
+using sb::rules::testing::Fate;
+using sb::rules::testing::Packet;
 
 struct Outcome {
     Fate fate = Fate::kAccept;

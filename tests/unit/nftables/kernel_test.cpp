@@ -2,46 +2,25 @@
 // the process into a fresh network namespace (unshare(CLONE_NEWNET)), so the
 // host's ruleset is never read or changed. Needs root; run by
 // tests/integration/test_nftables_kernel.py under its `root` fixture.
-#include <sched.h>
-#include <unistd.h>
 #include <catch.hpp>
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
 #include <regex>
 #include <set>
 #include <string>
 
-#include "rules/nftables/conntrack.h"
+#include "rules/conntrack.h"
 #include "rules/nftables/nftables_backend.h"
 #include "rules/nftables/render.h"
+#include "tests/unit/kernel_fixtures.h"
 
 using namespace sb;
 using namespace sb::rules;
+using sb::rules::testing::Command;
+using sb::rules::testing::fresh_netns;
+using sb::rules::testing::run;
 
 namespace {
-
-void fresh_netns() {
-    REQUIRE(geteuid() == 0);
-    REQUIRE(unshare(CLONE_NEWNET) == 0);
-}
-
-struct Command {
-    int status = -1;
-    std::string out;
-};
-
-Command run(const std::string& command) {
-    Command c;
-    FILE* p = popen((command + " 2>&1").c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::array<char, 4096> buf{};
-    size_t n = 0;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) c.out.append(buf.data(), n);
-    c.status = pclose(p);
-    return c;
-}
 
 std::string list_table(const char* flags = "") {
     Command c = run(std::string("nft ") + flags + " list table inet switchboard");

@@ -7,19 +7,17 @@
 #include <algorithm>
 #include <random>
 
-#include "rules/nftables/conntrack.h"
+#include "rules/conntrack.h"
 #include "rules/nftables/diff.h"
 #include "rules/nftables/render.h"
+#include "tests/unit/rules_fixtures.h"
 
 using namespace sb;
 using namespace sb::rules;
 using namespace sb::rules::nftables;
+using sb::rules::testing::ip;
 
 namespace {
-
-IpAddress ip(const char* text) {
-    return *IpAddress::parse(text);
-}
 
 ServicePortPlan port_plan(int index, int endpoints) {
     ServicePortPlan p;

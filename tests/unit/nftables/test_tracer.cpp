@@ -12,107 +12,20 @@ using namespace sb;
 using namespace sb::rules;
 using namespace sb::rules::nftables;
 using namespace sb::rules::nftables::testing;
+using namespace sb::rules::testing;
 
 namespace {
 
-IpAddress ip(const char* text) {
-    return *IpAddress::parse(text);
-}
-Prefix prefix(const char* text) {
-    return *Prefix::parse(text);
-}
-
-const IpAddress kNode = ip("192.168.1.10");
-const IpAddress kNode6 = ip("fd00:1::10");
-const IpAddress kPod = ip("10.244.1.5");       // a pod on this node, not an endpoint
-const IpAddress kOutside = ip("203.0.113.5");  // a client outside the cluster
-const IpAddress kOutside6 = ip("2001:db8::5");
-
-Endpoint endpoint(const char* address, uint16_t port, bool local) {
-    Endpoint e;
-    e.ip = ip(address);
-    e.port = port;
-    e.ready = e.serving = true;
-    e.is_local = local;
-    e.node_name = local ? "node-a" : "node-b";
-    return e;
-}
-
-ServicePortPlan web(std::vector<Endpoint> endpoints) {
-    ServicePortPlan p;
-    p.ns = "default";
-    p.service = "web";
-    p.port_name = "http";
-    p.cluster_ips = {ip("10.96.0.10")};
-    p.port = 80;
-    for (const Endpoint& e : endpoints) {
-        p.cluster_endpoints.push_back(e);
-        if (e.is_local) p.local_endpoints.push_back(e);
-    }
-    return p;
-}
-
-std::vector<Endpoint> three_endpoints() {
-    return {endpoint("10.244.1.7", 8080, true), endpoint("10.244.2.7", 8080, false),
-            endpoint("10.244.3.7", 8080, false)};
-}
-
-BackendOptions options() {
-    BackendOptions o;
-    o.cluster_cidrs = {prefix("10.244.0.0/16"), prefix("fd00:244::/48")};
-    return o;
-}
-
 Model model_of(std::vector<ServicePortPlan> ports, const BackendOptions& o = options()) {
-    Plan plan;
-    plan.node = "node-a";
-    plan.services = std::move(ports);
-    RenderResult r = render(plan, o);
+    RenderResult r = render(plan_on_node_a(std::move(ports)), o);
     REQUIRE(r.errors.empty());
     return std::move(r.model);
-}
-
-Packet packet(IpAddress src, IpAddress dst, uint16_t port, uint8_t proto = IPPROTO_TCP,
-              bool local_origin = false) {
-    Packet p;
-    p.src = src;
-    p.dst = dst;
-    p.dport = port;
-    p.proto = proto;
-    p.local_origin = local_origin;
-    return p;
 }
 
 std::vector<Outcome> trace(const Model& model, const Packet& p) {
     Tracer tracer(model, {kNode, kNode6});
     return tracer.trace(p);
 }
-
-// Every outcome is a DNAT to one of `targets`, each with probability 1/n.
-void require_uniform(const std::vector<Outcome>& outcomes, std::vector<Target> targets,
-                     bool masquerade) {
-    INFO(outcomes.size() << " outcomes; first: "
-                         << (outcomes.empty() ? "" : outcomes[0].describe()));
-    REQUIRE(outcomes.size() == targets.size());
-    for (const Outcome& o : outcomes) {
-        INFO(o.describe());
-        REQUIRE(o.fate == Fate::kAccept);
-        REQUIRE(o.dnat);
-        REQUIRE(std::find(targets.begin(), targets.end(), *o.dnat) != targets.end());
-        REQUIRE(o.probability == Approx(1.0 / static_cast<double>(targets.size())));
-        REQUIRE(o.masquerade == masquerade);
-    }
-}
-
-Fate single_fate(const std::vector<Outcome>& outcomes) {
-    REQUIRE(outcomes.size() == 1);
-    INFO(outcomes[0].describe());
-    REQUIRE_FALSE(outcomes[0].dnat);
-    return outcomes[0].fate;
-}
-
-const std::vector<Target> kAllTargets = {
-    {ip("10.244.1.7"), 8080}, {ip("10.244.2.7"), 8080}, {ip("10.244.3.7"), 8080}};
 
 }  // namespace
 
@@ -276,7 +189,7 @@ TEST_CASE("dual-stack: IPv6 ClusterIP and NodePort reach IPv6 endpoints") {
     p.cluster_endpoints.push_back(v6b);
     p.local_endpoints.push_back(v6a);
     const Model m = model_of({p});
-    const std::vector<Target> v6 = {{v6a.ip, 8080}, {v6b.ip, 8080}};
+    const std::vector<Destination> v6 = {{v6a.ip, 8080}, {v6b.ip, 8080}};
     require_uniform(trace(m, packet(ip("fd00:244:0:1::9"), ip("fd00:96::10"), 80)), v6, false);
     require_uniform(trace(m, packet(kOutside6, kNode6, 30080)), v6, true);
     require_uniform(trace(m, packet(kOutside, kNode, 30080)), kAllTargets, true);

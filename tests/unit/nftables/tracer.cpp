@@ -10,12 +10,7 @@
 namespace sb::rules::nftables::testing {
 
 std::string Outcome::describe() const {
-    std::string out = fate == Fate::kAccept ? "accept" : fate == Fate::kDrop ? "drop" : "reject";
-    if (dnat) out += fmt::format(" dnat {}:{}", dnat->first.to_string(), dnat->second);
-    if (masquerade) out += " masquerade";
-    out += fmt::format(" p={:.3f} via", probability);
-    for (const std::string& c : chains) out += " " + c;
-    return out;
+    return sb::rules::testing::describe_outcome(*this);
 }
 
 struct Tracer::State {
@@ -179,7 +174,7 @@ bool Tracer::run_hook(const std::string& hook, State& s, bool with_nat) const {
                     if (hit->second.address.family() != e.family) {
                         throw std::runtime_error("backend family mismatch in " + e.name);
                     }
-                    st.out.dnat = Target{hit->second.address, hit->second.port};
+                    st.out.dnat = Destination{hit->second.address, hit->second.port};
                     p.dst = hit->second.address;
                     p.dport = hit->second.port;
                     st.dnat_done = true;
@@ -215,7 +210,7 @@ bool Tracer::run_hook(const std::string& hook, State& s, bool with_nat) const {
                 }
                 case ExprKind::kAffinityUpdate:
                     st.out.affinity_updates.push_back({AffinityKey{p.src, p.dst, p.proto, p.dport},
-                                                       Target{e.prefix.address(), e.port}});
+                                                       Destination{e.prefix.address(), e.port}});
                     break;
                 case ExprKind::kAffinityDnat: {
                     auto hit = affinity_.find(AffinityKey{p.src, p.dst, p.proto, p.dport});
@@ -229,7 +224,7 @@ bool Tracer::run_hook(const std::string& hook, State& s, bool with_nat) const {
                 case ExprKind::kDnat:
                     if (e.family != p.dst.family())
                         throw std::runtime_error("dnat family mismatch");
-                    st.out.dnat = Target{e.prefix.address(), e.port};
+                    st.out.dnat = Destination{e.prefix.address(), e.port};
                     p.dst = e.prefix.address();
                     p.dport = e.port;
                     st.dnat_done = true;
@@ -306,14 +301,7 @@ std::vector<Outcome> Tracer::trace(const Packet& packet) const {
             }
         }
         o.probability = p;
-        auto same = std::find_if(out.begin(), out.end(), [&](const Outcome& x) {
-            return x.fate == o.fate && x.dnat == o.dnat && x.masquerade == o.masquerade;
-        });
-        if (same != out.end()) {
-            same->probability += o.probability;
-        } else {
-            out.push_back(std::move(o));
-        }
+        sb::rules::testing::merge_outcome(out, std::move(o));
     }
     return out;
 }

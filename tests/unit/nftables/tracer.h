@@ -17,28 +17,21 @@
 
 #include "base/ip.h"
 #include "rules/nftables/model.h"
+#include "tests/unit/rules_fixtures.h"
 
 namespace sb::rules::nftables::testing {
 
-struct Packet {
-    IpAddress src;
-    IpAddress dst;
-    uint8_t proto = 6;  // IPPROTO_TCP
-    uint16_t dport = 0;
-    bool local_origin = false;  // sent by the node itself (output hook)
-};
-
-enum class Fate : uint8_t { kAccept, kDrop, kReject };
-
+using sb::rules::testing::Destination;
+using sb::rules::testing::Fate;
+using sb::rules::testing::Packet;
 using AffinityKey = std::tuple<IpAddress, IpAddress, uint8_t, uint16_t>;  // saddr daddr proto dport
-using Target = std::pair<IpAddress, uint16_t>;
 
 struct Outcome {
     Fate fate = Fate::kAccept;
-    std::optional<Target> dnat;
+    std::optional<Destination> dnat;
     bool masquerade = false;
     double probability = 1.0;
-    std::vector<std::pair<AffinityKey, Target>> affinity_updates;
+    std::vector<std::pair<AffinityKey, Destination>> affinity_updates;
     std::vector<std::string> chains;  // visited, for failure messages
 
     std::string describe() const;
@@ -69,7 +62,7 @@ class Tracer {
 
     const Model& model_;
     std::vector<IpAddress> local_;
-    std::map<AffinityKey, Target> affinity_;
+    std::map<AffinityKey, Destination> affinity_;
 };
 
 }  // namespace sb::rules::nftables::testing

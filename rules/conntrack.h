@@ -12,7 +12,7 @@
 #include "base/result.h"
 #include "rules/plan.h"
 
-namespace sb::rules::nftables {
+namespace sb::rules {
 
 struct ConntrackFilter {
     enum class Kind : uint8_t {
@@ -31,11 +31,11 @@ struct ConntrackFilter {
 // gained their first endpoint. Pure; the result is sorted, without
 // duplicates; empty when a plan is not sorted as Plan promises.
 std::vector<ConntrackFilter> stale_udp_conntrack(const Plan& previous, const Plan& plan);
-// The same from the changed service ports (see changed_ports in diff.h).
+// The same from the changed service ports (see changed_ports in port_changes.h).
 std::vector<ConntrackFilter> stale_udp_conntrack(
     const std::vector<std::pair<const ServicePortPlan*, const ServicePortPlan*>>& changed);
 
 // Deletes the UDP entries matching any filter; returns how many were deleted.
 Result<size_t> delete_udp_conntrack(const std::vector<ConntrackFilter>& filters);
 
-}  // namespace sb::rules::nftables
+}  // namespace sb::rules

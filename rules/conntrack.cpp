@@ -1,6 +1,6 @@
-#include "rules/nftables/conntrack.h"
+#include "rules/conntrack.h"
 
-#include "rules/nftables/diff.h"
+#include "rules/port_changes.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <set>
 
-namespace sb::rules::nftables {
+namespace sb::rules {
 
 namespace {
 
@@ -125,4 +125,4 @@ Result<size_t> delete_udp_conntrack(const std::vector<ConntrackFilter>& filters)
     return deleted;
 }
 
-}  // namespace sb::rules::nftables
+}  // namespace sb::rules
