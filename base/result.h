@@ -39,8 +39,8 @@ inline Error make_error(ErrorCode code, std::string message, int errno_value = 0
 
 template <typename T>
 class [[nodiscard]] Result {
-public:
-    Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
+  public:
+    Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit
     Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT: implicit
 
     bool ok() const { return state_.index() == 0; }
@@ -68,13 +68,13 @@ public:
         return std::get<1>(state_);
     }
 
-private:
+  private:
     std::variant<T, Error> state_;
 };
 
 template <>
 class [[nodiscard]] Result<void> {
-public:
+  public:
     Result() = default;
     Result(Error error) : error_(std::move(error)), ok_(false) {}  // NOLINT: implicit
 
@@ -85,7 +85,7 @@ public:
         return error_;
     }
 
-private:
+  private:
     Error error_;
     bool ok_ = true;
 };

@@ -27,13 +27,13 @@ struct BackendOptions {
 };
 
 struct SyncStats {
-    bool full = false;         // the whole ruleset was (re)written
-    size_t objects_sent = 0;   // rules/elements/servers in the batch
-    size_t services = 0;       // service ports in the plan
+    bool full = false;        // the whole ruleset was (re)written
+    size_t objects_sent = 0;  // rules/elements/servers in the batch
+    size_t services = 0;      // service ports in the plan
 };
 
 class Backend {
-public:
+  public:
     virtual ~Backend() = default;
     virtual const char* name() const = 0;
     // Makes the kernel match `plan`. `previous` is the plan of the last

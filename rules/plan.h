@@ -17,7 +17,7 @@
 namespace sb::rules {
 
 enum class Protocol : uint8_t { kTCP, kUDP, kSCTP };
-const char* to_string(Protocol protocol);  // "TCP", "UDP", "SCTP"
+const char* to_string(Protocol protocol);       // "TCP", "UDP", "SCTP"
 uint8_t ip_protocol_number(Protocol protocol);  // IPPROTO_TCP, ...
 
 enum class TrafficPolicy : uint8_t { kCluster, kLocal };

@@ -841,8 +841,7 @@ bool Decoder::endpoint(const Value& value, const Path& path, AddressType type, E
     if (!conditions_ok) return false;
     std::string node_name, zone;
     if (!get_name(value, path, "hostname", &is_dns_label, "an RFC 1123 label", out.hostname) ||
-        !get_name(value, path, "nodeName", &is_dns_subdomain, "an RFC 1123 subdomain",
-                  node_name) ||
+        !get_name(value, path, "nodeName", &is_dns_subdomain, "an RFC 1123 subdomain", node_name) ||
         !get_name(value, path, "zone", &is_label_value, "a Kubernetes label value", zone)) {
         return false;
     }
@@ -863,27 +862,28 @@ bool Decoder::endpoint(const Value& value, const Path& path, AddressType type, E
 bool Decoder::endpoint_hints(const Value& value, const Path& path, Endpoint& out) {
     EndpointHints decoded;
     bool present = false;
-    const bool ok = with_object(value, path, "hints", [&](const Value& hints, const Path& hints_path) {
-        present = true;
-        auto names = [&](const char* key, bool (*valid)(std::string_view), const char* rule,
-                         std::vector<std::string>& names_out) {
-            return for_each_object(
-                hints, hints_path, key, [&](const Value& item, const Path& here, size_t) {
-                    if (!member(item, "name")) {
-                        return fail(here.child("name"), "required field is missing");
-                    }
-                    std::string name;
-                    if (!get_name(item, here, "name", valid, rule, name)) {
-                        return false;
-                    }
-                    names_out.push_back(std::move(name));
-                    return true;
-                });
-        };
-        return names("forZones", &is_label_value, "a Kubernetes label value",
-                     decoded.for_zones) &&
-               names("forNodes", &is_dns_subdomain, "an RFC 1123 subdomain", decoded.for_nodes);
-    });
+    const bool ok =
+        with_object(value, path, "hints", [&](const Value& hints, const Path& hints_path) {
+            present = true;
+            auto names = [&](const char* key, bool (*valid)(std::string_view), const char* rule,
+                             std::vector<std::string>& names_out) {
+                return for_each_object(
+                    hints, hints_path, key, [&](const Value& item, const Path& here, size_t) {
+                        if (!member(item, "name")) {
+                            return fail(here.child("name"), "required field is missing");
+                        }
+                        std::string name;
+                        if (!get_name(item, here, "name", valid, rule, name)) {
+                            return false;
+                        }
+                        names_out.push_back(std::move(name));
+                        return true;
+                    });
+            };
+            return names("forZones", &is_label_value, "a Kubernetes label value",
+                         decoded.for_zones) &&
+                   names("forNodes", &is_dns_subdomain, "an RFC 1123 subdomain", decoded.for_nodes);
+        });
     if (ok && present) out.hints = std::make_shared<const EndpointHints>(std::move(decoded));
     return ok;
 }

@@ -1,6 +1,5 @@
 #include "watch/store.h"
 
-
 namespace sb::watch {
 
 std::vector<std::shared_ptr<const EndpointSlice>> Snapshot::slices_for(
@@ -47,8 +46,12 @@ void diff_into(Kind kind, std::map<ObjectKey, std::shared_ptr<const T>>& current
     current.swap(next);
 }
 
-ObjectKey service_key_of_service(const Service& service) { return service.meta.key(); }
-ObjectKey no_service(const Node&) { return {}; }
+ObjectKey service_key_of_service(const Service& service) {
+    return service.meta.key();
+}
+ObjectKey no_service(const Node&) {
+    return {};
+}
 
 }  // namespace
 

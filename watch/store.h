@@ -45,7 +45,7 @@ struct Change {
 };
 
 class Store {
-public:
+  public:
     using Listener = std::function<void(const std::vector<Change>&)>;
 
     // Idempotent: writing an object equal to the stored one changes nothing
@@ -76,7 +76,7 @@ public:
     // Listeners are called with each batch of changes.
     void subscribe(Listener listener);
 
-private:
+  private:
     void notify(const std::vector<Change>& changes);
 
     mutable std::mutex mutex_;
