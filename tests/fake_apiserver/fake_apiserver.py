@@ -129,6 +129,10 @@ class FakeApiServer:
         self.list_snapshots = {}
         self.closing = False
         self.partitioned = False
+        # Counts partitions: a watch opened before one is cut when it next
+        # looks, even if the partition was lifted meanwhile, so no watch can
+        # stream through a partition a test made.
+        self.partition_epoch = 0
         self.httpd = None
 
     # ---- objects -----------------------------------------------------
@@ -220,6 +224,8 @@ class FakeApiServer:
         connection closed unanswered, as when the node loses the network."""
         with self.lock:
             self.partitioned = partitioned
+            if partitioned:
+                self.partition_epoch += 1
             self.lock.notify_all()
 
     def pending_faults(self):
@@ -481,6 +487,7 @@ class _Handler(BaseHTTPRequestHandler):
         with api.lock:
             cursor = int(rv_text) if rv_text not in ("", "0") else api.rv
             too_old = cursor < api.compacted_rv
+            epoch = api.partition_epoch
         if too_old:
             self._send(410, status_body(
                 410, "Expired", f"too old resource version: {cursor} ({api.compacted_rv})"))
@@ -514,7 +521,7 @@ class _Handler(BaseHTTPRequestHandler):
                 while True:
                     if api.closing:
                         return
-                    if api.partitioned:
+                    if api.partitioned or api.partition_epoch != epoch:
                         self.close_connection = True
                         self.connection.shutdown(socket.SHUT_RDWR)
                         return
