@@ -359,42 +359,6 @@ std::string endpoint_chain_name(const ServicePortPlan& port, const Endpoint& end
                kHashChars);
 }
 
-Status validate_service(const ServicePortPlan& port) {
-    auto fail = [&](const std::string& what) -> Status {
-        return make_error(ErrorCode::kInvalidArgument,
-                          fmt::format("service port {}: {}", port.id(), what));
-    };
-    if (port.port == 0) return fail("port is 0");
-    if (port.cluster_ips.empty()) return fail("no clusterIPs");
-    if (port.cluster_ips.size() > 2 ||
-        (port.cluster_ips.size() == 2 &&
-         port.cluster_ips[0].family() == port.cluster_ips[1].family())) {
-        return fail("clusterIPs must be at most one per family");
-    }
-    for (const IpAddress& ip : port.cluster_ips) {
-        if (ip.is_unspecified()) return fail("clusterIP " + ip.to_string() + " is unspecified");
-    }
-    for (const auto* list : {&port.cluster_endpoints, &port.local_endpoints}) {
-        for (const Endpoint& e : *list) {
-            if (e.port == 0) return fail("endpoint " + e.ip.to_string() + " has port 0");
-            if (e.ip.is_unspecified() || e.ip.is_multicast()) {
-                return fail("endpoint address " + e.ip.to_string() + " is not unicast");
-            }
-        }
-    }
-    if (port.session_affinity.client_ip && port.session_affinity.timeout_seconds > 86400) {
-        return fail("sessionAffinity timeoutSeconds above 86400");
-    }
-    return {};
-}
-
-Status validate_options(const BackendOptions& options) {
-    if (options.masquerade_mark == 0) {
-        return make_error(ErrorCode::kInvalidArgument, "masquerade mark must not be 0");
-    }
-    return {};
-}
-
 RenderResult render(const Plan& plan, const BackendOptions& options) {
     RenderResult out;
     std::vector<const ServicePortPlan*> valid;

@@ -17,6 +17,7 @@
 #include "rules/backend.h"
 #include "rules/iptables/model.h"
 #include "rules/plan.h"
+#include "rules/validate.h"
 
 namespace sb::rules::iptables {
 
@@ -36,11 +37,6 @@ inline constexpr uint32_t kDefaultAffinitySeconds = 10800;  // Kubernetes' defau
 // KIND: "SVC", "SVL", "EXT", "FW", "SEP".
 std::string service_chain_name(const char* kind, const ServicePortPlan& port);
 std::string endpoint_chain_name(const ServicePortPlan& port, const Endpoint& endpoint);
-
-// Checks what the kernel will receive; an error names the service port and
-// field, and the port is then skipped.
-Status validate_service(const ServicePortPlan& port);
-Status validate_options(const BackendOptions& options);
 
 struct RenderResult {
     Model model;

@@ -157,47 +157,6 @@ std::string service_chain_name(const char* kind, IpFamily family, const ServiceP
     return name;
 }
 
-Status validate_service(const ServicePortPlan& port) {
-    auto fail = [&](const std::string& what) -> Status {
-        return make_error(ErrorCode::kInvalidArgument,
-                          fmt::format("service port {}: {}", port.id(), what));
-    };
-    if (port.port == 0) return fail("port is 0");
-    if (port.cluster_ips.empty()) return fail("no clusterIPs");
-    bool seen[2] = {false, false};
-    for (const IpAddress& ip : port.cluster_ips) {
-        const int index = ip.is_v4() ? 0 : 1;
-        if (seen[index])
-            return fail("two clusterIPs of family " + std::string(to_string(ip.family())));
-        seen[index] = true;
-        if (ip.is_unspecified()) return fail("clusterIP " + ip.to_string() + " is unspecified");
-    }
-    for (const auto* list : {&port.cluster_endpoints, &port.local_endpoints}) {
-        for (const Endpoint& e : *list) {
-            if (e.port == 0) return fail("endpoint " + e.ip.to_string() + " has port 0");
-            if (e.ip.is_unspecified() || e.ip.is_multicast()) {
-                return fail("endpoint address " + e.ip.to_string() + " is not unicast");
-            }
-        }
-    }
-    for (const auto* list : {&port.external_ips, &port.load_balancer_ips}) {
-        for (const IpAddress& ip : *list) {
-            if (ip.is_unspecified()) return fail("external address " + ip.to_string());
-        }
-    }
-    if (port.session_affinity.client_ip && port.session_affinity.timeout_seconds > 86400) {
-        return fail("sessionAffinity timeoutSeconds above 86400");
-    }
-    return {};
-}
-
-Status validate_options(const BackendOptions& options) {
-    if (options.masquerade_mark == 0) {
-        return make_error(ErrorCode::kInvalidArgument, "masquerade mark must not be 0");
-    }
-    return {};
-}
-
 namespace {
 
 // loadBalancerSourceRanges: the LB addresses' traffic passes a chain that

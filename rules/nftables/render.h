@@ -19,6 +19,7 @@
 #include "rules/backend.h"
 #include "rules/nftables/model.h"
 #include "rules/plan.h"
+#include "rules/validate.h"
 
 namespace sb::rules::nftables {
 
@@ -57,11 +58,6 @@ struct Fragment {
     std::vector<Chain> chains;  // its own chains and the shared chains it uses
     std::vector<ElementRef> elements;
 };
-
-// Checks what the kernel will receive (families agree, ports non-zero, ...).
-// Error naming the service port and field; the port is then skipped.
-Status validate_service(const ServicePortPlan& port);
-Status validate_options(const BackendOptions& options);
 
 // Precondition: validate_service(port) succeeded.
 Fragment render_service(const ServicePortPlan& port, const BackendOptions& options);
