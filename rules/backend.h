@@ -13,10 +13,26 @@
 
 namespace sb::rules {
 
+// kube-proxy's --detect-local-mode: how a packet is told to come from a Pod
+// on this node ("local" traffic), which decides what is masqueraded and
+// which traffic may use the local-only endpoints.
+enum class LocalDetectMode {
+    kClusterCidr,      // source inside cluster_cidrs (kube-proxy's default)
+    kNodeCidr,         // source inside this Node's spec.podCIDRs (in cluster_cidrs once resolved)
+    kBridgeInterface,  // arrives on local_interface (iifname ==)
+    kInterfaceNamePrefix,  // arrives on an interface whose name starts with local_interface
+};
+
 // Node-wide settings that come from flags, not from Kubernetes objects.
 struct BackendOptions {
-    // --cluster-cidr: traffic to a ClusterIP from outside these prefixes is
-    // masqueraded. Empty: none is (unless masquerade_all).
+    LocalDetectMode local_detect_mode = LocalDetectMode::kClusterCidr;
+    // kBridgeInterface: the bridge's name; kInterfaceNamePrefix: the prefix.
+    // Validated as an interface name (1-15 characters, no '/', no space).
+    std::string local_interface;
+    // --cluster-cidr (kClusterCidr), or this Node's podCIDRs (kNodeCidr,
+    // resolved by the daemon from the Node object): traffic to a ClusterIP
+    // from outside these prefixes is masqueraded. Empty: none is (unless
+    // masquerade_all).
     std::vector<Prefix> cluster_cidrs;
     bool masquerade_all = false;  // --masquerade-all
     // --nodeport-addresses: NodePorts answer on local addresses inside

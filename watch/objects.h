@@ -182,9 +182,23 @@ struct NodeAddress {
 
 inline constexpr const char* kZoneLabel = "topology.kubernetes.io/zone";
 
+struct Taint {
+    std::string key;
+    std::string value;
+    std::string effect;  // NoSchedule, PreferNoSchedule, NoExecute
+    bool operator==(const Taint&) const = default;
+};
+
+// kube-proxy's node-eligibility taint (the cluster autoscaler's).
+inline constexpr const char* kToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler";
+
 struct Node {
     ObjectMeta meta;
     std::vector<NodeAddress> addresses;
+    // metadata.deletionTimestamp is set: the Node is being deleted.
+    bool being_deleted = false;
+    std::vector<Taint> taints;      // spec.taints
+    std::vector<Prefix> pod_cidrs;  // spec.podCIDRs (else [spec.podCIDR])
     std::string zone() const {
         auto it = meta.labels.find(kZoneLabel);
         return it == meta.labels.end() ? std::string() : it->second;
