@@ -149,23 +149,13 @@ Status Daemon::start() {
     // Like kube-proxy at startup: an update is pending until the first sync.
     health_.queued(std::chrono::system_clock::now());
 
-    auto serve = [this](const char* flag, const std::optional<HostPort>& address, HttpRoutes routes,
-                        int& listener) -> Status {
-        if (!address) return {};
-        auto id = http_.listen(*address, std::move(routes));
-        if (!id) {
-            return make_error(ErrorCode::kIo, std::string(flag) + ": " + id.error().describe());
-        }
-        listener = *id;
-        return {};
-    };
-    if (auto status = serve("--metrics-bind-address", options_.metrics_bind, metrics_routes(),
-                            metrics_listener_);
+    if (auto status = serve_http("--metrics-bind-address", options_.metrics_bind, metrics_routes(),
+                                 metrics_listener_);
         !status) {
         return status;
     }
-    if (auto status = serve("--healthz-bind-address", options_.healthz_bind, healthz_routes(),
-                            healthz_listener_);
+    if (auto status = serve_http("--healthz-bind-address", options_.healthz_bind, healthz_routes(),
+                                 healthz_listener_);
         !status) {
         return status;
     }
@@ -204,6 +194,39 @@ Status Daemon::start() {
     log::info("switchboard {} started: proxy mode {}, node {}, source {}", SWITCHBOARD_VERSION,
               to_string(options_.proxy_mode), options_.node_name,
               options_.source_file.empty() ? "kubernetes" : "file:" + options_.source_file);
+    return {};
+}
+
+Status Daemon::serve_http(const char* flag, const std::optional<HostPort>& address,
+                          HttpRoutes routes, int& listener) {
+    if (!address) return {};
+    if (options_.bind_address_hard_fail) {
+        auto id = http_.listen(*address, std::move(routes));
+        if (!id) {
+            return make_error(ErrorCode::kIo, std::string(flag) + ": " + id.error().describe() +
+                                                  " (--bind-address-hard-fail)");
+        }
+        listener = *id;
+        return {};
+    }
+    // kube-proxy: a port that is taken must not stop the proxy; its server
+    // is retried every 5 s. The first failure is logged at warn, the retries
+    // at debug, so a port held for hours does not flood the log.
+    listener = http_.listen_retrying(
+        *address, std::move(routes), kBindRetryPeriod,
+        [this, flag](const Error& error, unsigned attempt) {
+            http_bind_failures_.inc();
+            if (attempt == 1) {
+                log::warn("{}: {}; retrying every {}s while the proxy runs", flag, error.describe(),
+                          kBindRetryPeriod.count() / 1000);
+            } else {
+                log::debug("{}: attempt {}: {}", flag, attempt, error.describe());
+            }
+        },
+        [flag, address](unsigned failures) {
+            log::info("{}: listening on {} after {} failed attempts", flag, address->to_string(),
+                      failures);
+        });
     return {};
 }
 
@@ -304,6 +327,11 @@ std::shared_ptr<const rules::Plan> Daemon::last_plan() const {
 std::string Daemon::metrics_text() const {
     std::string out;
     metrics_.append(out, SWITCHBOARD_VERSION, to_string(options_.proxy_mode));
+    append_header(out, "switchboard_http_bind_failures_total",
+                  "Binds of the metrics and healthz servers that failed (each is retried)",
+                  "counter");
+    out += "switchboard_http_bind_failures_total " + std::to_string(http_bind_failures_.value()) +
+           "\n";
     if (file_source_) file_source_->append_metrics(out);
     if (kube_source_) kube_source_->append_metrics(out);
     if (dns_) dns_->append_metrics(out);

@@ -34,6 +34,9 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;  // a runtime failure
 inline constexpr int kExitUsage = 2;    // bad flags or configuration
 
+// How often a metrics or healthz port that could not be bound is retried.
+inline constexpr std::chrono::milliseconds kBindRetryPeriod{5000};
+
 // Exit code for an error: kInvalidArgument (bad flag, file or kubeconfig) is
 // a configuration problem, anything else a runtime failure.
 int exit_code_for(const Error& error);
@@ -75,6 +78,9 @@ class Daemon {
     watch::Store& store() { return store_; }
 
   private:
+    // Serves `routes` on `address` (nothing when unset), as --bind-address-hard-fail says.
+    Status serve_http(const char* flag, const std::optional<HostPort>& address, HttpRoutes routes,
+                      int& listener);
     void on_store_changes(const std::vector<watch::Change>& changes);
     Status sync(bool full);  // the runner's SyncFunction
     struct Planned {
@@ -92,6 +98,8 @@ class Daemon {
     watch::Store store_;
     ChangeTracker tracker_;
     HttpServer http_;
+    // Binds of the metrics and healthz servers that failed (each retried).
+    Counter http_bind_failures_;
     int metrics_listener_ = 0;
     int healthz_listener_ = 0;
     HealthCheckPorts health_ports_;

@@ -54,6 +54,10 @@ struct Options {
     // nullopt: that server is disabled (the flag was set to "").
     std::optional<HostPort> metrics_bind;
     std::optional<HostPort> healthz_bind;
+    // --bind-address-hard-fail: a metrics or healthz port that cannot be
+    // bound exits 1; otherwise it is logged, counted and retried every 5 s
+    // while the proxy keeps programming rules (kube-proxy's behaviour).
+    bool bind_address_hard_fail = false;
     // --dns-listen (empty: DNS off), --cluster-domain, --dns-ttl, --dns-pods,
     // --dns-upstream.
     dns::DnsOptions dns;

@@ -134,6 +134,49 @@ class Listener : public std::enable_shared_from_this<Listener> {
     asio::steady_timer retry_;
 };
 
+// Binds and listens on `address` (SO_REUSEADDR, so a restarted daemon can
+// rebind at once).
+Result<tcp::acceptor> bind_acceptor(asio::io_context& io, const HostPort& address) {
+    auto fail = [&](const char* what, const error_code& ec) {
+        return make_error(ErrorCode::kIo,
+                          std::string(what) + " " + address.to_string() + ": " + ec.message());
+    };
+    error_code ec;
+    auto ip = asio::ip::make_address(address.address.to_string(), ec);
+    if (ec) return fail("address", ec);
+    tcp::endpoint endpoint(ip, address.port);
+    tcp::acceptor acceptor(io);
+    acceptor.open(endpoint.protocol(), ec);
+    if (ec) return fail("socket", ec);
+    acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (ec) return fail("setsockopt", ec);
+    acceptor.bind(endpoint, ec);
+    if (ec) return fail("bind", ec);
+    acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return fail("listen", ec);
+    return acceptor;
+}
+
+// A listen_retrying() whose port is not bound yet (io thread only).
+struct BindRetry {
+    BindRetry(asio::io_context& io, HostPort address_, std::shared_ptr<const HttpRoutes> routes_,
+              std::chrono::milliseconds period_, HttpServer::BindFailureHandler on_failure_,
+              HttpServer::BoundHandler on_bound_)
+        : address(address_),
+          routes(std::move(routes_)),
+          period(period_),
+          on_failure(std::move(on_failure_)),
+          on_bound(std::move(on_bound_)),
+          timer(io) {}
+    const HostPort address;
+    const std::shared_ptr<const HttpRoutes> routes;
+    const std::chrono::milliseconds period;
+    const HttpServer::BindFailureHandler on_failure;
+    const HttpServer::BoundHandler on_bound;
+    unsigned failures = 1;
+    asio::steady_timer timer;
+};
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -142,9 +185,10 @@ struct HttpServer::Impl {
     std::thread thread;
     std::mutex mutex;
     int next_id = 1;
-    std::map<int, uint16_t> ports;
+    std::map<int, uint16_t> ports;  // guarded by mutex; 0 while a retry waits
     // Touched on the io thread only (or before it starts / after it stopped).
     std::map<int, std::shared_ptr<Listener>> listeners;
+    std::map<int, std::shared_ptr<BindRetry>> retries;
 
     // Runs `task` on the io thread and waits for it, or inline when the io
     // thread is not running or is the caller.
@@ -160,6 +204,44 @@ struct HttpServer::Impl {
         });
         done.get_future().wait();
     }
+
+    int reserve_id(uint16_t port) {
+        std::lock_guard lock(mutex);
+        int id = next_id++;
+        ports[id] = port;
+        return id;
+    }
+
+    // Io thread (or before start): starts accepting on a bound acceptor.
+    void serve(int id, tcp::acceptor acceptor, std::shared_ptr<const HttpRoutes> routes) {
+        auto listener = std::make_shared<Listener>(std::move(acceptor), std::move(routes));
+        listeners[id] = listener;
+        listener->accept();
+    }
+
+    // Io thread: waits one period, then tries to bind again.
+    void arm(int id, const std::shared_ptr<BindRetry>& retry) {
+        retry->timer.expires_after(retry->period);
+        retry->timer.async_wait([this, id, retry](error_code ec) {
+            if (ec || retries.count(id) == 0) return;  // closed meanwhile
+            auto acceptor = bind_acceptor(io, retry->address);
+            if (!acceptor) {
+                retry->on_failure(acceptor.error(), ++retry->failures);
+                arm(id, retry);
+                return;
+            }
+            retries.erase(id);
+            error_code port_ec;
+            const uint16_t port = acceptor->local_endpoint(port_ec).port();
+            {
+                std::lock_guard lock(mutex);
+                if (ports.count(id) == 0) return;  // closed between the checks
+                ports[id] = port;
+            }
+            serve(id, std::move(*acceptor), retry->routes);
+            retry->on_bound(retry->failures);
+        });
+    }
 };
 
 HttpServer::HttpServer() : impl_(std::make_unique<Impl>()) {}
@@ -169,35 +251,34 @@ HttpServer::~HttpServer() {
 }
 
 Result<int> HttpServer::listen(const HostPort& address, HttpRoutes routes) {
-    auto fail = [&](const char* what, const error_code& ec) {
-        return make_error(ErrorCode::kIo,
-                          std::string(what) + " " + address.to_string() + ": " + ec.message());
-    };
+    auto acceptor = bind_acceptor(impl_->io, address);
+    if (!acceptor) return acceptor.error();
     error_code ec;
-    auto ip = asio::ip::make_address(address.address.to_string(), ec);
-    if (ec) return fail("address", ec);
-    tcp::endpoint endpoint(ip, address.port);
-    tcp::acceptor acceptor(impl_->io);
-    acceptor.open(endpoint.protocol(), ec);
-    if (ec) return fail("socket", ec);
-    acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-    if (ec) return fail("setsockopt", ec);
-    acceptor.bind(endpoint, ec);
-    if (ec) return fail("bind", ec);
-    acceptor.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) return fail("listen", ec);
-    const uint16_t port = acceptor.local_endpoint(ec).port();
-    auto listener = std::make_shared<Listener>(
-        std::move(acceptor), std::make_shared<const HttpRoutes>(std::move(routes)));
-    int id = 0;
-    {
-        std::lock_guard lock(impl_->mutex);
-        id = impl_->next_id++;
-        impl_->ports[id] = port;
+    const int id = impl_->reserve_id(acceptor->local_endpoint(ec).port());
+    auto shared_routes = std::make_shared<const HttpRoutes>(std::move(routes));
+    impl_->run_on_io([&] { impl_->serve(id, std::move(*acceptor), shared_routes); });
+    return id;
+}
+
+int HttpServer::listen_retrying(const HostPort& address, HttpRoutes routes,
+                                std::chrono::milliseconds retry_period,
+                                BindFailureHandler on_failure, BoundHandler on_bound) {
+    auto shared_routes = std::make_shared<const HttpRoutes>(std::move(routes));
+    auto acceptor = bind_acceptor(impl_->io, address);
+    if (acceptor) {
+        error_code ec;
+        const int id = impl_->reserve_id(acceptor->local_endpoint(ec).port());
+        impl_->run_on_io([&] { impl_->serve(id, std::move(*acceptor), shared_routes); });
+        return id;
     }
-    impl_->run_on_io([this, id, listener] {
-        impl_->listeners[id] = listener;
-        listener->accept();
+    const int id = impl_->reserve_id(0);
+    on_failure(acceptor.error(), 1);
+    auto retry =
+        std::make_shared<BindRetry>(impl_->io, address, std::move(shared_routes), retry_period,
+                                    std::move(on_failure), std::move(on_bound));
+    impl_->run_on_io([&] {
+        impl_->retries[id] = retry;
+        impl_->arm(id, retry);
     });
     return id;
 }
@@ -208,6 +289,10 @@ void HttpServer::close(int id) {
         impl_->ports.erase(id);
     }
     impl_->run_on_io([this, id] {
+        if (auto retry = impl_->retries.find(id); retry != impl_->retries.end()) {
+            retry->second->timer.cancel();
+            impl_->retries.erase(retry);
+        }
         auto it = impl_->listeners.find(id);
         if (it == impl_->listeners.end()) return;
         it->second->close();
@@ -241,6 +326,8 @@ void HttpServer::stop() {
     impl_->run_on_io([this] {
         for (auto& [id, listener] : impl_->listeners) listener->close();
         impl_->listeners.clear();
+        for (auto& [id, retry] : impl_->retries) retry->timer.cancel();
+        impl_->retries.clear();
     });
     impl_->work.reset();
     impl_->io.stop();

@@ -10,6 +10,7 @@
 // thread, before or after start(). The destructor stops the io thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -47,6 +48,18 @@ class HttpServer {
     // on it; an unknown path is a 404. Port 0 picks a free port. Returns a
     // listener id for close() and port().
     Result<int> listen(const HostPort& address, HttpRoutes routes);
+    // kube-proxy's behaviour without --bind-address-hard-fail: like listen(),
+    // but a bind that fails is retried every `retry_period` (on the io
+    // thread, once start() was called) until it succeeds or close(id).
+    // `on_failure(error, attempt)` runs after each failed attempt (attempt 1
+    // inside this call), `on_bound(attempts)` once the port is bound after
+    // one or more failures; both may run on the io thread and must be quick.
+    // port(id) is 0 until bound.
+    using BindFailureHandler = std::function<void(const Error& error, unsigned attempt)>;
+    using BoundHandler = std::function<void(unsigned failed_attempts)>;
+    int listen_retrying(const HostPort& address, HttpRoutes routes,
+                        std::chrono::milliseconds retry_period, BindFailureHandler on_failure,
+                        BoundHandler on_bound);
     // Stops accepting on that listener; connections in flight finish.
     void close(int id);
     uint16_t port(int id) const;  // the bound port; 0 for an unknown id

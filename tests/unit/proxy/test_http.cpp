@@ -7,6 +7,8 @@
 #include <catch.hpp>
 
 #include <atomic>
+#include <functional>
+#include <thread>
 
 #include "proxy/health.h"
 #include "proxy/http_server.h"
@@ -221,4 +223,101 @@ TEST_CASE("health-check node ports open and close with the plan") {
     CHECK(get(a, "/").empty());
     healthy = false;
     CHECK(status_line(get(b, "/")) == "HTTP/1.1 503 Service Unavailable");
+}
+
+namespace {
+
+// A socket holding a loopback port with a listener, as another process would.
+struct HeldPort {
+    int fd = -1;
+    uint16_t port = 0;
+    HeldPort() {
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        REQUIRE(fd >= 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+        REQUIRE(::listen(fd, 1) == 0);
+        socklen_t length = sizeof(address);
+        getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+        port = ntohs(address.sin_port);
+    }
+    void release() {
+        if (fd >= 0) close(fd);
+        fd = -1;
+    }
+    ~HeldPort() { release(); }
+};
+
+// Polls `done` every 10 ms for at most 10 s (a bound, not a timing assert).
+bool eventually(const std::function<bool()>& done) {
+    for (int i = 0; i < 1000; ++i) {
+        if (done()) return true;
+        std::this_thread::sleep_for(10ms);
+    }
+    return done();
+}
+
+}  // namespace
+
+TEST_CASE("a retrying listener binds once its port is free, and serves") {
+    HeldPort held;
+    HttpServer server;
+    HttpRoutes routes;
+    routes["/hello"] = [] { return HttpResponse{200, "text/plain", "hi\n", {}}; };
+    std::atomic<unsigned> failures{0};
+    std::atomic<unsigned> bound_after{0};
+    std::string first_error;
+    const int id = server.listen_retrying(
+        HostPort{kLoopbackAnyPort.address, held.port}, routes, 20ms,
+        [&](const Error& error, unsigned attempt) {
+            if (attempt == 1) first_error = error.message;
+            failures = attempt;
+        },
+        [&](unsigned failed) { bound_after = failed; });
+    // The first attempt happens inside the call.
+    CHECK(failures.load() == 1);
+    CHECK(first_error.find("bind 127.0.0.1:" + std::to_string(held.port)) != std::string::npos);
+    CHECK(server.port(id) == 0);
+    server.start();
+    REQUIRE(eventually([&] { return failures.load() >= 3; }));
+    CHECK(server.port(id) == 0);
+
+    held.release();
+    REQUIRE(eventually([&] { return server.port(id) != 0; }));
+    CHECK(server.port(id) == held.port);
+    CHECK(bound_after.load() >= 3);
+    CHECK(status_line(get(held.port, "/hello")) == "HTTP/1.1 200 OK");
+    server.close(id);
+    CHECK(get(held.port, "/hello").empty());
+}
+
+TEST_CASE("closing a retrying listener stops its retries") {
+    HeldPort held;
+    HttpServer server;
+    std::atomic<unsigned> failures{0};
+    const int id = server.listen_retrying(
+        HostPort{kLoopbackAnyPort.address, held.port}, {}, 20ms,
+        [&](const Error&, unsigned attempt) { failures = attempt; }, [](unsigned) {});
+    server.start();
+    REQUIRE(eventually([&] { return failures.load() >= 2; }));
+    server.close(id);
+    held.release();
+    const unsigned after_close = failures.load();
+    // Ten more periods: no attempt runs, and the freed port stays unbound.
+    std::this_thread::sleep_for(200ms);
+    CHECK(failures.load() == after_close);
+    CHECK(server.port(id) == 0);
+    CHECK(get(held.port, "/").empty());
+}
+
+TEST_CASE("a free port binds at once through the retrying listener") {
+    HttpServer server;
+    bool failed = false;
+    const int id = server.listen_retrying(
+        kLoopbackAnyPort, {}, 20ms, [&](const Error&, unsigned) { failed = true; },
+        [](unsigned) {});
+    CHECK_FALSE(failed);
+    CHECK(server.port(id) != 0);
 }
