@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <iostream>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 
 #include "base/log.h"
+#include "proxy/bootstrap_check.h"
 #include "proxy/planner.h"
 #include "rules/iptables/iptables_backend.h"
 #include "rules/nftables/nftables_backend.h"
@@ -189,7 +191,7 @@ Status Daemon::start() {
     http_.start();
     // The file source marks the Store synced inside load(), before any
     // listener could see the nudge: check once here too.
-    if (store_.snapshot()->synced && !store_ready_.exchange(true)) runner_.set_ready();
+    if (store_.snapshot()->synced && !store_ready_.exchange(true)) on_store_ready();
     runner_.start();
     log::info("switchboard {} started: proxy mode {}, node {}, source {}", SWITCHBOARD_VERSION,
               to_string(options_.proxy_mode), options_.node_name,
@@ -253,7 +255,19 @@ void Daemon::on_store_changes(const std::vector<watch::Change>& changes) {
     // Store::set_synced notifies an empty batch: the initial state is in.
     if (changes.empty() && !store_ready_.load() && store_.snapshot()->synced &&
         !store_ready_.exchange(true)) {
-        runner_.set_ready();
+        on_store_ready();
+    }
+}
+
+void Daemon::on_store_ready() {
+    runner_.set_ready();
+    // In-cluster only: a kubeconfig or --master names the server itself.
+    if (!options_.source_file.empty() || !options_.kubeconfig.empty() || !options_.master.empty()) {
+        return;
+    }
+    const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+    if (auto warning = service_address_warning(*store_.snapshot(), host ? host : "")) {
+        log::warn("{}", *warning);
     }
 }
 

@@ -82,6 +82,8 @@ class Daemon {
     Status serve_http(const char* flag, const std::optional<HostPort>& address, HttpRoutes routes,
                       int& listener);
     void on_store_changes(const std::vector<watch::Change>& changes);
+    // The Store holds a complete initial state: syncs may start.
+    void on_store_ready();
     Status sync(bool full);  // the runner's SyncFunction
     struct Planned {
         std::shared_ptr<const rules::Plan> plan;
