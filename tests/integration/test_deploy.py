@@ -166,3 +166,20 @@ def test_every_command_in_the_manifest_runs(name, netns, switchboard_bin, tmp_pa
         assert result.returncode == 0, (argv, result.stderr[-2000:])
         if "--dry-run" in argv:
             assert "switchboard" in result.stdout  # the rendered ruleset
+
+
+def test_rollback_manifest_removes_switchboards_objects(netns, switchboard_bin):
+    ds = daemonset(DEPLOY / "kubeadm" / "rollback-cleanup.yaml")
+    init, _ = containers(ds)
+    (cleanup,) = init
+    assert cleanup["command"] == ["/usr/local/bin/switchboard", "--cleanup"]
+    # Something of switchboard's to remove: its nftables table (empty here).
+    subprocess.run(["ip", "netns", "exec", netns, "nft", "add", "table", "inet", "switchboard"],
+                   check=True)
+    argv = localized(cleanup["command"], {}, switchboard_bin)
+    result = subprocess.run(["ip", "netns", "exec", netns, *argv], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    tables = subprocess.run(["ip", "netns", "exec", netns, "nft", "list", "tables"],
+                            capture_output=True, text=True, check=True).stdout
+    assert "switchboard" not in tables
