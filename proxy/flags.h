@@ -59,7 +59,8 @@ struct Options {
     dns::DnsOptions dns;
     bool dry_run = false;
     bool cleanup = false;
-    int verbosity = 0;  // -v / --v (klog style); 2 and above log debug
+    bool cleanup_kube_proxy = false;  // remove kube-proxy's kernel leftovers, then exit
+    int verbosity = 0;                // -v / --v (klog style); 2 and above log debug
 };
 
 // What parse_flags reads from the process environment, handed in so that
