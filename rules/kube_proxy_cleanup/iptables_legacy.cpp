@@ -1,5 +1,6 @@
 // kube-proxy's chains in iptables-legacy (the x_tables kernel interface),
 // through libiptc / libip6tc, as rules/iptables/iptc.cpp writes switchboard's.
+#include <errno.h>
 #include <fcntl.h>
 #include <libiptc/libiptc.h>
 #include <sys/file.h>
@@ -63,8 +64,15 @@ const IptcApi<ip6t_entry> kIpv6{"ip6tables-legacy",  "/proc/net/ip6_tables_names
 // Opening a table with libiptc instantiates it (with its hooks), so a table
 // is read only when the kernel already has it: on a node where kube-proxy
 // never ran, nothing is created.
-bool instantiated(const char* names_file, std::string_view table) {
-    std::ifstream names(names_file);
+// Without the file the kernel has no x_tables of this family at all.
+template <class Entry>
+Result<bool> instantiated(const IptcApi<Entry>& api, std::string_view table) {
+    std::ifstream names(api.names_file);
+    if (!names) {
+        if (errno == ENOENT) return false;
+        return make_error(ErrorCode::kIo, fmt::format("{}: read {}", api.tool, api.names_file),
+                          errno);
+    }
     std::string line;
     while (std::getline(names, line)) {
         if (line == table) return true;
@@ -98,7 +106,9 @@ class XtablesWriteLock {
 
 template <class Entry>
 Status clean_table(const IptcApi<Entry>& api, const char* table, Removed& removed) {
-    if (!instantiated(api.names_file, table)) return {};
+    auto present = instantiated(api, table);
+    if (!present) return present.error();
+    if (!*present) return {};
     auto failure = [&](const std::string& what) -> Status {
         const int err = errno;
         return make_error(

@@ -35,6 +35,7 @@ Result<std::set<std::string>> kube_proxy_chains(NetlinkSocket& socket, const Nft
     std::set<std::string> out;
     Status listed = nft_dump(
         socket, NFT_MSG_GETCHAIN, table.family,
+        fmt::format("list the chains of {} {}", nft_family_name(table.family), table.name),
         [&](nlmsghdr* nlh) {
             nftnl_chain* c = nftnl_chain_alloc();
             nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, table.name.c_str());
@@ -92,6 +93,7 @@ Result<std::vector<Jump>> jumps_into(NetlinkSocket& socket, const NftTable& tabl
     std::vector<Jump> out;
     Status listed = nft_dump(
         socket, NFT_MSG_GETRULE, table.family,
+        fmt::format("list the rules of {} {}", nft_family_name(table.family), table.name),
         [&](nlmsghdr* nlh) {
             nftnl_rule* r = nftnl_rule_alloc();
             nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table.name.c_str());
@@ -140,7 +142,7 @@ void add_chain_delete(NftBatch& batch, const NftTable& table, const std::string&
 }  // namespace
 
 Status remove_nft_compat_chains(Removed& removed) {
-    auto socket = open_nftables_socket();
+    auto socket = open_nftables_socket("iptables-nft");
     if (!socket) return socket.error();
     auto tables = nft_tables(*socket);
     if (!tables) return tables.error();
@@ -153,8 +155,7 @@ Status remove_nft_compat_chains(Removed& removed) {
         if (kube->empty()) continue;
         auto jumps = jumps_into(*socket, table, *kube);
         if (!jumps) return jumps.error();
-        const std::string where =
-            fmt::format("iptables-nft {} {}", nft_family_name(table.family), table.name);
+        const std::string where = fmt::format("{} {}", nft_family_name(table.family), table.name);
         for (const Jump& jump : *jumps) {
             add_rule_delete(
                 batch, table, jump.chain, &jump.handle,

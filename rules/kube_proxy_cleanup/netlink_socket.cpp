@@ -55,15 +55,15 @@ uint32_t NetlinkSocket::next_seq() {
     return ++impl_->seq;
 }
 
-Status NetlinkSocket::dump(const nlmsghdr* request,
+Status NetlinkSocket::dump(const nlmsghdr* request, const std::string& what,
                            const std::function<void(const nlmsghdr*)>& on_reply) {
     if (mnl_socket_sendto(impl_->socket, request, request->nlmsg_len) < 0) {
-        return error("send a dump request", errno);
+        return error(what, errno);
     }
     for (;;) {
         const ssize_t n =
             mnl_socket_recvfrom(impl_->socket, impl_->reply.data(), impl_->reply.size());
-        if (n < 0) return error("receive a dump", errno);
+        if (n < 0) return error(what, errno);
         const int r = mnl_cb_run(
             impl_->reply.data(), static_cast<size_t>(n), request->nlmsg_seq, impl_->port_id,
             [](const nlmsghdr* m, void* data) -> int {
@@ -74,7 +74,7 @@ Status NetlinkSocket::dump(const nlmsghdr* request,
         if (r == MNL_CB_STOP) return {};
         if (r < 0) {
             if (errno == ENOENT) return {};
-            return error("dump", errno);
+            return error(what, errno);
         }
     }
 }

@@ -28,8 +28,10 @@ class NetlinkSocket {
     uint32_t next_seq();
 
     // Sends `request` (NLM_F_DUMP set) and feeds every reply to `on_reply`.
-    // ENOENT (no such table) is an empty dump.
-    Status dump(const nlmsghdr* request, const std::function<void(const nlmsghdr*)>& on_reply);
+    // ENOENT (no such table) is an empty dump. `what` names the listing in
+    // an error ("list tables").
+    Status dump(const nlmsghdr* request, const std::string& what,
+                const std::function<void(const nlmsghdr*)>& on_reply);
 
     // Sends `request` (NLM_F_ACK is added) and waits for its answer; a
     // refusal is an error carrying the kernel's errno.

@@ -30,22 +30,22 @@ void append_marker(std::vector<char>& out, uint16_t type, uint32_t seq) {
 
 }  // namespace
 
-Result<NetlinkSocket> open_nftables_socket() {
-    return NetlinkSocket::open(NETLINK_NETFILTER, "nftables");
+Result<NetlinkSocket> open_nftables_socket(std::string step) {
+    return NetlinkSocket::open(NETLINK_NETFILTER, std::move(step));
 }
 
-Status nft_dump(NetlinkSocket& socket, uint16_t type, uint16_t family, const FillMessage& fill,
-                const std::function<void(const nlmsghdr*)>& on_reply) {
+Status nft_dump(NetlinkSocket& socket, uint16_t type, uint16_t family, const std::string& what,
+                const FillMessage& fill, const std::function<void(const nlmsghdr*)>& on_reply) {
     std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE, 0);
     nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf.data(), type, family, NLM_F_DUMP, socket.next_seq());
     if (fill) fill(nlh);
-    return socket.dump(nlh, on_reply);
+    return socket.dump(nlh, what, on_reply);
 }
 
 Result<std::vector<NftTable>> nft_tables(NetlinkSocket& socket) {
     std::vector<NftTable> out;
-    Status listed =
-        nft_dump(socket, NFT_MSG_GETTABLE, NFPROTO_UNSPEC, nullptr, [&](const nlmsghdr* m) {
+    Status listed = nft_dump(
+        socket, NFT_MSG_GETTABLE, NFPROTO_UNSPEC, "list tables", nullptr, [&](const nlmsghdr* m) {
             nftnl_table* t = nftnl_table_alloc();
             if (nftnl_table_nlmsg_parse(m, t) == 0) {
                 out.push_back(

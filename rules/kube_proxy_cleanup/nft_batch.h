@@ -18,13 +18,15 @@ namespace sb::rules::kube_proxy_cleanup {
 // Fills a message's payload (e.g. with nftnl_chain_nlmsg_build_payload).
 using FillMessage = std::function<void(nlmsghdr*)>;
 
-// A NETLINK_NETFILTER socket for the requests below.
-Result<NetlinkSocket> open_nftables_socket();
+// A NETLINK_NETFILTER socket for the requests below; `step` prefixes its
+// errors ("iptables-nft").
+Result<NetlinkSocket> open_nftables_socket(std::string step);
 
 // A dump request of `type` (NFT_MSG_GET...) in `family`; `fill` adds its
-// attributes (nullptr: none); `on_reply` sees every object.
-Status nft_dump(NetlinkSocket& socket, uint16_t type, uint16_t family, const FillMessage& fill,
-                const std::function<void(const nlmsghdr*)>& on_reply);
+// attributes (nullptr: none); `on_reply` sees every object; `what` names
+// the listing in an error.
+Status nft_dump(NetlinkSocket& socket, uint16_t type, uint16_t family, const std::string& what,
+                const FillMessage& fill, const std::function<void(const nlmsghdr*)>& on_reply);
 
 // An nftables table: its family (NFPROTO_...) and name.
 struct NftTable {

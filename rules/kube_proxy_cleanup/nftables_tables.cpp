@@ -14,7 +14,7 @@
 namespace sb::rules::kube_proxy_cleanup {
 
 Status remove_nftables_tables(Removed& removed) {
-    auto socket = open_nftables_socket();
+    auto socket = open_nftables_socket("nftables");
     if (!socket) return socket.error();
     auto tables = nft_tables(*socket);
     if (!tables) return tables.error();
