@@ -448,9 +448,10 @@ int run(const Options& options) {
     if (options.command == Command::kPlan) return run_plan(options);
     if (options.cleanup_kube_proxy) {
         auto removed = rules::kube_proxy_cleanup::remove_kube_proxy_leftovers();
-        if (!removed)
-            return fail(
-                make_error(ErrorCode::kKernel, "--cleanup-kube-proxy: " + removed.error().message));
+        if (!removed) {
+            return fail(make_error(removed.error().code,
+                                   "--cleanup-kube-proxy: " + removed.error().message));
+        }
         log::info("--cleanup-kube-proxy: {}", rules::kube_proxy_cleanup::describe(*removed));
         if (!options.cleanup) return kExitOk;
     }

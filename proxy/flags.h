@@ -59,8 +59,9 @@ struct Options {
     dns::DnsOptions dns;
     bool dry_run = false;
     bool cleanup = false;
-    bool cleanup_kube_proxy = false;  // remove kube-proxy's kernel leftovers, then exit
-    int verbosity = 0;                // -v / --v (klog style); 2 and above log debug
+    // --cleanup-kube-proxy: remove kube-proxy's kernel leftovers, then exit.
+    bool cleanup_kube_proxy = false;
+    int verbosity = 0;  // -v / --v (klog style); 2 and above log debug
 };
 
 // What parse_flags reads from the process environment, handed in so that
