@@ -14,6 +14,7 @@
 #include "proxy/bootstrap_check.h"
 #include "proxy/planner.h"
 #include "rules/iptables/iptables_backend.h"
+#include "rules/kube_proxy_cleanup/kube_proxy_cleanup.h"
 #include "rules/nftables/nftables_backend.h"
 #include "rules/plan_json.h"
 
@@ -487,6 +488,15 @@ int run_cleanup(const Options& options) {
 
 int run(const Options& options) {
     if (options.command == Command::kPlan) return run_plan(options);
+    if (options.cleanup_kube_proxy) {
+        auto removed = rules::kube_proxy_cleanup::remove_kube_proxy_leftovers();
+        if (!removed) {
+            return fail(make_error(removed.error().code,
+                                   "--cleanup-kube-proxy: " + removed.error().message));
+        }
+        log::info("--cleanup-kube-proxy: {}", rules::kube_proxy_cleanup::describe(*removed));
+        if (!options.cleanup) return kExitOk;
+    }
     if (options.cleanup) return run_cleanup(options);
     auto factory = backend_factory(options.proxy_mode);
     if (!factory) return fail(factory.error());

@@ -67,6 +67,7 @@ struct RawFlags {
     std::string dns_upstream;
     bool dry_run = false;
     bool cleanup = false;
+    bool cleanup_kube_proxy = false;
     std::string masquerade_bit = "14";
     std::string verbosity = "0";
 };
@@ -115,6 +116,8 @@ void define_flags(CLI::App& app, RawFlags& raw) {
                    "ADDR[:PORT] list for other names; empty: /etc/resolv.conf's nameservers");
     app.add_flag("--dry-run", raw.dry_run, "print the rules for the current state and exit");
     app.add_flag("--cleanup", raw.cleanup, "remove every kernel object switchboard made and exit");
+    app.add_flag("--cleanup-kube-proxy", raw.cleanup_kube_proxy,
+                 "remove what kube-proxy left in the kernel (any mode) and exit");
     app.add_option("--masquerade-bit", raw.masquerade_bit,
                    "bit of the fwmark that marks packets to masquerade, 0-31")
         ->capture_default_str();
@@ -347,6 +350,10 @@ Result<Options> validate(const RawFlags& raw, const Environment& environment) {
     options.cleanup = raw.cleanup;
     if (options.dry_run && options.cleanup) {
         return flag_error("--cleanup", "cannot be combined with --dry-run");
+    }
+    options.cleanup_kube_proxy = raw.cleanup_kube_proxy;
+    if (options.dry_run && options.cleanup_kube_proxy) {
+        return flag_error("--cleanup-kube-proxy", "cannot be combined with --dry-run");
     }
     auto verbosity = parse_integer("--v", raw.verbosity, 0, 10);
     if (!verbosity) return verbosity.error();

@@ -63,6 +63,8 @@ struct Options {
     dns::DnsOptions dns;
     bool dry_run = false;
     bool cleanup = false;
+    // --cleanup-kube-proxy: remove kube-proxy's kernel leftovers, then exit.
+    bool cleanup_kube_proxy = false;
     int verbosity = 0;  // -v / --v (klog style); 2 and above log debug
 };
 

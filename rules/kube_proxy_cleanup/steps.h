@@ -1,0 +1,39 @@
+// The steps of remove_kube_proxy_leftovers(), one kind of kernel object each
+// (one file each). Internal to rules/kube_proxy_cleanup. Each adds what it
+// removed to `removed` and is idempotent; none is thread-safe.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "base/ip.h"
+#include "base/result.h"
+#include "rules/kube_proxy_cleanup/kube_proxy_cleanup.h"
+
+namespace sb::rules::kube_proxy_cleanup {
+
+// iptables_legacy.cpp: kube-proxy's chains in the nat, filter and mangle
+// x_tables of `family` (libiptc / libip6tc), and the rules of other chains
+// that jump or go to them; one commit per table that changes.
+Status remove_legacy_chains(IpFamily family, Removed& removed);
+
+// iptables_nft.cpp: the same in iptables-nft's `ip`/`ip6` nat, filter and
+// mangle nftables tables, in one nftables transaction.
+Status remove_nft_compat_chains(Removed& removed);
+
+// nftables_tables.cpp: the `ip kube-proxy` and `ip6 kube-proxy` tables.
+Status remove_nftables_tables(Removed& removed);
+
+// link.cpp: the addresses on interface `name`; nullopt when there is no such
+// interface.
+Result<std::optional<std::vector<IpAddress>>> link_addresses(const char* name);
+
+// link.cpp: deletes interface `name`, whatever its type; absent is success.
+Status remove_link(const char* name, Removed& removed);
+
+// ipvs.cpp: the IPVS virtual servers (address, protocol, port) whose address
+// is one of `addresses`; firewall-mark services are never touched. Succeeds
+// doing nothing, with a debug line, when this kernel has no IPVS.
+Status remove_ipvs_services(const std::vector<IpAddress>& addresses, Removed& removed);
+
+}  // namespace sb::rules::kube_proxy_cleanup
