@@ -27,6 +27,8 @@
 
 #include <fmt/format.h>
 
+#include "rules/xtables_lock.h"
+
 // libip6tc.h, unlike libiptc.h, has no extern "C" block of its own.
 extern "C" {
 #include <libiptc/libip6tc.h>
@@ -332,32 +334,6 @@ struct V6 {
 bool own(const std::string& chain) {
     return chain.rfind(kChainPrefix, 0) == 0;
 }
-
-// The xtables lock iptables-legacy takes (-w); bounded wait.
-class XtablesLock {
-  public:
-    XtablesLock() {
-        fd_ = ::open("/run/xtables.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-        if (fd_ < 0) return;  // no /run: nobody else can hold it either
-        for (int attempt = 0; attempt < 100; ++attempt) {
-            if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
-                locked_ = true;
-                return;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-    }
-    ~XtablesLock() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    XtablesLock(const XtablesLock&) = delete;
-    XtablesLock& operator=(const XtablesLock&) = delete;
-    bool ok() const { return fd_ < 0 || locked_; }
-
-  private:
-    int fd_ = -1;
-    bool locked_ = false;
-};
 
 template <class Ops>
 class Handle {

@@ -17,6 +17,7 @@
 
 #include "rules/kube_proxy_cleanup/kube_proxy_names.h"
 #include "rules/kube_proxy_cleanup/steps.h"
+#include "rules/xtables_lock.h"
 
 // libip6tc.h, unlike libiptc.h, has no extern "C" block of its own.
 extern "C" {
@@ -80,30 +81,6 @@ Result<bool> instantiated(const IptcApi<Entry>& api, std::string_view table) {
     return false;
 }
 
-// The lock iptables-legacy -w takes, so that no other x_tables writer
-// replaces a table between our read and our commit. Waits at most 5 s.
-class XtablesWriteLock {
-  public:
-    XtablesWriteLock() : fd_(::open("/run/xtables.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600)) {
-        for (int attempt = 0; fd_ >= 0 && attempt < 100; ++attempt) {
-            held_ = ::flock(fd_, LOCK_EX | LOCK_NB) == 0;
-            if (held_) return;
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-    }
-    ~XtablesWriteLock() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    XtablesWriteLock(const XtablesWriteLock&) = delete;
-    XtablesWriteLock& operator=(const XtablesWriteLock&) = delete;
-    // Without /run nobody else can hold the lock either.
-    bool usable() const { return fd_ < 0 || held_; }
-
-  private:
-    int fd_;
-    bool held_ = false;
-};
-
 template <class Entry>
 Status clean_table(const IptcApi<Entry>& api, const char* table, Removed& removed) {
     auto present = instantiated(api, table);
@@ -163,8 +140,8 @@ Status clean_table(const IptcApi<Entry>& api, const char* table, Removed& remove
 
 template <class Entry>
 Status clean_family(const IptcApi<Entry>& api, Removed& removed) {
-    XtablesWriteLock lock;
-    if (!lock.usable()) {
+    XtablesLock lock;
+    if (!lock.ok()) {
         return make_error(ErrorCode::kIo, std::string(api.tool) +
                                               ": the xtables lock /run/xtables.lock stayed busy");
     }
