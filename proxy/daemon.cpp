@@ -12,6 +12,7 @@
 
 #include "base/log.h"
 #include "proxy/bootstrap_check.h"
+#include "proxy/node_setup.h"
 #include "proxy/planner.h"
 #include "rules/iptables/iptables_backend.h"
 #include "rules/kube_proxy_cleanup/kube_proxy_cleanup.h"
@@ -501,6 +502,11 @@ int run(const Options& options) {
     auto factory = backend_factory(options.proxy_mode);
     if (!factory) return fail(factory.error());
     if (options.dry_run) return run_dry_run(options, *factory);
+
+    // kube-proxy's start-up node settings; --init-only stops after them.
+    for (const auto& warning : apply_node_settings(options, KernelPaths{}))
+        log::warn("{}", warning);
+    if (options.init_only) return kExitOk;
 
     Daemon daemon(options, *factory);
     if (auto status = daemon.start(); !status) {

@@ -1,14 +1,23 @@
-// Command-line flags of the `switchboard` binary, parsed into a plain struct.
+// The options of the `switchboard` binary: its command line and kube-proxy's
+// --config file, combined into one plain struct.
 //
+// Every option is declared once, in proxy/options_table.cpp (names, default,
+// help, config-file field, validation); this file turns a command line, and
+// the KubeProxyConfiguration it may name, into Options through that table.
 // Flag names follow kube-proxy (and CoreDNS for the DNS ones); each takes
 // `--flag=value` and `--flag value`. parse_flags() is a pure function of the
-// arguments and the environment it is handed, so every flag and every
-// rejection is unit-tested without a process. A rejection is one line that
-// names the flag, e.g. `--proxy-mode: "foo" is not one of nftables, iptables,
-// ipvs`; main() prefixes "switchboard: " and exits 2. See docs/daemon.md.
+// arguments and the environment it is handed (the file reader included), so
+// every flag and every rejection is unit-tested without a process. A
+// rejection is one line that names the flag or the file and line, e.g.
+// `--proxy-mode: "foo" is not one of nftables, iptables, ipvs` or
+// `config.conf:12: iptables.syncPeriod: "3x" is not a duration (...)`;
+// main() prefixes "switchboard: " and exits 2. See docs/daemon.md and
+// docs/kube-proxy-config.md.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +26,7 @@
 #include "base/ip.h"
 #include "base/result.h"
 #include "dns/dns_service.h"
+#include "proxy/go_duration.h"
 #include "rules/backend.h"
 
 namespace sb::proxy {
@@ -25,71 +35,103 @@ enum class ProxyMode { kNftables, kIptables, kIpvs };
 const char* to_string(ProxyMode mode);  // "nftables", "iptables", "ipvs"
 
 enum class Command {
-    kRun,   // the daemon (or --dry-run / --cleanup)
-    kPlan,  // `switchboard plan ...`: print the Plan as JSON and exit
-    kHelp,  // --help: print usage() and exit 0
+    kRun,      // the daemon (or --dry-run / --cleanup / --init-only / --cleanup-kube-proxy)
+    kPlan,     // `switchboard plan ...`: print the Plan as JSON and exit
+    kHelp,     // --help: print usage() and exit 0
+    kVersion,  // --version: print version_text() and exit 0
 };
 
 inline constexpr uint16_t kDefaultMetricsPort = 10249;
 inline constexpr uint16_t kDefaultHealthzPort = 10256;
 
+// kube-proxy's conntrack settings (--conntrack-*, KubeProxyConfiguration
+// conntrack.*), applied at start by proxy/node_setup. 0 leaves the kernel's
+// value alone, as in kube-proxy.
+struct ConntrackOptions {
+    // nf_conntrack_max = max(max_per_core * CPUs, min), capped at 1048576
+    // (kube-proxy's cap); only ever raised. max_per_core 0: leave it.
+    int32_t max_per_core = 32 * 1024;
+    int32_t min = 128 * 1024;
+    std::chrono::nanoseconds tcp_established_timeout = std::chrono::hours(24);
+    std::chrono::nanoseconds tcp_close_wait_timeout = std::chrono::hours(1);
+    bool tcp_be_liberal = false;  // true: nf_conntrack_tcp_be_liberal = 1
+    std::chrono::nanoseconds udp_timeout{0};
+    std::chrono::nanoseconds udp_stream_timeout{0};
+};
+
 struct Options {
     Command command = Command::kRun;
     ProxyMode proxy_mode = ProxyMode::kNftables;
+    // --config: the KubeProxyConfiguration file read ("" when none).
+    std::string config_file;
     // --source: empty source_file means the Kubernetes API server.
     std::string source_file;
-    std::string kubeconfig;  // --kubeconfig
+    std::string kubeconfig;  // --kubeconfig, clientConnection.kubeconfig
     std::string master;      // --master
-    // --hostname-override, else $NODE_NAME, else the host name; trimmed and
-    // lowercased as kube-proxy does. Never empty after a successful parse.
+    // --hostname-override (else hostnameOverride of --config), else
+    // $NODE_NAME, else the host name; trimmed and lowercased as kube-proxy
+    // does. Never empty after a successful parse.
     std::string node_name;
-    // --cluster-cidr, --masquerade-all, --nodeport-addresses, --masquerade-bit,
-    // --ipvs-scheduler.
+    // --cluster-cidr, --masquerade-all, --nodeport-addresses,
+    // --iptables-masquerade-bit, --ipvs-scheduler, --detect-local-mode with
+    // --pod-bridge-interface / --pod-interface-name-prefix.
     rules::BackendOptions backend;
     // --nodeport-addresses=primary: the node's primary IPs (from its Node
     // object), resolved when the first sync runs.
     bool nodeport_primary = false;
+    // The sync periods of the mode in use: --iptables-(min-)sync-period
+    // (aliases --(min-)sync-period) in nftables and iptables mode,
+    // --ipvs-(min-)sync-period in ipvs mode, as kube-proxy reads them.
     std::chrono::nanoseconds min_sync_period = std::chrono::seconds(1);
     std::chrono::nanoseconds sync_period = std::chrono::seconds(30);
-    // nullopt: that server is disabled (the flag was set to "").
+    // nullopt: that server is disabled (the flag was set to "", or its
+    // deprecated --*-port flag to 0).
     std::optional<HostPort> metrics_bind;
     std::optional<HostPort> healthz_bind;
-    // --bind-address-hard-fail: a metrics or healthz port that cannot be
-    // bound exits 1; otherwise it is logged, counted and retried every 5 s
-    // while the proxy keeps programming rules (kube-proxy's behaviour).
+    // --bind-address: kube-proxy's hint of this node's primary IP (and so its
+    // primary family); the unspecified address (the default 0.0.0.0, or ::)
+    // gives no hint. Nothing binds to it.
+    IpAddress bind_address;
+    // --bind-address-hard-fail: a healthz or metrics port that cannot be
+    // bound is fatal instead of being retried.
     bool bind_address_hard_fail = false;
+    ConntrackOptions conntrack;
+    int oom_score_adj = -999;  // --oom-score-adj, kube-proxy's default
     // --dns-listen (empty: DNS off), --cluster-domain, --dns-ttl, --dns-pods,
     // --dns-upstream.
     dns::DnsOptions dns;
     bool dry_run = false;
     bool cleanup = false;
-    // --cleanup-kube-proxy: remove kube-proxy's kernel leftovers, then exit.
+    // --cleanup-kube-proxy: remove kube-proxy's kernel objects and exit.
     bool cleanup_kube_proxy = false;
-    int verbosity = 0;  // -v / --v (klog style); 2 and above log debug
+    // --init-only: apply the node settings (conntrack sysctls) and exit.
+    bool init_only = false;
+    int verbosity = 0;  // -v / --v (klog style), logging.verbosity; 2 and above log debug
+    // One line each, for main() to log at warn: kube-proxy flags and config
+    // fields accepted but without meaning here, flags --config overrides.
+    std::vector<std::string> warnings;
 };
 
-// What parse_flags reads from the process environment, handed in so that
-// parsing stays pure.
+// What parse_flags reads from the process, handed in so that parsing stays
+// pure.
 struct Environment {
     std::string node_name_env;  // $NODE_NAME ("" when unset)
     std::string hostname;       // gethostname()
+    // Reads the --config file; errors name the path. Unset: --config fails.
+    std::function<Result<std::string>(const std::string& path)> read_file = nullptr;
 };
 Environment current_environment();
 
 // `args` excludes the program name. The first argument may be the command
 // word `plan`. Errors are kInvalidArgument with a one-line message naming
-// the flag.
+// the flag, or the --config file and line.
 Result<Options> parse_flags(const std::vector<std::string>& args, const Environment& environment);
 
-// The --help text.
+// The --help text: every option of the table, and the kube-proxy flags
+// accepted without effect.
 std::string usage();
 
-// A Go duration (time.ParseDuration): "300ms", "1.5h", "1m30s", "0".
-// Units ns, us (µs), ms, s, m, h; a sign is allowed; every number but a
-// bare "0" needs a unit.
-Result<std::chrono::nanoseconds> parse_go_duration(std::string_view text);
-
-// The canonical Go spelling of a duration ("1m30s", "500ms"), for messages.
-std::string format_go_duration(std::chrono::nanoseconds duration);
+// The --version text: "switchboard VERSION" and what it is compatible with.
+std::string version_text();
 
 }  // namespace sb::proxy

@@ -36,6 +36,11 @@ int main(int argc, char** argv) {
         std::fputs(sb::proxy::usage().c_str(), stdout);
         return sb::proxy::kExitOk;
     }
+    if (options->command == sb::proxy::Command::kVersion) {
+        std::fputs(sb::proxy::version_text().c_str(), stdout);
+        return sb::proxy::kExitOk;
+    }
     sb::log::set_level(options->verbosity >= 2 ? "debug" : "info");
+    for (const auto& warning : options->warnings) sb::log::warn("{}", warning);
     return sb::proxy::run(*options);
 }

@@ -116,6 +116,46 @@ def sysctl_value(bed, name):
     return netbed.run(in_ns(bed.nodes["node-a"].ns, ["cat", path])).stdout.strip()
 
 
+def test_kubeadm_command_line_programs_the_node_without_a_service_address(
+        bed, switchboard_bin, tmp_path):
+    pki = fake.make_pki(str(tmp_path / "pki"))
+    api = fake.FakeApiServer(pki, tokens=(TOKEN,), seed=3)
+    for item in cluster_objects(bed):
+        api.apply(item)
+    api.start(netns=f"/run/netns/{bed.nodes['node-a'].ns}")
+    root = pod_files(tmp_path, pki, api)
+    log_path = tmp_path / "switchboard.log"
+    env = dict(os.environ, NODE_NAME="node-a", KUBERNETES_SERVICE_HOST=KUBERNETES_SERVICE_IP,
+               KUBERNETES_SERVICE_PORT="443")
+    argv = in_ns(bed.nodes["node-a"].ns,
+                 ["unshare", "--mount", "--propagation", "private", "sh", "-c", POD_MOUNTS, "sh",
+                  str(root), str(switchboard_bin), *KUBEADM_ARGS])
+    with open(log_path, "w") as log:
+        daemon = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        # Before any rule exists nothing answers the kubernetes ClusterIP.
+        wait_for(lambda: node_get(bed, "127.0.0.1:10249", "/readyz")[0] == 200,
+                 "/readyz 200 (kubeadm's default metricsBindAddress)", 30, log_path)
+        assert daemon.poll() is None
+        answers = bed.probe("client", SERVICE_IP, 80, count=3)
+        assert [a.pod for a in answers] == ["web"] * 3, answers
+        status, body = node_get(bed, "127.0.0.1:10256", "/healthz")  # kubeadm's default healthz
+        assert status == 200, body
+        assert json.loads(body)["nodeEligible"] is True
+        # conntrack: kubeadm writes null timeouts, which kube-proxy defaults to
+        # 24h established and 1h close-wait, and sets at start.
+        assert sysctl_value(bed, "nf_conntrack_tcp_timeout_established") == "86400"
+        assert sysctl_value(bed, "nf_conntrack_tcp_timeout_close_wait") == "3600"
+        status, mode = node_get(bed, "127.0.0.1:10249", "/proxyMode")
+        assert (status, mode) == (200, "nftables")  # mode: "" is switchboard's default
+    finally:
+        if daemon.poll() is None:
+            daemon.terminate()
+            daemon.wait(10)
+        api.stop()
+        netbed.run(in_ns(bed.nodes["node-a"].ns, [switchboard_bin, "--cleanup"]), check=False)
+
+
 def hold_port(bed, port):
     """A listener on 127.0.0.1:port in node-a's namespace, as another program would hold it."""
     code = ("import socket,sys,time\n"
@@ -156,3 +196,19 @@ def test_a_taken_healthz_port_does_not_stop_the_proxy(bed, switchboard_bin):
         if holder.poll() is None:
             holder.kill()
         daemon.close()
+
+
+def test_bind_address_hard_fail_exits_on_a_taken_port(bed, switchboard_bin):
+    holder = hold_port(bed, 10256)
+    daemon = Switchboard(bed, switchboard_bin, "nftables", extra_args=["--bind-address-hard-fail"])
+    try:
+        daemon.set_cluster([])
+        daemon.start(wait=False)
+        code = daemon._proc.wait(15)
+        assert code == 1
+        log = daemon.log_path.read_text()
+        assert "--healthz-bind-address" in log and "127.0.0.1:10256" in log, log
+    finally:
+        holder.kill()
+        holder.wait(10)
+        netbed.run(in_ns(bed.nodes["node-a"].ns, [switchboard_bin, "--cleanup"]), check=False)

@@ -2,6 +2,7 @@
 #include <catch.hpp>
 
 #include "proxy/flags.h"
+#include "tests/unit/proxy/kube_proxy_defaults.h"
 
 using namespace sb;
 using namespace sb::proxy;
@@ -255,4 +256,196 @@ TEST_CASE("Go duration text") {
     CHECK(format_go_duration(250ms) == "250ms");
     CHECK(format_go_duration(-2s) == "-2s");
     CHECK(format_go_duration(12ns) == "12ns");
+}
+
+TEST_CASE("kube-proxy's flag names reach Options") {
+    both_forms("--iptables-sync-period", "45s",
+               [](const Options& o) { CHECK(o.sync_period == 45s); });
+    both_forms("--iptables-min-sync-period", "2s",
+               [](const Options& o) { CHECK(o.min_sync_period == 2s); });
+    both_forms("--iptables-masquerade-bit", "5",
+               [](const Options& o) { CHECK(o.backend.masquerade_mark == 0x20); });
+    both_forms("--bind-address", "10.1.2.3",
+               [](const Options& o) { CHECK(o.bind_address == *IpAddress::parse("10.1.2.3")); });
+    both_forms("--detect-local-mode", "NodeCIDR", [](const Options& o) {
+        CHECK(o.backend.local_detect_mode == rules::LocalDetectMode::kNodeCidr);
+    });
+    both_forms("--conntrack-max-per-core", "0",
+               [](const Options& o) { CHECK(o.conntrack.max_per_core == 0); });
+    both_forms("--conntrack-min", "1000", [](const Options& o) { CHECK(o.conntrack.min == 1000); });
+    both_forms("--conntrack-tcp-timeout-established", "2h",
+               [](const Options& o) { CHECK(o.conntrack.tcp_established_timeout == 2h); });
+    both_forms("--conntrack-tcp-timeout-close-wait", "30m",
+               [](const Options& o) { CHECK(o.conntrack.tcp_close_wait_timeout == 30min); });
+    both_forms("--conntrack-udp-timeout", "30s",
+               [](const Options& o) { CHECK(o.conntrack.udp_timeout == 30s); });
+    both_forms("--conntrack-udp-timeout-stream", "2m",
+               [](const Options& o) { CHECK(o.conntrack.udp_stream_timeout == 2min); });
+    both_forms("--oom-score-adj", "-1000",
+               [](const Options& o) { CHECK(o.oom_score_adj == -1000); });
+    both_forms("--healthz-port", "0", [](const Options& o) { CHECK_FALSE(o.healthz_bind); });
+    both_forms("--metrics-port", "0", [](const Options& o) { CHECK_FALSE(o.metrics_bind); });
+}
+
+TEST_CASE("kube-proxy's defaults for the options it adds") {
+    Options options = parse_ok({});
+    check_kube_proxy_defaults(options);
+    CHECK_FALSE(options.init_only);
+    CHECK_FALSE(options.cleanup_kube_proxy);
+    CHECK(options.config_file.empty());
+    CHECK(options.warnings.empty());
+}
+
+TEST_CASE("kube-proxy's boolean flags") {
+    CHECK(parse_ok({"--bind-address-hard-fail"}).bind_address_hard_fail);
+    CHECK(parse_ok({"--conntrack-tcp-be-liberal=true"}).conntrack.tcp_be_liberal);
+    CHECK(parse_ok({"--init-only"}).init_only);
+    CHECK(parse_ok({"--cleanup-kube-proxy"}).cleanup_kube_proxy);
+    // pflag's spellings of booleans (strconv.ParseBool).
+    CHECK(parse_ok({"--masquerade-all=1"}).backend.masquerade_all);
+    CHECK(parse_ok({"--masquerade-all=T"}).backend.masquerade_all);
+    CHECK_FALSE(parse_ok({"--masquerade-all=F"}).backend.masquerade_all);
+    CHECK(parse_error({"--init-only=maybe"}) ==
+          "--init-only: \"maybe\" is not a boolean (true or false)");
+}
+
+TEST_CASE("the sync periods of the mode in use, as kube-proxy reads them") {
+    // The iptables pair serves nftables and iptables mode; the ipvs pair ipvs.
+    Options nft = parse_ok({"--iptables-sync-period=40s", "--ipvs-sync-period=50s"});
+    CHECK(nft.sync_period == 40s);
+    REQUIRE(nft.warnings.size() == 1);
+    CHECK(nft.warnings[0] ==
+          "--ipvs-sync-period: ignored in nftables mode (kube-proxy reads it in another mode "
+          "only)");
+    Options ipvs = parse_ok({"--proxy-mode=ipvs", "--ipvs-sync-period=50s",
+                             "--ipvs-min-sync-period=5s", "--iptables-sync-period=40s"});
+    CHECK(ipvs.sync_period == 50s);
+    CHECK(ipvs.min_sync_period == 5s);
+    CHECK(ipvs.warnings.size() == 1);
+    // The mode may come after the periods.
+    CHECK(parse_ok({"--ipvs-sync-period=50s", "--proxy-mode=ipvs"}).sync_period == 50s);
+    // Aliases share the row: the last of them wins.
+    CHECK(parse_ok({"--sync-period=10s", "--iptables-sync-period=20s"}).sync_period == 20s);
+    CHECK(parse_ok({"--iptables-sync-period=20s", "--sync-period=10s"}).sync_period == 10s);
+    CHECK(parse_ok({"--masquerade-bit=1", "--iptables-masquerade-bit=2"}).backend.masquerade_mark ==
+          4);
+    CHECK(
+        parse_error({"--proxy-mode=ipvs", "--ipvs-sync-period=1s", "--ipvs-min-sync-period=3s"}) ==
+        "--ipvs-sync-period: 1s is shorter than --ipvs-min-sync-period 3s");
+}
+
+TEST_CASE("--detect-local-mode and its interfaces") {
+    using rules::LocalDetectMode;
+    Options bridge =
+        parse_ok({"--detect-local-mode=BridgeInterface", "--pod-bridge-interface=cbr0"});
+    CHECK(bridge.backend.local_detect_mode == LocalDetectMode::kBridgeInterface);
+    CHECK(bridge.backend.local_interface == "cbr0");
+    Options prefix =
+        parse_ok({"--detect-local-mode=InterfaceNamePrefix", "--pod-interface-name-prefix=veth"});
+    CHECK(prefix.backend.local_detect_mode == LocalDetectMode::kInterfaceNamePrefix);
+    CHECK(prefix.backend.local_interface == "veth");
+    // The interface of another mode is not used (nor checked, as kube-proxy).
+    CHECK(parse_ok({"--pod-bridge-interface=x/y"}).backend.local_interface.empty());
+    CHECK(parse_error({"--detect-local-mode=BridgeInterface"}) ==
+          "--pod-bridge-interface: must be set when the detect-local mode is BridgeInterface");
+    CHECK(parse_error({"--detect-local-mode=InterfaceNamePrefix"}) ==
+          "--pod-interface-name-prefix: must be set when the detect-local mode is "
+          "InterfaceNamePrefix");
+    CHECK(parse_error({"--detect-local-mode=BridgeInterface", "--pod-bridge-interface=a/b"}) ==
+          "--pod-bridge-interface: \"a/b\" is not an interface name (no '/', whitespace or NUL)");
+    CHECK(parse_error(
+              {"--detect-local-mode=BridgeInterface", "--pod-bridge-interface=sixteen-chars-xx"})
+              .rfind("--pod-bridge-interface: \"sixteen-chars-xx\" is not an interface name", 0) ==
+          0);
+    CHECK(
+        parse_error({"--detect-local-mode=InterfaceNamePrefix", "--pod-interface-name-prefix=a b"})
+            .rfind("--pod-interface-name-prefix: ", 0) == 0);
+    CHECK(parse_error({"--detect-local-mode=LinkLocal"}) ==
+          "--detect-local-mode: \"LinkLocal\" is not one of ClusterCIDR, NodeCIDR, "
+          "BridgeInterface, InterfaceNamePrefix");
+}
+
+TEST_CASE("kube-proxy flag rejections name the flag") {
+    CHECK(parse_error({"--bind-address=10.0.0.1:80"}) ==
+          "--bind-address: \"10.0.0.1:80\" is not an IP address");
+    CHECK(parse_error({"--iptables-masquerade-bit=32"}) ==
+          "--iptables-masquerade-bit: 32 is out of range 0-31");
+    CHECK(parse_error({"--oom-score-adj=1001"}) ==
+          "--oom-score-adj: 1001 is out of range -1000-1000");
+    CHECK(parse_error({"--conntrack-max-per-core=-1"}) ==
+          "--conntrack-max-per-core: -1 is out of range 0-2147483647");
+    CHECK(parse_error({"--conntrack-min=lots"}) == "--conntrack-min: \"lots\" is not an integer");
+    CHECK(parse_error({"--conntrack-udp-timeout=-5s"}) ==
+          "--conntrack-udp-timeout: \"-5s\" is negative");
+    CHECK(parse_error({"--conntrack-tcp-timeout-established=1d"})
+              .rfind("--conntrack-tcp-timeout-established: \"1d\" is not a duration", 0) == 0);
+    CHECK(parse_error({"--iptables-sync-period=0s"}) ==
+          "--iptables-sync-period: must be greater than 0");
+    CHECK(parse_error({"--healthz-port=70000"}) == "--healthz-port: 70000 is out of range 0-65535");
+    CHECK(parse_error({"--cleanup-kube-proxy", "--dry-run"}) ==
+          "--cleanup-kube-proxy: cannot be combined with --dry-run");
+    CHECK(parse_error({"--init-only", "--dry-run"}) ==
+          "--init-only: cannot be combined with --dry-run");
+    CHECK(parse_error({"--write-config-to=/tmp/x"}) ==
+          "--write-config-to: not supported: switchboard does not write kube-proxy configuration "
+          "files");
+}
+
+TEST_CASE("the deprecated port flags give the port of a bind address without one") {
+    // kube-proxy's addressFromDeprecatedFlags: an address with a port keeps it.
+    CHECK(parse_ok({"--healthz-port=9000"}).healthz_bind == host_port("0.0.0.0:10256"));
+    CHECK(parse_ok({"--healthz-port=9000", "--healthz-bind-address=127.0.0.1"}).healthz_bind ==
+          host_port("127.0.0.1:9000"));
+    CHECK(parse_ok({"--metrics-bind-address=::", "--metrics-port=9001"}).metrics_bind ==
+          host_port("[::]:9001"));
+}
+
+TEST_CASE("kube-proxy flags without meaning here are accepted with one warning each") {
+    Options options = parse_ok(
+        {"--feature-gates=Foo=true", "--profiling", "--kube-api-qps", "20", "--kube-api-burst=30",
+         "--kube-api-content-type=application/json", "--config-sync-period=1m",
+         "--show-hidden-metrics-for-version=1.30", "--ipvs-strict-arp", "--feature-gates=Bar=false",
+         "--log_dir=/var/log", "--alsologtostderr", "--proxy-mode=iptables"});
+    CHECK(options.proxy_mode == ProxyMode::kIptables);  // the flags after them still count
+    std::vector<std::string> expected_flags{"--feature-gates",
+                                            "--profiling",
+                                            "--kube-api-qps",
+                                            "--kube-api-burst",
+                                            "--kube-api-content-type",
+                                            "--config-sync-period",
+                                            "--show-hidden-metrics-for-version",
+                                            "--ipvs-strict-arp",
+                                            "--log_dir",
+                                            "--alsologtostderr"};
+    REQUIRE(options.warnings.size() == expected_flags.size());  // --feature-gates twice: once
+    for (size_t i = 0; i < expected_flags.size(); ++i) {
+        CHECK(options.warnings[i].rfind(expected_flags[i] + ": accepted for kube-proxy "
+                                                            "compatibility and ignored: ",
+                                        0) == 0);
+        CHECK(options.warnings[i].find('\n') == std::string::npos);
+    }
+    // A boolean one does not swallow the next argument; a valued one does.
+    CHECK(parse_ok({"--profiling", "--proxy-mode=ipvs"}).proxy_mode == ProxyMode::kIpvs);
+    CHECK(parse_error({"--kube-api-qps"}) == "--kube-api-qps: needs a value");
+}
+
+TEST_CASE("flag names as pflag normalises them; -v spellings") {
+    CHECK(parse_ok({"--hostname_override=n2"}).node_name == "n2");
+    CHECK(parse_ok({"-v=3"}).verbosity == 3);
+    CHECK(parse_ok({"-v3"}).verbosity == 3);
+    CHECK(parse_ok({"--v=5"}).verbosity == 5);
+    CHECK(parse_error({"-x"}) == "-x: unknown flag (see --help)");
+    CHECK(parse_error({"--no-such-flag=1"}) == "--no-such-flag: unknown flag (see --help)");
+}
+
+TEST_CASE("--version and --help answer first") {
+    CHECK(parse_ok({"--version"}).command == Command::kVersion);
+    CHECK(parse_ok({"--version=raw"}).command == Command::kVersion);
+    CHECK(parse_ok({"--version=false"}).command == Command::kRun);
+    // Even with a value that would be refused later, as kube-proxy's verflag.
+    CHECK(parse_ok({"--proxy-mode=bogus", "--version"}).command == Command::kVersion);
+    CHECK(version_text().rfind("switchboard ", 0) == 0);
+    CHECK(usage().find("--iptables-sync-period, --sync-period") != std::string::npos);
+    CHECK(usage().find("--feature-gates") != std::string::npos);
+    CHECK(usage().find("--write-config-to") != std::string::npos);
 }
