@@ -504,15 +504,24 @@ int run(const Options& options) {
     if (options.dry_run) return run_dry_run(options, *factory);
 
     // kube-proxy's start-up node settings; --init-only stops after them.
-    for (const auto& warning : apply_node_settings(options, KernelPaths{}))
-        log::warn("{}", warning);
-    if (options.init_only) return kExitOk;
+    // The daemon applies them once it has started, so that a bad flag or
+    // source is still reported as its one line.
+    auto apply_settings = [&options] {
+        for (const auto& warning : apply_node_settings(options, KernelPaths{})) {
+            log::warn("{}", warning);
+        }
+    };
+    if (options.init_only) {
+        apply_settings();
+        return kExitOk;
+    }
 
     Daemon daemon(options, *factory);
     if (auto status = daemon.start(); !status) {
         daemon.stop();
         return fail(status.error());
     }
+    apply_settings();
     wait_unless_signalled([] { return false; });
     daemon.stop();
     return kExitOk;

@@ -354,8 +354,9 @@ def test_health_check_port_closes_when_service_goes(daemon_factory, tmp_path):
     wait_for(lambda: daemon.get("/", HEALTH_PORT)[0] == 0, "the health-check port to close")
 
 
-def test_metrics_port_in_use_exits_1_with_one_line(switchboard_bin, daemon_factory, netns,
+def test_metrics_port_in_use_exits_1_with_hard_fail(switchboard_bin, daemon_factory, netns,
                                                     tmp_path):
+    """Without --bind-address-hard-fail a taken port is retried (test_kubeadm_node.py)."""
     source = tmp_path / "cluster.json"
     write_cluster(source, cluster())
     first = daemon_factory(source)
@@ -363,7 +364,7 @@ def test_metrics_port_in_use_exits_1_with_one_line(switchboard_bin, daemon_facto
     second = subprocess.run(
         ["ip", "netns", "exec", netns, str(switchboard_bin), f"--source=file:{source}",
          "--hostname-override=node-a", f"--metrics-bind-address=127.0.0.1:{first.metrics_port}",
-         f"--healthz-bind-address=127.0.0.1:{free_port()}"],
+         f"--healthz-bind-address=127.0.0.1:{free_port()}", "--bind-address-hard-fail"],
         capture_output=True, text=True, timeout=30, check=False)
     assert second.returncode == 1
     line = one_error_line(second)
