@@ -168,7 +168,7 @@ HttpServer::~HttpServer() {
     stop();
 }
 
-Result<int> HttpServer::listen(const HostPort& address, HttpRoutes routes) {
+Result<int> HttpServer::listen(const HostPort& address, HttpRoutes routes, bool v6_only) {
     auto fail = [&](const char* what, const error_code& ec) {
         return make_error(ErrorCode::kIo,
                           std::string(what) + " " + address.to_string() + ": " + ec.message());
@@ -182,6 +182,10 @@ Result<int> HttpServer::listen(const HostPort& address, HttpRoutes routes) {
     if (ec) return fail("socket", ec);
     acceptor.set_option(asio::socket_base::reuse_address(true), ec);
     if (ec) return fail("setsockopt", ec);
+    if (v6_only && endpoint.protocol() == tcp::v6()) {
+        acceptor.set_option(asio::ip::v6_only(true), ec);
+        if (ec) return fail("setsockopt", ec);
+    }
     acceptor.bind(endpoint, ec);
     if (ec) return fail("bind", ec);
     acceptor.listen(asio::socket_base::max_listen_connections, ec);
