@@ -214,26 +214,27 @@ std::vector<HostPort> DnsService::bound() const {
     return impl_->server->bound();
 }
 
-void DnsService::append_metrics(std::string& out) const {
+void DnsService::append_metrics(metrics::TextWriter& out) const {
     impl_->server->append_metrics(out);
     const Cache* cache = impl_->cache.get();
-    auto line = [&out](const char* name, const char* kind, const char* help, uint64_t value) {
-        out +=
-            fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, kind, name, value);
+    auto line = [&out](const char* name, metrics::Type type, const char* help, uint64_t value) {
+        out.family({name, help, type, {}});
+        out.sample({}, value);
     };
-    line("coredns_cache_hits_total", "counter", "Forwarded names answered from the cache.",
+    using metrics::Type;
+    line("coredns_cache_hits_total", Type::kCounter, "Forwarded names answered from the cache.",
          cache ? cache->hits() : 0);
-    line("coredns_cache_misses_total", "counter", "Forwarded names not found in the cache.",
+    line("coredns_cache_misses_total", Type::kCounter, "Forwarded names not found in the cache.",
          cache ? cache->misses() : 0);
-    line("coredns_cache_entries", "gauge", "Entries in the cache.", cache ? cache->size() : 0);
-    line("coredns_cache_evictions_total", "counter", "Cache entries evicted by the size bound.",
-         cache ? cache->evictions() : 0);
+    line("coredns_cache_entries", Type::kGauge, "Entries in the cache.", cache ? cache->size() : 0);
+    line("coredns_cache_evictions_total", Type::kCounter,
+         "Cache entries evicted by the size bound.", cache ? cache->evictions() : 0);
     if (impl_->forwarder) impl_->forwarder->append_metrics(out);
-    line("switchboard_dns_zone_rebuilds_total", "counter", "Zones rebuilt after Store changes.",
-         impl_->rebuilds.load());
-    line("switchboard_dns_zone_names", "gauge", "Names in the published zone.",
+    line("switchboard_dns_zone_rebuilds_total", Type::kCounter,
+         "Zones rebuilt after Store changes.", impl_->rebuilds.load());
+    line("switchboard_dns_zone_names", Type::kGauge, "Names in the published zone.",
          impl_->zone_names.load());
-    line("switchboard_dns_zone_serial", "gauge", "SOA serial of the published zone.",
+    line("switchboard_dns_zone_serial", Type::kGauge, "SOA serial of the published zone.",
          impl_->zone_serial.load());
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/ip.h"
+#include "base/metrics.h"
 #include "base/result.h"
 #include "watch/store.h"
 
@@ -51,7 +52,7 @@ class DnsService {
     DnsService& operator=(const DnsService&) = delete;
 
     void stop();  // idempotent
-    void append_metrics(std::string& out) const;
+    void append_metrics(metrics::TextWriter& out) const;
 
     // The addresses actually bound (a listen port 0 is replaced by the kernel's pick).
     std::vector<HostPort> bound() const;

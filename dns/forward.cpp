@@ -472,39 +472,36 @@ void Forwarder::run_tcp() {
     }
 }
 
-void Forwarder::append_metrics(std::string& out) const {
-    out += "# HELP coredns_forward_requests_total Queries sent to upstreams.\n";
-    out += "# TYPE coredns_forward_requests_total counter\n";
-    out += "coredns_forward_requests_total " + std::to_string(requests_.load()) + "\n";
-    out += "# HELP coredns_forward_responses_total Upstream replies by rcode.\n";
-    out += "# TYPE coredns_forward_responses_total counter\n";
+void Forwarder::append_metrics(metrics::TextWriter& out) const {
+    using metrics::Type;
+    out.family(
+        {"coredns_forward_requests_total", "Queries sent to upstreams.", Type::kCounter, {}});
+    out.sample({}, requests_.load());
+    out.family({"coredns_forward_responses_total",
+                "Upstream replies by rcode.",
+                Type::kCounter,
+                {"rcode"}});
     for (uint8_t rcode = 0; rcode < 6; ++rcode) {
-        out += "coredns_forward_responses_total{rcode=\"";
-        out += to_string(static_cast<Rcode>(rcode));
-        out += "\"} " + std::to_string(responses_by_rcode_[rcode].load()) + "\n";
+        out.sample({to_string(static_cast<Rcode>(rcode))}, responses_by_rcode_[rcode].load());
     }
-    out += "coredns_forward_responses_total{rcode=\"other\"} " +
-           std::to_string(responses_other_.load()) + "\n";
-    out += "# HELP switchboard_dns_upstream_errors_total Upstream failures by kind.\n";
-    out += "# TYPE switchboard_dns_upstream_errors_total counter\n";
-    out += "switchboard_dns_upstream_errors_total{kind=\"timeout\"} " +
-           std::to_string(timeouts_.load()) + "\n";
-    out += "switchboard_dns_upstream_errors_total{kind=\"error\"} " +
-           std::to_string(errors_.load()) + "\n";
-    out += "switchboard_dns_upstream_errors_total{kind=\"exhausted\"} " +
-           std::to_string(failures_.load()) + "\n";
-    out +=
-        "# HELP switchboard_dns_forward_tcp_retries_total Truncated upstream replies retried "
-        "over TCP.\n";
-    out += "# TYPE switchboard_dns_forward_tcp_retries_total counter\n";
-    out +=
-        "switchboard_dns_forward_tcp_retries_total " + std::to_string(tcp_retries_.load()) + "\n";
+    out.sample({"other"}, responses_other_.load());
+    out.family({"switchboard_dns_upstream_errors_total",
+                "Upstream failures by kind.",
+                Type::kCounter,
+                {"kind"}});
+    out.sample({"timeout"}, timeouts_.load());
+    out.sample({"error"}, errors_.load());
+    out.sample({"exhausted"}, failures_.load());
+    out.family({"switchboard_dns_forward_tcp_retries_total",
+                "Truncated upstream replies retried over TCP.",
+                Type::kCounter,
+                {}});
+    out.sample({}, tcp_retries_.load());
     std::lock_guard lock(mutex_);
-    size_t usable = 0;
+    uint64_t usable = 0;
     for (const auto& upstream : upstreams_) usable += upstream.dropped ? 0 : 1;
-    out += "# HELP switchboard_dns_upstreams Usable upstream servers.\n";
-    out += "# TYPE switchboard_dns_upstreams gauge\n";
-    out += "switchboard_dns_upstreams " + std::to_string(usable) + "\n";
+    out.family({"switchboard_dns_upstreams", "Usable upstream servers.", Type::kGauge, {}});
+    out.sample({}, usable);
 }
 
 }  // namespace sb::dns

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/ip.h"
+#include "base/metrics.h"
 #include "base/result.h"
 #include "dns/wire.h"
 
@@ -66,7 +67,7 @@ class Forwarder {
     // an error when every attempt failed.
     void submit(const Question& question, Callback done);
 
-    void append_metrics(std::string& out) const;
+    void append_metrics(metrics::TextWriter& out) const;
 
   private:
     struct Upstream {

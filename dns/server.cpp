@@ -877,11 +877,10 @@ void Server::stop() {
     for (auto& worker : workers_) worker->stop();
 }
 
-void Server::append_metrics(std::string& out) const {
+void Server::append_metrics(metrics::TextWriter& out) const {
     uint64_t requests[2][ServerStats::kTypes] = {};
     uint64_t responses[ServerStats::kRcodes] = {};
     uint64_t buckets[ServerStats::kBuckets.size() + 1] = {};
-    uint64_t count = 0;
     double sum = 0;
     uint64_t truncated = 0;
     uint64_t tcp_rejected = 0;
@@ -900,7 +899,6 @@ void Server::append_metrics(std::string& out) const {
             for (const auto* h : {&s.duration, &s.forwarded_duration}) {
                 for (size_t b = 0; b <= ServerStats::kBuckets.size(); ++b)
                     buckets[b] += get(h->buckets[b]);
-                count += get(h->count);
                 sum += h->sum.load(std::memory_order_relaxed);
             }
             truncated += get(s.truncated) + get(s.forwarded_truncated);
@@ -909,36 +907,29 @@ void Server::append_metrics(std::string& out) const {
             render_hits += get(s.render_hits);
         });
     }
-    out += "# HELP coredns_dns_requests_total DNS queries received, by protocol and type.\n";
-    out += "# TYPE coredns_dns_requests_total counter\n";
+    using metrics::Type;
+    out.family({"coredns_dns_requests_total",
+                "DNS queries received, by protocol and type.",
+                Type::kCounter,
+                {"proto", "type"}});
     for (size_t p = 0; p < 2; ++p) {
         for (size_t t = 0; t < ServerStats::kTypes; ++t) {
-            out += fmt::format("coredns_dns_requests_total{{proto=\"{}\",type=\"{}\"}} {}\n",
-                               p == 0 ? "udp" : "tcp", type_name(kTypeOfIndex[t]), requests[p][t]);
+            out.sample({p == 0 ? "udp" : "tcp", type_name(kTypeOfIndex[t])}, requests[p][t]);
         }
     }
-    out += "# HELP coredns_dns_responses_total DNS replies sent, by rcode.\n";
-    out += "# TYPE coredns_dns_responses_total counter\n";
+    out.family(
+        {"coredns_dns_responses_total", "DNS replies sent, by rcode.", Type::kCounter, {"rcode"}});
     for (size_t r = 0; r < ServerStats::kRcodes; ++r) {
-        out += fmt::format("coredns_dns_responses_total{{rcode=\"{}\"}} {}\n",
-                           r < 6 ? to_string(static_cast<Rcode>(r)) : "other", responses[r]);
+        out.sample({r < 6 ? to_string(static_cast<Rcode>(r)) : "other"}, responses[r]);
     }
-    out +=
-        "# HELP coredns_dns_request_duration_seconds Time from receiving a query to its reply.\n";
-    out += "# TYPE coredns_dns_request_duration_seconds histogram\n";
-    uint64_t cumulative = 0;
-    for (size_t b = 0; b <= ServerStats::kBuckets.size(); ++b) {
-        cumulative += buckets[b];
-        std::string le =
-            b < ServerStats::kBuckets.size() ? fmt::format("{}", ServerStats::kBuckets[b]) : "+Inf";
-        out += fmt::format("coredns_dns_request_duration_seconds_bucket{{le=\"{}\"}} {}\n", le,
-                           cumulative);
-    }
-    out += fmt::format("coredns_dns_request_duration_seconds_sum {}\n", sum);
-    out += fmt::format("coredns_dns_request_duration_seconds_count {}\n", count);
+    out.family({"coredns_dns_request_duration_seconds",
+                "Time from receiving a query to its reply.",
+                Type::kHistogram,
+                {}});
+    out.histogram({}, metrics::HistogramData{ServerStats::kBuckets, buckets, sum});
     auto counter = [&out](const char* name, const char* help, uint64_t value) {
-        out +=
-            fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, value);
+        out.family({name, help, Type::kCounter, {}});
+        out.sample({}, value);
     };
     counter("switchboard_dns_truncated_total", "Replies sent with TC set.", truncated);
     counter("switchboard_dns_tcp_rejected_total", "TCP connections refused over the bound.",

@@ -102,7 +102,7 @@ class Server {
     Status start();
     void stop();  // idempotent
     std::vector<HostPort> bound() const { return bound_; }
-    void append_metrics(std::string& out) const;
+    void append_metrics(metrics::TextWriter& out) const;
 
     class Worker;
 

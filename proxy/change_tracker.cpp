@@ -5,6 +5,8 @@
 #include <tuple>
 #include <utility>
 
+#include "base/timestamp.h"
+
 namespace sb::proxy {
 
 bool ServiceInputs::operator==(const ServiceInputs& other) const {
@@ -26,7 +28,20 @@ ServiceInputs inputs_of(const watch::Snapshot& snapshot, const watch::ObjectKey&
     return inputs;
 }
 
-ChangeTracker::ChangeTracker(std::string node_name) : node_name_(std::move(node_name)) {}
+std::optional<std::chrono::system_clock::time_point> last_change_trigger_time(
+    const watch::EndpointSlice& slice) {
+    auto it = slice.meta.annotations.find(kLastChangeTriggerTimeAnnotation);
+    if (it == slice.meta.annotations.end()) return std::nullopt;
+    return parse_rfc3339(it->second);
+}
+
+ChangeTracker::ChangeTracker(std::string node_name, time_point started)
+    : node_name_(std::move(node_name)), started_(started) {}
+
+PendingChanges ChangeTracker::pending() const {
+    std::lock_guard lock(mutex_);
+    return PendingChanges{pending_services_.size(), pending_slice_changes_};
+}
 
 bool ChangeTracker::record(const std::vector<watch::Change>& changes) {
     bool relevant = false;
@@ -43,6 +58,8 @@ bool ChangeTracker::record(const std::vector<watch::Change>& changes) {
         if (change.service.name.empty()) continue;
         dirty_.insert(change.service);
         relevant = true;
+        if (change.kind == watch::Kind::kService) pending_services_.insert(change.key);
+        if (change.kind == watch::Kind::kEndpointSlice) ++pending_slice_changes_;
     }
     return relevant;
 }
@@ -54,14 +71,37 @@ ChangeTracker::Batch ChangeTracker::take(const watch::Store& store, bool full) {
         std::lock_guard lock(mutex_);
         dirty.swap(dirty_);
         batch.node_changed = std::exchange(node_dirty_, false);
+        pending_services_.clear();
+        pending_slice_changes_ = 0;
     }
     batch.snapshot = store.snapshot();
     const watch::Snapshot& snapshot = *batch.snapshot;
-    if (full) {
-        baseline_.clear();
-        for (const auto& [key, service] : snapshot.services) {
-            baseline_.emplace(key, inputs_of(snapshot, key));
+    // The trigger times of the slices in `current` that `previous` did not
+    // have as they are now.
+    auto collect_trigger_times = [&](const ServiceInputs& previous, const ServiceInputs& current) {
+        if (!current.service) return;
+        for (const auto& slice : current.slices) {
+            const bool unchanged =
+                std::any_of(previous.slices.begin(), previous.slices.end(),
+                            [&](const auto& old) { return old == slice || *old == *slice; });
+            if (unchanged) continue;
+            auto time = last_change_trigger_time(*slice);
+            if (time && *time >= started_) batch.trigger_times.push_back(*time);
         }
+    };
+    if (full) {
+        std::map<watch::ObjectKey, ServiceInputs> baseline;
+        for (const auto& [key, service] : snapshot.services) {
+            baseline.emplace(key, inputs_of(snapshot, key));
+        }
+        for (const auto& key : dirty) {
+            auto current = baseline.find(key);
+            if (current == baseline.end()) continue;
+            auto previous = baseline_.find(key);
+            collect_trigger_times(previous == baseline_.end() ? ServiceInputs{} : previous->second,
+                                  current->second);
+        }
+        baseline_.swap(baseline);
         return batch;
     }
     for (const auto& key : dirty) {
@@ -69,6 +109,7 @@ ChangeTracker::Batch ChangeTracker::take(const watch::Store& store, bool full) {
         auto it = baseline_.find(key);
         ServiceInputs previous = it == baseline_.end() ? ServiceInputs{} : it->second;
         if (previous == current) continue;
+        collect_trigger_times(previous, current);
         if (current.service) {
             baseline_[key] = current;
         } else {

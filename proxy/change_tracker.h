@@ -8,13 +8,22 @@
 // followed by its revert, a relist that changed nothing). A change to this
 // node's Node object (its zone feeds topology) marks everything changed.
 //
+// For kube-proxy's metrics it also counts the changes waiting for a sync
+// (pending()) and hands each batch the last-change-trigger-time annotations
+// of the EndpointSlices that changed in it (kube-proxy's
+// lastChangeTriggerTimes), so that network programming latency can be
+// measured once the kernel has the batch.
+//
 // Thread safety: record() may be called from any thread; take() and
 // apply_incremental() from the sync thread only.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -39,9 +48,24 @@ struct ServiceChange {
     ServiceInputs current;
 };
 
+// The annotation the EndpointSlice controller stamps with the time of the
+// change that triggered the slice's update (RFC 3339).
+inline constexpr const char* kLastChangeTriggerTimeAnnotation =
+    "endpoints.kubernetes.io/last-change-trigger-time";
+
+// Changes recorded since the last take().
+struct PendingChanges {
+    uint64_t services = 0;         // distinct Services with a Service change
+    uint64_t endpoint_slices = 0;  // EndpointSlice changes (each event counts)
+};
+
 class ChangeTracker {
   public:
-    explicit ChangeTracker(std::string node_name);
+    using time_point = std::chrono::system_clock::time_point;
+    // Trigger times before `started` are not reported (kube-proxy's
+    // trackerStartTime): a slice changed before this process ran was not
+    // waiting for it.
+    ChangeTracker(std::string node_name, time_point started);
 
     // The Store listener's body: records keys only. Returns true when the
     // batch concerned the proxy (a Service, a slice of one, this Node).
@@ -52,6 +76,11 @@ class ChangeTracker {
         bool node_changed = false;            // this Node changed: replan everything
         // The state the batch was judged against: plan from this one.
         std::shared_ptr<const watch::Snapshot> snapshot;
+        // The last-change-trigger-time of each EndpointSlice of an existing
+        // Service that is new or changed since the previous take() (deleted
+        // slices have none), when it is valid and not before `started`.
+        // Collected for full takes too.
+        std::vector<time_point> trigger_times;
     };
     // Takes the keys recorded since the last take(), THEN the Store's
     // snapshot, and judges them against it; the snapshot becomes the
@@ -63,17 +92,27 @@ class ChangeTracker {
     // linger) and the batch lists no Service.
     Batch take(const watch::Store& store, bool full);
 
+    PendingChanges pending() const;
+
   private:
     const std::string node_name_;
-    std::mutex mutex_;
-    std::set<watch::ObjectKey> dirty_;
-    bool node_dirty_ = false;
+    const time_point started_;
+    mutable std::mutex mutex_;
+    std::set<watch::ObjectKey> dirty_;             // guarded by mutex_
+    bool node_dirty_ = false;                      // guarded by mutex_
+    std::set<watch::ObjectKey> pending_services_;  // guarded by mutex_
+    uint64_t pending_slice_changes_ = 0;           // guarded by mutex_
     // Sync thread only: each Service's inputs as of the last take().
     std::map<watch::ObjectKey, ServiceInputs> baseline_;
 };
 
 // The inputs of one Service in a snapshot.
 ServiceInputs inputs_of(const watch::Snapshot& snapshot, const watch::ObjectKey& key);
+
+// The last-change-trigger-time annotation of `slice`; nullopt when absent or
+// not RFC 3339 (kube-proxy ignores such values too).
+std::optional<std::chrono::system_clock::time_point> last_change_trigger_time(
+    const watch::EndpointSlice& slice);
 
 // `previous` (a plan computed from an earlier snapshot) updated for the
 // changed Services only, with plan_service(): equal to

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -14,6 +15,7 @@
 #include "proxy/bootstrap_check.h"
 #include "proxy/node_setup.h"
 #include "proxy/planner.h"
+#include "proxy/process_metrics.h"
 #include "rules/iptables/iptables_backend.h"
 #include "rules/kube_proxy_cleanup/kube_proxy_cleanup.h"
 #include "rules/nftables/nftables_backend.h"
@@ -131,10 +133,12 @@ watch::kube::KubeSourceOptions kube_options(const Options& options) {
 Daemon::Daemon(Options options, BackendFactory backend_factory)
     : options_(std::move(options)),
       backend_factory_(std::move(backend_factory)),
-      // kube-proxy: unhealthy once an update waits longer than 2 x syncPeriod.
+      build_info_(current_build_info(SWITCHBOARD_VERSION)),
+      metrics_(options_.proxy_mode),
+      // kube-proxy: unhealthy once an update waits 2 x syncPeriod.
       health_(2 * options_.sync_period),
-      tracker_(options_.node_name),
-      health_ports_(http_, IpAddress(),
+      tracker_(options_.node_name, std::chrono::system_clock::now()),
+      health_ports_(http_,
                     [this] { return health_.check(std::chrono::system_clock::now()).healthy; }),
       runner_(
           SyncTiming{options_.min_sync_period, options_.sync_period, std::chrono::seconds(1)},
@@ -251,7 +255,7 @@ void Daemon::on_store_changes(const std::vector<watch::Change>& changes) {
     if (tracker_.record(changes)) {
         auto now = std::chrono::system_clock::now();
         health_.queued(now);
-        metrics_.last_queued_timestamp.set(unix_seconds(now));
+        metrics_.queued(unix_seconds(now));
         runner_.request();
     }
     // Store::set_synced notifies an empty batch: the initial state is in.
@@ -279,30 +283,53 @@ Daemon::Planned Daemon::compute_plan(bool full) {
     auto batch = tracker_.take(store_, replan_all);
     const watch::Snapshot& snapshot = *batch.snapshot;
     if (replan_all || batch.node_changed) {
-        return {std::make_shared<const rules::Plan>(build_plan(snapshot, planner)), batch.snapshot};
+        return {std::make_shared<const rules::Plan>(build_plan(snapshot, planner)), batch.snapshot,
+                std::move(batch.trigger_times)};
     }
-    if (batch.services.empty()) return {computed_, batch.snapshot};
+    if (batch.services.empty()) return {computed_, batch.snapshot, std::move(batch.trigger_times)};
     return {std::make_shared<const rules::Plan>(
                 apply_incremental(*computed_, batch.services, snapshot, planner)),
-            batch.snapshot};
+            batch.snapshot, std::move(batch.trigger_times)};
 }
 
 void Daemon::record_plan_metrics(const rules::Plan& plan) {
-    size_t internal = 0;
-    size_t external = 0;
-    for (const auto& port : plan.services) {
-        if (!port.local_endpoints.empty()) continue;
-        if (port.internal_traffic_policy == rules::TrafficPolicy::kLocal) ++internal;
-        if (port.external_traffic_policy == rules::TrafficPolicy::kLocal) ++external;
+    // Per family, as each of kube-proxy's per-family proxiers counts: the
+    // service ports of that family (a ClusterIP of it) with a Local policy
+    // and no local endpoint of that family.
+    for (IpFamily family : kIpFamilies) {
+        uint64_t internal = 0;
+        uint64_t external = 0;
+        auto of_family = [family](const IpAddress& ip) { return ip.family() == family; };
+        for (const auto& port : plan.services) {
+            if (std::none_of(port.cluster_ips.begin(), port.cluster_ips.end(), of_family)) continue;
+            const bool has_local = std::any_of(
+                port.local_endpoints.begin(), port.local_endpoints.end(),
+                [&](const rules::Endpoint& endpoint) { return of_family(endpoint.ip); });
+            if (has_local) continue;
+            if (port.internal_traffic_policy == rules::TrafficPolicy::kLocal) ++internal;
+            if (port.external_traffic_policy == rules::TrafficPolicy::kLocal) ++external;
+        }
+        metrics_.set_no_local_endpoints(family, internal, external);
     }
-    metrics_.no_local_endpoints_internal.set(static_cast<double>(internal));
-    metrics_.no_local_endpoints_external.set(static_cast<double>(external));
     metrics_.plan_service_ports.set(static_cast<double>(plan.services.size()));
+}
+
+void Daemon::observe_network_programming(std::chrono::system_clock::time_point now) {
+    for (const auto& trigger : unobserved_trigger_times_) {
+        metrics_.observe_network_programming(Seconds(now - trigger).count());
+    }
+    unobserved_trigger_times_.clear();
 }
 
 Status Daemon::sync(bool full) {
     const auto started = std::chrono::steady_clock::now();
-    auto [plan, snapshot] = compute_plan(full);
+    auto [plan, snapshot, trigger_times] = compute_plan(full);
+    // Kept until the kernel has a plan that includes them (a failed sync is
+    // retried in full, whose batch no longer lists these slices).
+    unobserved_trigger_times_.insert(unobserved_trigger_times_.end(), trigger_times.begin(),
+                                     trigger_times.end());
+    auto node = snapshot->nodes.find(watch::ObjectKey{"", options_.node_name});
+    health_.set_node(node == snapshot->nodes.end() ? nullptr : node->second.get());
     const bool unchanged = !full && plan == computed_ && plan == applied_;
     computed_ = plan;
     {
@@ -310,25 +337,35 @@ Status Daemon::sync(bool full) {
         published_ = plan;
     }
     record_plan_metrics(*plan);
-    if (size_t failed = health_ports_.update(*plan); failed > 0) {
+    if (!backend_) {
+        // Created at the first sync, so that --nodeport-addresses=primary can
+        // read the Node; the health-check node ports follow the same addresses.
+        auto backend_options = resolved_backend_options(options_, *snapshot);
+        health_check_addresses_ =
+            health_check_addresses(backend_options.nodeport_addresses, interface_addresses());
+        backend_ = backend_factory_(backend_options);
+    }
+    if (size_t failed = health_ports_.update(*plan, health_check_addresses_); failed > 0) {
         metrics_.health_check_errors.inc(failed);
     }
     if (unchanged) {
-        health_.updated(std::chrono::system_clock::now());
+        // The kernel already has this plan: the changes are programmed.
+        const auto now = std::chrono::system_clock::now();
+        observe_network_programming(now);
+        health_.updated(now);
         return {};
     }
-    if (!backend_) backend_ = backend_factory_(resolved_backend_options(options_, *snapshot));
-    auto result = backend_->sync(*plan, full ? nullptr : applied_.get());
+    const rules::Plan* previous = full ? nullptr : applied_.get();
+    auto result = backend_->sync(*plan, previous);
     const double seconds = Seconds(std::chrono::steady_clock::now() - started).count();
     if (!result) {
-        metrics_.sync_errors.inc();
+        metrics_.count_sync_failure(previous != nullptr);
         return result.error();
     }
     applied_ = plan;
-    metrics_.sync_duration.observe(seconds);
-    (full ? metrics_.full_sync_duration : metrics_.partial_sync_duration).observe(seconds);
     const auto now = std::chrono::system_clock::now();
-    metrics_.last_sync_timestamp.set(unix_seconds(now));
+    metrics_.observe_sync(seconds, full, unix_seconds(now));
+    observe_network_programming(now);
     health_.updated(now);
     log::debug("synced {} service ports ({}, {} objects) in {:.3f}s", plan->services.size(),
                full ? "full" : "partial", result->objects_sent, seconds);
@@ -341,17 +378,20 @@ std::shared_ptr<const rules::Plan> Daemon::last_plan() const {
 }
 
 std::string Daemon::metrics_text() const {
-    std::string out;
-    metrics_.append(out, SWITCHBOARD_VERSION, to_string(options_.proxy_mode));
-    append_header(out, "switchboard_http_bind_failures_total",
-                  "Binds of the metrics and healthz servers that failed (each is retried)",
-                  "counter");
-    out += "switchboard_http_bind_failures_total " + std::to_string(http_bind_failures_.value()) +
-           "\n";
+    metrics::TextWriter out;
+    metrics_.write(out, build_info_, tracker_.pending());
+    write_process_metrics(out, read_process_stats());
+    metrics::write_metric(out,
+                          metrics::Family{"switchboard_http_bind_failures_total",
+                                          "Binds of the metrics and healthz servers that failed "
+                                          "(each is retried)",
+                                          metrics::Type::kCounter,
+                                          {}},
+                          http_bind_failures_);
     if (file_source_) file_source_->append_metrics(out);
     if (kube_source_) kube_source_->append_metrics(out);
     if (dns_) dns_->append_metrics(out);
-    return out;
+    return out.text();
 }
 
 HttpRoutes Daemon::metrics_routes() {
@@ -381,11 +421,17 @@ HttpRoutes Daemon::metrics_routes() {
 
 HttpRoutes Daemon::healthz_routes() {
     HttpRoutes routes;
-    auto healthz = [this] { return health_.healthz_response(std::chrono::system_clock::now()); };
-    routes["/healthz"] = healthz;
-    // kube-proxy's /livez is /healthz without the node-eligibility part,
-    // which switchboard always reports as eligible.
-    routes["/livez"] = healthz;
+    routes["/healthz"] = [this] {
+        auto response = health_.healthz_response(std::chrono::system_clock::now());
+        metrics_.count_healthz(response.status);
+        return response;
+    };
+    // kube-proxy's /livez: /healthz without node eligibility.
+    routes["/livez"] = [this] {
+        auto response = health_.livez_response(std::chrono::system_clock::now());
+        metrics_.count_livez(response.status);
+        return response;
+    };
     return routes;
 }
 

@@ -88,20 +88,24 @@ class Daemon {
     struct Planned {
         std::shared_ptr<const rules::Plan> plan;
         std::shared_ptr<const watch::Snapshot> snapshot;  // what it was planned from
+        std::vector<std::chrono::system_clock::time_point> trigger_times;  // Batch's
     };
     Planned compute_plan(bool full);
     void record_plan_metrics(const rules::Plan& plan);
+    // Network programming latency of every unobserved trigger time, at `now`.
+    void observe_network_programming(std::chrono::system_clock::time_point now);
 
     const Options options_;
     const BackendFactory backend_factory_;
     const SteadyClock clock_;
+    const BuildInfo build_info_;
     ProxyMetrics metrics_;
     ProxierHealth health_;
     watch::Store store_;
     ChangeTracker tracker_;
     HttpServer http_;
     // Binds of the metrics and healthz servers that failed (each retried).
-    Counter http_bind_failures_;
+    metrics::Counter http_bind_failures_;
     int metrics_listener_ = 0;
     int healthz_listener_ = 0;
     HealthCheckPorts health_ports_;
@@ -114,6 +118,9 @@ class Daemon {
 
     // Sync thread only.
     std::unique_ptr<rules::Backend> backend_;
+    std::vector<IpAddress> health_check_addresses_;  // resolved with the backend
+    // EndpointSlice trigger times not yet in a plan the kernel accepted.
+    std::vector<std::chrono::system_clock::time_point> unobserved_trigger_times_;
     std::shared_ptr<const rules::Plan> computed_;  // the last plan computed
     std::shared_ptr<const rules::Plan> applied_;   // the last plan the backend accepted
 

@@ -1,13 +1,28 @@
 #include "proxy/health.h"
 
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <fmt/format.h>
 
-#include <ctime>
+#include <cerrno>
+#include <cstring>
+#include <iterator>
 #include <set>
 
 #include "base/log.h"
+#include "base/timestamp.h"
 
 namespace sb::proxy {
+
+bool node_eligible(const watch::Node& node) {
+    if (node.being_deleted) return false;
+    for (const auto& taint : node.taints) {
+        if (taint.key == watch::kToBeDeletedTaint) return false;
+    }
+    return true;
+}
 
 void ProxierHealth::queued(time_point now) {
     std::lock_guard lock(mutex_);
@@ -20,45 +35,56 @@ void ProxierHealth::updated(time_point now) {
     oldest_queued_.reset();
 }
 
+void ProxierHealth::set_node(const watch::Node* node) {
+    std::lock_guard lock(mutex_);
+    node_eligible_ = node == nullptr || node_eligible(*node);
+}
+
 ProxierHealth::Report ProxierHealth::check(time_point now) const {
     std::lock_guard lock(mutex_);
     Report report;
     report.current_time = now;
     report.last_updated = last_updated_;
-    report.healthy = !oldest_queued_ || now - *oldest_queued_ <= timeout_;
+    // kube-proxy: late once an update has waited the timeout or longer.
+    report.healthy = !oldest_queued_ || now - *oldest_queued_ < timeout_;
+    report.node_eligible = node_eligible_;
     return report;
 }
 
 HttpResponse ProxierHealth::healthz_response(time_point now) const {
-    Report report = check(now);
+    return response(now, true);
+}
+
+HttpResponse ProxierHealth::livez_response(time_point now) const {
+    return response(now, false);
+}
+
+HttpResponse ProxierHealth::response(time_point now, bool with_node) const {
+    const Report report = check(now);
+    const bool ok = report.healthy && (!with_node || report.node_eligible);
     HttpResponse response;
-    response.status = report.healthy ? 200 : 503;
+    response.status = ok ? 200 : 503;
     response.content_type = "application/json";
-    // kube-proxy's exact body (its spacing included); the node is always
-    // eligible here: switchboard does not watch node deletion taints.
-    response.body =
-        fmt::format(R"({{"lastUpdated": "{}","currentTime": "{}", "nodeEligible": true}})",
-                    format_go_time(report.last_updated), format_go_time(report.current_time));
+    response.headers.emplace_back("X-Content-Type-Options", "nosniff");
+    // kube-proxy's ProxyHealth as json.Marshal writes it: fields in struct
+    // order, no spaces, "nodeEligible" only on /healthz, the status map's
+    // keys sorted. While healthy, the top-level lastUpdated is now (kube-proxy
+    // keeps that for compatibility); the per-family one is the last sync.
+    const std::string last_sync = format_go_json_time(report.last_updated);
+    const std::string family_status =
+        fmt::format(R"({{"lastUpdated":"{}","healthy":{}}})", last_sync, report.healthy);
+    std::string body = fmt::format(R"({{"lastUpdated":"{}","currentTime":"{}")",
+                                   ok ? format_go_json_time(now) : last_sync,
+                                   format_go_json_time(report.current_time));
+    if (with_node) body += fmt::format(R"(,"nodeEligible":{})", report.node_eligible);
+    body += fmt::format(R"(,"healthy":{},"status":{{"IPv4":{},"IPv6":{}}}}})", report.healthy,
+                        family_status, family_status);
+    response.body = std::move(body);
     return response;
 }
 
-std::string format_go_time(std::chrono::system_clock::time_point time) {
-    const auto since_epoch = time.time_since_epoch();
-    const auto seconds = std::chrono::floor<std::chrono::seconds>(since_epoch);
-    const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch - seconds);
-    std::time_t whole = static_cast<std::time_t>(seconds.count());
-    std::tm utc{};
-    gmtime_r(&whole, &utc);
-    char text[64];
-    std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &utc);
-    std::string result = text;
-    if (nanos.count() > 0) {
-        // Go prints the fraction with trailing zeros removed.
-        std::string fraction = fmt::format("{:09d}", nanos.count());
-        while (fraction.back() == '0') fraction.pop_back();
-        result += "." + fraction;
-    }
-    return result + " +0000 UTC";
+std::string format_go_json_time(std::optional<std::chrono::system_clock::time_point> time) {
+    return time ? format_rfc3339_nano(*time) : "0001-01-01T00:00:00Z";
 }
 
 std::map<uint16_t, HealthCheckState> health_checks_of(const rules::Plan& plan) {
@@ -115,24 +141,90 @@ HttpResponse health_check_response(const HealthCheckState& state, bool proxy_hea
     return response;
 }
 
-HealthCheckPorts::HealthCheckPorts(HttpServer& server, IpAddress listen_address,
-                                   HealthyFunction proxy_healthy)
-    : server_(server), listen_address_(listen_address), proxy_healthy_(std::move(proxy_healthy)) {}
+std::vector<IpAddress> health_check_addresses(const std::vector<Prefix>& nodeport_addresses,
+                                              const std::vector<IpAddress>& local_addresses) {
+    std::set<IpAddress> chosen;
+    auto has_family = [&](IpFamily family) {
+        for (const auto& address : local_addresses) {
+            if (address.family() == family) return true;
+        }
+        return false;
+    };
+    const IpAddress any_v4;
+    const IpAddress any_v6 = *IpAddress::parse("::");
+    if (nodeport_addresses.empty()) {
+        if (has_family(IpFamily::kV4)) chosen.insert(any_v4);
+        if (has_family(IpFamily::kV6)) chosen.insert(any_v6);
+        return {chosen.begin(), chosen.end()};
+    }
+    for (const auto& prefix : nodeport_addresses) {
+        if (prefix.length() == 0) {
+            if (has_family(prefix.family()))
+                chosen.insert(prefix.family() == IpFamily::kV4 ? any_v4 : any_v6);
+            continue;
+        }
+        for (const auto& address : local_addresses) {
+            if (prefix.contains(address)) chosen.insert(address);
+        }
+    }
+    // A family's unspecified address already covers its other addresses.
+    for (auto it = chosen.begin(); it != chosen.end();) {
+        const IpAddress& any = it->is_v4() ? any_v4 : any_v6;
+        it = *it != any && chosen.count(any) ? chosen.erase(it) : std::next(it);
+    }
+    return {chosen.begin(), chosen.end()};
+}
+
+std::vector<IpAddress> interface_addresses() {
+    std::vector<IpAddress> addresses;
+    ifaddrs* list = nullptr;
+    if (::getifaddrs(&list) != 0) {
+        log::warn("health-check node ports: cannot list the interface addresses: {}",
+                  std::strerror(errno));
+        return addresses;
+    }
+    for (const ifaddrs* entry = list; entry; entry = entry->ifa_next) {
+        if (!entry->ifa_addr) continue;
+        if (entry->ifa_addr->sa_family == AF_INET) {
+            const auto* v4 = reinterpret_cast<const sockaddr_in*>(entry->ifa_addr);
+            addresses.push_back(IpAddress::from_bytes(
+                IpFamily::kV4, reinterpret_cast<const uint8_t*>(&v4->sin_addr)));
+        } else if (entry->ifa_addr->sa_family == AF_INET6) {
+            const auto* v6 = reinterpret_cast<const sockaddr_in6*>(entry->ifa_addr);
+            addresses.push_back(IpAddress::from_bytes(IpFamily::kV6, v6->sin6_addr.s6_addr));
+        }
+    }
+    ::freeifaddrs(list);
+    return addresses;
+}
+
+HealthCheckPorts::HealthCheckPorts(HttpServer& server, HealthyFunction proxy_healthy)
+    : server_(server), proxy_healthy_(std::move(proxy_healthy)) {}
 
 HealthCheckPorts::~HealthCheckPorts() {
     std::lock_guard lock(mutex_);
-    for (const auto& [number, port] : ports_) server_.close(port.listener);
+    for (auto& [number, port] : ports_) close(port);
 }
 
-size_t HealthCheckPorts::update(const rules::Plan& plan) {
+void HealthCheckPorts::close(Port& port) {
+    for (int listener : port.listeners) server_.close(listener);
+    port.listeners.clear();
+}
+
+size_t HealthCheckPorts::update(const rules::Plan& plan, const std::vector<IpAddress>& addresses) {
     auto wanted = health_checks_of(plan);
     std::lock_guard lock(mutex_);
+    if (addresses != addresses_) {
+        for (auto& [number, port] : ports_) close(port);
+        ports_.clear();
+        addresses_ = addresses;
+    }
     for (auto it = ports_.begin(); it != ports_.end();) {
         if (wanted.count(it->first)) {
             ++it;
             continue;
         }
-        server_.close(it->second.listener);
+        close(it->second);
         it = ports_.erase(it);
     }
     size_t failures = 0;
@@ -143,27 +235,39 @@ size_t HealthCheckPorts::update(const rules::Plan& plan) {
             existing->second.answer->state = state;
             continue;
         }
-        auto answer = std::make_shared<Answer>();
-        answer->state = state;
-        HttpRoutes routes;
-        // Every path answers, as in kube-proxy: load balancers probe "/" or
-        // a path of their own configuration.
-        routes["*"] = [answer, healthy = proxy_healthy_] {
-            HealthCheckState snapshot;
-            {
-                std::lock_guard answer_lock(answer->mutex);
-                snapshot = answer->state;
+        Port port;
+        port.answer = std::make_shared<Answer>();
+        port.answer->state = state;
+        bool opened = true;
+        for (const auto& address : addresses_) {
+            HttpRoutes routes;
+            // Every path answers, as in kube-proxy: load balancers probe "/"
+            // or a path of their own configuration.
+            routes["*"] = [answer = port.answer, healthy = proxy_healthy_] {
+                HealthCheckState snapshot;
+                {
+                    std::lock_guard answer_lock(answer->mutex);
+                    snapshot = answer->state;
+                }
+                return health_check_response(snapshot, healthy());
+            };
+            // :: only for IPv6, so that 0.0.0.0 can take the same port.
+            auto listener = server_.listen(HostPort{address, number}, std::move(routes),
+                                           address.is_v6() && address.is_unspecified());
+            if (!listener) {
+                log::warn("health-check node port {} of Service {}/{}: {}", number, state.ns,
+                          state.name, listener.error().describe());
+                opened = false;
+                break;
             }
-            return health_check_response(snapshot, healthy());
-        };
-        auto listener = server_.listen(HostPort{listen_address_, number}, std::move(routes));
-        if (!listener) {
+            port.listeners.push_back(*listener);
+        }
+        if (!opened) {
             ++failures;
-            log::warn("health-check node port {} of Service {}/{}: {}", number, state.ns,
-                      state.name, listener.error().describe());
+            close(port);
             continue;
         }
-        ports_.emplace(number, Port{*listener, std::move(answer)});
+        ports_.emplace(number, std::move(port));
     }
     return failures;
 }

@@ -136,7 +136,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
 
 // Binds and listens on `address` (SO_REUSEADDR, so a restarted daemon can
 // rebind at once).
-Result<tcp::acceptor> bind_acceptor(asio::io_context& io, const HostPort& address) {
+Result<tcp::acceptor> bind_acceptor(asio::io_context& io, const HostPort& address, bool v6_only) {
     auto fail = [&](const char* what, const error_code& ec) {
         return make_error(ErrorCode::kIo,
                           std::string(what) + " " + address.to_string() + ": " + ec.message());
@@ -150,6 +150,10 @@ Result<tcp::acceptor> bind_acceptor(asio::io_context& io, const HostPort& addres
     if (ec) return fail("socket", ec);
     acceptor.set_option(asio::socket_base::reuse_address(true), ec);
     if (ec) return fail("setsockopt", ec);
+    if (v6_only && endpoint.protocol() == tcp::v6()) {
+        acceptor.set_option(asio::ip::v6_only(true), ec);
+        if (ec) return fail("setsockopt", ec);
+    }
     acceptor.bind(endpoint, ec);
     if (ec) return fail("bind", ec);
     acceptor.listen(asio::socket_base::max_listen_connections, ec);
@@ -224,7 +228,7 @@ struct HttpServer::Impl {
         retry->timer.expires_after(retry->period);
         retry->timer.async_wait([this, id, retry](error_code ec) {
             if (ec || retries.count(id) == 0) return;  // closed meanwhile
-            auto acceptor = bind_acceptor(io, retry->address);
+            auto acceptor = bind_acceptor(io, retry->address, /*v6_only=*/false);
             if (!acceptor) {
                 retry->on_failure(acceptor.error(), ++retry->failures);
                 arm(id, retry);
@@ -250,8 +254,8 @@ HttpServer::~HttpServer() {
     stop();
 }
 
-Result<int> HttpServer::listen(const HostPort& address, HttpRoutes routes) {
-    auto acceptor = bind_acceptor(impl_->io, address);
+Result<int> HttpServer::listen(const HostPort& address, HttpRoutes routes, bool v6_only) {
+    auto acceptor = bind_acceptor(impl_->io, address, v6_only);
     if (!acceptor) return acceptor.error();
     error_code ec;
     const int id = impl_->reserve_id(acceptor->local_endpoint(ec).port());
@@ -264,7 +268,7 @@ int HttpServer::listen_retrying(const HostPort& address, HttpRoutes routes,
                                 std::chrono::milliseconds retry_period,
                                 BindFailureHandler on_failure, BoundHandler on_bound) {
     auto shared_routes = std::make_shared<const HttpRoutes>(std::move(routes));
-    auto acceptor = bind_acceptor(impl_->io, address);
+    auto acceptor = bind_acceptor(impl_->io, address, /*v6_only=*/false);
     if (acceptor) {
         error_code ec;
         const int id = impl_->reserve_id(acceptor->local_endpoint(ec).port());

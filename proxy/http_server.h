@@ -46,8 +46,10 @@ class HttpServer {
     // Binds `address` now (so a bind error is reported to the caller, e.g.
     // "bind 127.0.0.1:10249: Address already in use") and serves `routes`
     // on it; an unknown path is a 404. Port 0 picks a free port. Returns a
-    // listener id for close() and port().
-    Result<int> listen(const HostPort& address, HttpRoutes routes);
+    // listener id for close() and port(). With `v6_only` an IPv6 socket
+    // takes IPv6 only (IPV6_V6ONLY), so that [::] and 0.0.0.0 can both hold
+    // one port; without it [::] also accepts IPv4, as Go's listeners do.
+    Result<int> listen(const HostPort& address, HttpRoutes routes, bool v6_only = false);
     // kube-proxy's behaviour without --bind-address-hard-fail: like listen(),
     // but a bind that fails is retried every `retry_period` (on the io
     // thread, once start() was called) until it succeeds or close(id).

@@ -1,86 +1,92 @@
-// Prometheus metrics of the daemon, in the text exposition format (0.0.4).
+// The daemon's own metrics: kube-proxy's (same names, types, buckets and
+// labels as kube-proxy 1.33, so its dashboards and alerts keep working) and
+// switchboard's. Every metric, its labels and what moves it: docs/metrics.md.
 //
-// Counter, Gauge and Histogram are lock-free or internally locked and may be
-// updated from any thread while another thread renders them. Names follow
-// kube-proxy's where the meaning matches (kubeproxy_sync_proxy_rules_*), so
-// existing dashboards and alerts keep working.
+// One backend programs both IP families in one batch (one inet table, or one
+// iptables and one ip6tables commit per sync), so each sync counts for both:
+// every ip_family-labelled series exists for "IPv4" and "IPv6" from the
+// start and moves for both.
+//
+// Thread safety: every member may be updated from any thread while another
+// thread writes them out.
 #pragma once
 
-#include <atomic>
+#include <array>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <string_view>
-#include <vector>
+
+#include "base/ip.h"
+#include "base/metrics.h"
+#include "proxy/flags.h"
 
 namespace sb::proxy {
 
-// One metric family's "# HELP" and "# TYPE" lines.
-void append_header(std::string& out, std::string_view name, std::string_view help,
-                   std::string_view type);
-// A sample value as Prometheus prints it: integers without a fraction,
-// "+Inf" / "-Inf" / "NaN" spelled out.
-std::string format_value(double value);
+inline constexpr std::array<IpFamily, 2> kIpFamilies = {IpFamily::kV4, IpFamily::kV6};
 
-class Counter {
+// What built this binary and where it runs, for kubernetes_build_info and
+// switchboard_build_info.
+struct BuildInfo {
+    std::string version;           // switchboard's, "0.1.0"
+    std::string compiler;          // "gcc" or "clang"
+    std::string compiler_version;  // "12.2.0"
+    std::string platform;          // GOOS/GOARCH spelling: "linux/amd64"
+};
+// This binary's: the compiler from its predefined macros, the platform from
+// uname(2).
+BuildInfo current_build_info(std::string_view version);
+
+struct PendingChanges;  // proxy/change_tracker.h
+
+class ProxyMetrics {
   public:
-    void inc(uint64_t amount = 1) { value_.fetch_add(amount, std::memory_order_relaxed); }
-    uint64_t value() const { return value_.load(std::memory_order_relaxed); }
+    // `mode` picks the failure counters kube-proxy has in that mode.
+    explicit ProxyMetrics(ProxyMode mode);
+
+    // A sync the backend accepted at `now_unix`, having taken `seconds`.
+    void observe_sync(double seconds, bool full, double now_unix);
+    // A sync the backend refused (partial: it had the previous plan).
+    void count_sync_failure(bool partial);
+    // A sync was queued at `now_unix`.
+    void queued(double now_unix);
+    // One EndpointSlice change reached the kernel `seconds` after its
+    // last-change-trigger-time.
+    void observe_network_programming(double seconds);
+    // Service ports with a Local policy and no local endpoint, per family.
+    void set_no_local_endpoints(IpFamily family, uint64_t internal, uint64_t external);
+    // A /healthz or /livez answer.
+    void count_healthz(unsigned status);
+    void count_livez(unsigned status);
+
+    metrics::Counter service_changes;      // kubeproxy_sync_proxy_rules_service_changes_total
+    metrics::Counter endpoint_changes;     // kubeproxy_sync_proxy_rules_endpoint_changes_total
+    metrics::Counter sync_errors;          // switchboard_sync_errors_total
+    metrics::Counter health_check_errors;  // switchboard_health_check_port_errors_total
+    metrics::Gauge plan_service_ports;     // switchboard_plan_service_ports
+
+    // Every family above, the pending gauges and both build_info families.
+    void write(metrics::TextWriter& out, const BuildInfo& build,
+               const PendingChanges& pending) const;
 
   private:
-    std::atomic<uint64_t> value_{0};
+    const ProxyMode mode_;
+    metrics::Labelled<metrics::Histogram> sync_duration_;
+    metrics::Labelled<metrics::Histogram> full_sync_duration_;
+    metrics::Labelled<metrics::Histogram> partial_sync_duration_;
+    metrics::Labelled<metrics::Histogram> network_programming_duration_;
+    metrics::Labelled<metrics::Gauge> last_sync_timestamp_;
+    metrics::Labelled<metrics::Gauge> last_queued_timestamp_;
+    metrics::Labelled<metrics::Gauge> no_local_endpoints_;
+    metrics::Labelled<metrics::Counter> healthz_total_;
+    metrics::Labelled<metrics::Counter> livez_total_;
+    // nftables: ..._nftables_sync_failures_total; iptables:
+    // ..._iptables_restore_failures_total and ..._partial_restore_failures_total.
+    metrics::Labelled<metrics::Counter> sync_failures_;
+    metrics::Labelled<metrics::Counter> partial_sync_failures_;
 };
 
-class Gauge {
-  public:
-    void set(double value) { value_.store(value, std::memory_order_relaxed); }
-    double value() const { return value_.load(std::memory_order_relaxed); }
-
-  private:
-    std::atomic<double> value_{0};
-};
-
-class Histogram {
-  public:
-    // `bounds`: the upper bounds of the buckets, ascending (+Inf is implied).
-    explicit Histogram(std::vector<double> bounds);
-    // kube-proxy's buckets for sync durations: 1 ms doubling 15 times.
-    static std::vector<double> exponential_buckets(double start, double factor, int count);
-
-    void observe(double value);
-    // The _bucket, _sum and _count samples (no HELP/TYPE lines).
-    void append_samples(std::string& out, std::string_view name) const;
-    uint64_t count() const;
-
-  private:
-    const std::vector<double> bounds_;
-    mutable std::mutex mutex_;
-    std::vector<uint64_t> counts_;  // per bucket, not cumulative
-    double sum_ = 0;
-    uint64_t count_ = 0;
-};
-
-// The daemon's own metrics.
-struct ProxyMetrics {
-    ProxyMetrics();
-
-    Histogram sync_duration;          // kubeproxy_sync_proxy_rules_duration_seconds
-    Histogram full_sync_duration;     // kubeproxy_sync_full_proxy_rules_duration_seconds
-    Histogram partial_sync_duration;  // kubeproxy_sync_partial_proxy_rules_duration_seconds
-    Gauge last_sync_timestamp;        // kubeproxy_sync_proxy_rules_last_timestamp_seconds
-    Gauge last_queued_timestamp;      // kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds
-    Counter service_changes;          // kubeproxy_sync_proxy_rules_service_changes_total
-    Counter endpoint_changes;         // kubeproxy_sync_proxy_rules_endpoint_changes_total
-    // kubeproxy_sync_proxy_rules_no_local_endpoints_total{traffic_policy=internal|external}:
-    // service ports with a Local policy and no local endpoint, in the last plan.
-    Gauge no_local_endpoints_internal;
-    Gauge no_local_endpoints_external;
-    Counter sync_errors;          // switchboard_sync_errors_total
-    Counter health_check_errors;  // switchboard_health_check_port_errors_total
-    Gauge plan_service_ports;     // switchboard_plan_service_ports
-
-    // Every metric above plus switchboard_build_info, HELP/TYPE included.
-    void append(std::string& out, std::string_view version, std::string_view proxy_mode) const;
-};
+// kube-proxy's buckets for network programming latency (metrics.go merge()):
+// 0, then 0.25 and 0.5, 1..59 by 1, 60..115 by 5, 120..300 by 30.
+std::vector<double> network_programming_buckets();
 
 }  // namespace sb::proxy

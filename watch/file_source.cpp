@@ -338,32 +338,29 @@ void FileSource::run() {
     }
 }
 
-void FileSource::append_metrics(std::string& out) const {
-    out +=
-        "# HELP switchboard_source_objects_rejected_total Objects skipped because they failed "
-        "validation.\n";
-    out += "# TYPE switchboard_source_objects_rejected_total counter\n";
-    const std::pair<const char*, uint64_t> rejected[] = {
-        {"Service", rejected_services_.load()},
-        {"EndpointSlice", rejected_slices_.load()},
-        {"Node", rejected_nodes_.load()},
-        {"unknown", rejected_unknown_.load()},
-    };
-    for (const auto& [kind, count] : rejected) {
-        out += "switchboard_source_objects_rejected_total{kind=\"";
-        out += kind;
-        out += "\"} " + std::to_string(count) + "\n";
-    }
-    out +=
-        "# HELP switchboard_source_file_errors_total Source files that could not be read or "
-        "parsed (once per change).\n";
-    out += "# TYPE switchboard_source_file_errors_total counter\n";
-    out += "switchboard_source_file_errors_total " + std::to_string(file_errors_.load()) + "\n";
-    out +=
-        "# HELP switchboard_source_reloads_total Times the file source pushed its objects to "
-        "the store.\n";
-    out += "# TYPE switchboard_source_reloads_total counter\n";
-    out += "switchboard_source_reloads_total " + std::to_string(reloads_.load()) + "\n";
+void FileSource::append_metrics(metrics::TextWriter& out) const {
+    static const metrics::Family kRejected{"switchboard_source_objects_rejected_total",
+                                           "Objects skipped because they failed validation.",
+                                           metrics::Type::kCounter,
+                                           {"kind"}};
+    static const metrics::Family kFileErrors{
+        "switchboard_source_file_errors_total",
+        "Source files that could not be read or parsed (once per change).",
+        metrics::Type::kCounter,
+        {}};
+    static const metrics::Family kReloads{"switchboard_source_reloads_total",
+                                          "Times the file source pushed its objects to the store.",
+                                          metrics::Type::kCounter,
+                                          {}};
+    out.family(kRejected);
+    out.sample({"Service"}, rejected_services_.load());
+    out.sample({"EndpointSlice"}, rejected_slices_.load());
+    out.sample({"Node"}, rejected_nodes_.load());
+    out.sample({"unknown"}, rejected_unknown_.load());
+    out.family(kFileErrors);
+    out.sample({}, file_errors_.load());
+    out.family(kReloads);
+    out.sample({}, reloads_.load());
 }
 
 }  // namespace sb::watch

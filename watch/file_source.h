@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "base/metrics.h"
 #include "base/result.h"
 #include "watch/store.h"
 
@@ -38,9 +39,8 @@ class FileSource {
     Status load();
     // Watches with inotify on a background thread; changes reach the Store within 1 s.
     Status start();
-    void stop();  // idempotent
-    void append_metrics(
-        std::string& out) const;  // Prometheus text exposition, HELP/TYPE lines included
+    void stop();                                          // idempotent
+    void append_metrics(metrics::TextWriter& out) const;  // this source's metric families
 
   private:
     struct FileState {

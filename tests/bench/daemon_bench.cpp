@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     std::printf("bench_daemon: %d services x %d endpoints, best of %d runs\n", services, endpoints,
                 runs);
     watch::Store store;
-    proxy::ChangeTracker tracker("node-0");
+    proxy::ChangeTracker tracker("node-0", std::chrono::system_clock::now());
     store.subscribe([&](const std::vector<watch::Change>& changes) { tracker.record(changes); });
     for (int s = 0; s < services; ++s) {
         store.upsert(make_service(s));

@@ -122,8 +122,9 @@ int main(int argc, char** argv) {
     (*source)->start();
     std::string last;
     while (!g_stop) {
-        std::string metrics;
-        (*source)->append_metrics(metrics);
+        sb::metrics::TextWriter writer;
+        (*source)->append_metrics(writer);
+        const std::string metrics = writer.text();
         std::string text = render(*store.snapshot(), (*source)->ready(), metrics);
         if (text != last) {
             std::string temporary = out_path + ".tmp";

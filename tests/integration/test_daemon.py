@@ -260,6 +260,9 @@ def daemon_factory(switchboard_bin, netns, tmp_path):
         daemon.stop()
 
 
+PARTIAL_SYNCS = 'kubeproxy_sync_partial_proxy_rules_duration_seconds_count{ip_family="IPv4"}'
+
+
 def metric(text, series):
     for line in text.splitlines():
         if line.startswith(series + " "):
@@ -284,22 +287,22 @@ def test_daemon_serves_its_endpoints_and_follows_changes(switchboard_bin, daemon
 
     status, headers, body = daemon.get("/metrics")
     assert status == 200
-    for name in ("kubeproxy_sync_proxy_rules_duration_seconds_count",
-                 "kubeproxy_sync_full_proxy_rules_duration_seconds_count",
-                 "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
+    for name in ('kubeproxy_sync_proxy_rules_duration_seconds_count{ip_family="IPv4"}',
+                 'kubeproxy_sync_full_proxy_rules_duration_seconds_count{ip_family="IPv6"}',
+                 'kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"}',
                  "kubeproxy_sync_proxy_rules_service_changes_total",
                  "kubeproxy_sync_proxy_rules_endpoint_changes_total",
                  "switchboard_sync_errors_total"):
         assert metric(body, name) is not None, name
-    assert metric(body, "kubeproxy_sync_proxy_rules_duration_seconds_count") >= 1
+    assert metric(body, 'kubeproxy_sync_proxy_rules_duration_seconds_count{ip_family="IPv4"}') >= 1
     assert metric(body, "switchboard_sync_errors_total") == 0
     assert 'switchboard_build_info{' in body
 
     status, headers, body = daemon.get("/healthz", daemon.healthz_port)
     assert status == 200
     health = json.loads(body)
-    assert set(health) == {"lastUpdated", "currentTime", "nodeEligible"}
-    assert health["nodeEligible"] is True
+    assert list(health) == ["lastUpdated", "currentTime", "nodeEligible", "healthy", "status"]
+    assert health["nodeEligible"] is True and health["healthy"] is True
     assert daemon.get("/livez", daemon.healthz_port)[0] == 200
 
     # The health-check node port of the Local Service, with its one local endpoint.
@@ -312,7 +315,7 @@ def test_daemon_serves_its_endpoints_and_follows_changes(switchboard_bin, daemon
     # without its set elements, which are the nftables backend's business).
     assert "table inet switchboard" in netns_exec(daemon.namespace, "nft", "list", "chains").stdout
     partial_syncs = metric(daemon.get("/metrics")[2],
-                           "kubeproxy_sync_partial_proxy_rules_duration_seconds_count")
+                           PARTIAL_SYNCS)
 
     # A change in the source reaches the plan, the rules and the health check.
     extra = service("late", "10.96.0.30", 8000)
@@ -327,7 +330,7 @@ def test_daemon_serves_its_endpoints_and_follows_changes(switchboard_bin, daemon
     wait_for(lambda: daemon.get("/", HEALTH_PORT)[0] == 503, "the health check to turn 503")
     # ...through partial syncs that the backend accepted.
     body = daemon.get("/metrics")[2]
-    assert metric(body, "kubeproxy_sync_partial_proxy_rules_duration_seconds_count") > partial_syncs
+    assert metric(body, PARTIAL_SYNCS) > partial_syncs
     assert metric(body, "switchboard_sync_errors_total") == 0
     assert metric(body, "kubeproxy_sync_proxy_rules_service_changes_total") >= 3
 
@@ -412,3 +415,78 @@ def test_dry_run_touches_no_kernel_state(switchboard_bin, netns, tmp_path):
     chains = netns_exec(netns, "nft", "list", "chains")
     assert chains.returncode == 0, chains.stderr
     assert "switchboard" not in chains.stdout
+
+
+def node(**spec):
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "node-a"}, "spec": spec,
+            "status": {"addresses": [{"type": "InternalIP", "address": "192.168.1.5"}]}}
+
+
+def test_node_tainted_for_deletion_fails_healthz_not_livez(daemon_factory, tmp_path):
+    source = tmp_path / "cluster.json"
+    document = cluster()
+    document["items"].append(node())
+    write_cluster(source, document)
+    daemon = daemon_factory(source)
+    wait_for(lambda: daemon.get("/readyz")[0] == 200, "/readyz 200")
+    status, headers, body = daemon.get("/healthz", daemon.healthz_port)
+    assert status == 200, body
+    assert headers["Content-Type"] == "application/json"
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    health = json.loads(body)
+    assert health["nodeEligible"] is True
+    assert set(health["status"]) == {"IPv4", "IPv6"}
+
+    # The cluster autoscaler marks the node for deletion.
+    document["items"][-1] = node(taints=[{"key": "ToBeDeletedByClusterAutoscaler",
+                                          "value": "1714564800", "effect": "NoSchedule"}])
+    write_cluster(source, document)
+    wait_for(lambda: daemon.get("/healthz", daemon.healthz_port)[0] == 503, "/healthz 503")
+    status, headers, body = daemon.get("/healthz", daemon.healthz_port)
+    health = json.loads(body)
+    assert health["nodeEligible"] is False and health["healthy"] is True
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    status, headers, body = daemon.get("/livez", daemon.healthz_port)
+    assert status == 200, body
+    assert "nodeEligible" not in json.loads(body)
+
+    body = daemon.get("/metrics")[2]
+    assert metric(body, 'kubeproxy_proxy_healthz_total{code="503"}') >= 2
+    assert metric(body, 'kubeproxy_proxy_healthz_total{code="200"}') >= 1
+    assert metric(body, 'kubeproxy_proxy_livez_total{code="200"}') >= 1
+    families = {line.split()[2] for line in body.splitlines() if line.startswith("# TYPE ")}
+    for family in ("process_cpu_seconds_total", "process_resident_memory_bytes",
+                   "process_virtual_memory_bytes", "process_virtual_memory_max_bytes",
+                   "process_open_fds", "process_max_fds", "process_start_time_seconds",
+                   "kubernetes_build_info",
+                   "kubeproxy_network_programming_duration_seconds",
+                   "kubeproxy_sync_proxy_rules_endpoint_changes_pending",
+                   "kubeproxy_sync_proxy_rules_service_changes_pending",
+                   "kubeproxy_sync_proxy_rules_nftables_sync_failures_total",
+                   "kubeproxy_sync_proxy_rules_no_local_endpoints_total"):
+        assert family in families, family
+    assert metric(body, "process_open_fds") > 0
+    assert metric(body, "process_start_time_seconds") > time.time() - 3600
+    # Every family is announced once.
+    helps = [line.split()[2] for line in body.splitlines() if line.startswith("# HELP ")]
+    assert len(helps) == len(set(helps))
+
+    # The taint goes: eligible again.
+    document["items"][-1] = node()
+    write_cluster(source, document)
+    wait_for(lambda: daemon.get("/healthz", daemon.healthz_port)[0] == 200, "/healthz 200 again")
+
+
+def test_health_check_port_answers_on_ipv4_and_ipv6(daemon_factory, netns, tmp_path):
+    source = tmp_path / "cluster.json"
+    write_cluster(source, cluster())
+    daemon = daemon_factory(source)
+    wait_for(lambda: daemon.get("/", HEALTH_PORT)[0] == 200, "the health-check node port")
+    # No --nodeport-addresses: 0.0.0.0 and [::] both, so ::1 answers too.
+    script = ("import urllib.request\n"
+              f"r = urllib.request.urlopen('http://[::1]:{HEALTH_PORT}/', timeout=10)\n"
+              "print(r.status)\n")
+    result = netns_exec(netns, "/usr/bin/python3", "-c", script)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "200"

@@ -227,7 +227,7 @@ class KubeSource::Impl {
         return true;
     }
 
-    void append_metrics(std::string& out) const;
+    void append_metrics(metrics::TextWriter& out) const;
 
   private:
     void add_resource(std::string name, Kind kind, std::string path, std::string selector) {
@@ -627,35 +627,49 @@ awaitable<Outcome> KubeSource::Impl::watch(Resource& resource, Connection& conne
     co_return Outcome::ok(stream.keep_alive());
 }
 
-void KubeSource::Impl::append_metrics(std::string& out) const {
+void KubeSource::Impl::append_metrics(metrics::TextWriter& out) const {
+    using metrics::Type;
     std::lock_guard lock(metrics_mutex_);
-    auto pairs = [&out](const char* name, const char* help, const char* second,
+    auto pairs = [&out](const metrics::Family& family,
                         const std::map<std::pair<std::string, std::string>, uint64_t>& values) {
-        out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n";
-        for (const auto& [labels, value] : values) {
-            out += std::string(name) + "{resource=\"" + labels.first + "\"," + second + "=\"" +
-                   labels.second + "\"} " + std::to_string(value) + "\n";
-        }
+        out.family(family);
+        for (const auto& [labels, value] : values) out.sample({labels.first, labels.second}, value);
     };
-    auto singles = [&out](const char* name, const char* help,
+    auto singles = [&out](const metrics::Family& family,
                           const std::map<std::string, uint64_t>& values) {
-        out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n";
-        for (const auto& [label, value] : values) {
-            out +=
-                std::string(name) + "{resource=\"" + label + "\"} " + std::to_string(value) + "\n";
-        }
+        out.family(family);
+        for (const auto& [label, value] : values) out.sample({label}, value);
     };
-    pairs("switchboard_apiserver_requests_total",
-          "API server requests by resource and HTTP status (error: no answer).", "code", requests_);
-    pairs("switchboard_watch_events_total", "Watch events received by resource and type.", "type",
+    pairs({"switchboard_apiserver_requests_total",
+           "API server requests by resource and HTTP status (error: no answer).",
+           Type::kCounter,
+           {"resource", "code"}},
+          requests_);
+    pairs({"switchboard_watch_events_total",
+           "Watch events received by resource and type.",
+           Type::kCounter,
+           {"resource", "type"}},
           events_);
-    singles("switchboard_watch_decode_errors_total",
-            "Watch lines and listed objects skipped because they did not decode.", decode_errors_);
-    singles("switchboard_watch_relists_total", "Relists after 410 Gone.", relists_);
-    singles("switchboard_apiserver_reconnects_total", "Reconnects after a failure.", reconnects_);
-    out += "# HELP switchboard_apiserver_ready Initial lists done and every watch connected.\n";
-    out += "# TYPE switchboard_apiserver_ready gauge\n";
-    out += std::string("switchboard_apiserver_ready ") + (ready() ? "1" : "0") + "\n";
+    singles({"switchboard_watch_decode_errors_total",
+             "Watch lines and listed objects skipped because they did not decode.",
+             Type::kCounter,
+             {"resource"}},
+            decode_errors_);
+    singles({"switchboard_watch_relists_total",
+             "Relists after 410 Gone.",
+             Type::kCounter,
+             {"resource"}},
+            relists_);
+    singles({"switchboard_apiserver_reconnects_total",
+             "Reconnects after a failure.",
+             Type::kCounter,
+             {"resource"}},
+            reconnects_);
+    out.family({"switchboard_apiserver_ready",
+                "Initial lists done and every watch connected.",
+                Type::kGauge,
+                {}});
+    out.sample({}, uint64_t{ready() ? 1u : 0u});
 }
 
 namespace {
@@ -748,7 +762,7 @@ void KubeSource::stop() {
 bool KubeSource::ready() const {
     return impl_->ready();
 }
-void KubeSource::append_metrics(std::string& out) const {
+void KubeSource::append_metrics(metrics::TextWriter& out) const {
     impl_->append_metrics(out);
 }
 

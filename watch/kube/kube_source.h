@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/metrics.h"
 #include "base/result.h"
 #include "watch/store.h"
 
@@ -67,7 +68,7 @@ class KubeSource {
     void start();
     void stop();         // idempotent; the source cannot be started again
     bool ready() const;  // initial lists done and connected
-    void append_metrics(std::string& out) const;
+    void append_metrics(metrics::TextWriter& out) const;
 
   private:
     class Impl;

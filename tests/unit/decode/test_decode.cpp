@@ -222,6 +222,43 @@ TEST_CASE("a Node decodes labels and addresses") {
     CHECK(node->addresses[1] == NodeAddress{"Hostname", "node-1"});
 }
 
+TEST_CASE("a Node decodes its deletion, taints and pod CIDRs") {
+    auto plain = decode_node(fixtures::parse(fixtures::kNode));
+    REQUIRE(plain.ok());
+    CHECK_FALSE(plain->being_deleted);
+    CHECK(plain->taints.empty());
+    CHECK(plain->pod_cidrs == std::vector<sb::Prefix>{*sb::Prefix::parse("10.244.1.0/24")});
+
+    auto node = decode_node(fixtures::edited(
+        fixtures::kNode,
+        {{"/metadata/deletionTimestamp", R"("2024-05-01T12:00:00Z")"},
+         {"/spec/taints", R"([{"key": "ToBeDeletedByClusterAutoscaler", "value": "1714564800",
+                               "effect": "NoSchedule"},
+                              {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute",
+                               "timeAdded": "2024-05-01T12:00:00Z"}])"},
+         {"/spec/podCIDRs", R"(["10.244.1.0/24", "fd00:10:244:1::/64"])"}}));
+    REQUIRE(node.ok());
+    CHECK(node->being_deleted);
+    CHECK(node->taints ==
+          std::vector<Taint>{{"ToBeDeletedByClusterAutoscaler", "1714564800", "NoSchedule"},
+                             {"node.kubernetes.io/unreachable", "", "NoExecute"}});
+    CHECK(node->pod_cidrs == std::vector<sb::Prefix>{*sb::Prefix::parse("10.244.1.0/24"),
+                                                     *sb::Prefix::parse("fd00:10:244:1::/64")});
+
+    // spec.podCIDR alone (clusters before dual-stack), host bits cleared as
+    // Kubernetes' ParseCIDRSloppy reads them; a null deletionTimestamp is absent.
+    auto single =
+        decode_node(fixtures::edited(fixtures::kNode, {{"/spec/podCIDRs", nullptr},
+                                                       {"/spec/podCIDR", R"("10.244.7.1/24")"},
+                                                       {"/metadata/deletionTimestamp", "null"}}));
+    REQUIRE(single.ok());
+    CHECK_FALSE(single->being_deleted);
+    CHECK(single->pod_cidrs == std::vector<sb::Prefix>{*sb::Prefix::parse("10.244.7.0/24")});
+    auto none = decode_node(fixtures::edited(fixtures::kNode, {{"/spec", nullptr}}));
+    REQUIRE(none.ok());
+    CHECK(none->pod_cidrs.empty());
+}
+
 TEST_CASE("decode_object dispatches on kind") {
     auto service = decode_object(fixtures::parse(fixtures::kService));
     REQUIRE(service.ok());

@@ -231,6 +231,41 @@ TEST_CASE("malformed Nodes") {
                StartsWith(at("Node node-1", "status.addresses[1].type")));
 }
 
+TEST_CASE("malformed Node deletion, taints and pod CIDRs") {
+    const std::string kNode1 = "Node node-1";
+    CHECK_THAT(node({{"/metadata/deletionTimestamp", "1714564800"}}),
+               StartsWith(at(kNode1, "metadata.deletionTimestamp")) && Contains("a string"));
+    CHECK_THAT(node({{"/metadata/deletionTimestamp", R"("tomorrow")"}}),
+               StartsWith(at(kNode1, "metadata.deletionTimestamp")) && Contains("RFC 3339"));
+    CHECK_THAT(node({{"/spec/taints", R"({"key": "a"})"}}),
+               StartsWith(at(kNode1, "spec.taints")) && Contains("an array"));
+    CHECK_THAT(node({{"/spec/taints", R"([{"effect": "NoSchedule"}])"}}),
+               StartsWith(at(kNode1, "spec.taints[0].key")) && Contains("missing"));
+    CHECK_THAT(node({{"/spec/taints", R"([{"key": "bad key!", "effect": "NoSchedule"}])"}}),
+               StartsWith(at(kNode1, "spec.taints[0].key")) && Contains("qualified name"));
+    CHECK_THAT(node({{"/spec/taints", R"([{"key": "Bad_Prefix/a", "effect": "NoSchedule"}])"}}),
+               StartsWith(at(kNode1, "spec.taints[0].key")));
+    CHECK_THAT(
+        node({{"/spec/taints", R"([{"key": "a", "value": "-x-", "effect": "NoSchedule"}])"}}),
+        StartsWith(at(kNode1, "spec.taints[0].value")) && Contains("label value"));
+    CHECK_THAT(node({{"/spec/taints", R"([{"key": "a"}])"}}),
+               StartsWith(at(kNode1, "spec.taints[0].effect")) && Contains("missing"));
+    CHECK_THAT(node({{"/spec/taints", R"([{"key": "a", "effect": "Sometimes"}])"}}),
+               StartsWith(at(kNode1, "spec.taints[0].effect")) && Contains("NoExecute"));
+    CHECK_THAT(node({{"/spec/taints", R"([{"key": "a", "effect": 1}])"}}),
+               StartsWith(at(kNode1, "spec.taints[0].effect")) && Contains("a string"));
+    CHECK_THAT(node({{"/spec/podCIDRs", R"(["10.244.1.0/33"])"}}),
+               StartsWith(at(kNode1, "spec.podCIDRs[0]")) && Contains("invalid CIDR"));
+    CHECK_THAT(node({{"/spec/podCIDRs", R"(["10.244.1.0/24", "10.245.1.0/24"])"}}),
+               StartsWith(at(kNode1, "spec.podCIDRs[1]")) && Contains("one per family"));
+    CHECK_THAT(node({{"/spec/podCIDRs", R"([24])"}}),
+               StartsWith(at(kNode1, "spec.podCIDRs[0]")) && Contains("a string"));
+    CHECK_THAT(node({{"/spec/podCIDRs", nullptr}, {"/spec/podCIDR", R"("10.244.1.0")"}}),
+               StartsWith(at(kNode1, "spec.podCIDR")) && Contains("invalid CIDR"));
+    CHECK_THAT(node({{"/spec", R"("x")"}}),
+               StartsWith(at(kNode1, "spec")) && Contains("an object"));
+}
+
 TEST_CASE("malformed documents fail whole, never crash") {
     auto truncated = decode_document(std::string(fixtures::kService).substr(0, 200));
     REQUIRE_FALSE(truncated.ok());

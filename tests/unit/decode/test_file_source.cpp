@@ -87,9 +87,9 @@ uint16_t first_port(Store& store, const std::string& name) {
 }
 
 std::string metrics(const FileSource& source) {
-    std::string out;
+    sb::metrics::TextWriter out;
     source.append_metrics(out);
-    return out;
+    return out.text();
 }
 
 }  // namespace

@@ -123,8 +123,9 @@ TEST_CASE("forwarder: a silent upstream fails over, then reports an error") {
     auto failed_future = failed.get_future();
     REQUIRE(failed_future.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
     CHECK_FALSE(failed_future.get().ok());
-    std::string metrics;
-    forwarder.append_metrics(metrics);
+    sb::metrics::TextWriter writer;
+    forwarder.append_metrics(writer);
+    const std::string metrics = writer.text();
     CHECK(metrics.find("switchboard_dns_upstream_errors_total{kind=\"exhausted\"} 1") !=
           std::string::npos);
     forwarder.stop();

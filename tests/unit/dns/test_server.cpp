@@ -175,7 +175,8 @@ TEST_CASE("server: idle TCP connections are closed, and their number is bounded"
     REQUIRE(readable(b));
     CHECK(::recv(b, &byte, 1, 0) == 0);
     for (int fd : {a, b, c}) ::close(fd);
-    std::string metrics;
-    r.server->append_metrics(metrics);
+    sb::metrics::TextWriter writer;
+    r.server->append_metrics(writer);
+    const std::string metrics = writer.text();
     CHECK(metrics.find("switchboard_dns_tcp_rejected_total 1") != std::string::npos);
 }

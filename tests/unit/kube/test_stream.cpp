@@ -149,7 +149,8 @@ TEST_CASE("KubeSource against an unreachable server: not ready, store not synced
     (*source)->stop();
     (*source)->stop();
     CHECK_FALSE(store.snapshot()->synced);
-    std::string metrics;
-    (*source)->append_metrics(metrics);
+    sb::metrics::TextWriter writer;
+    (*source)->append_metrics(writer);
+    const std::string metrics = writer.text();
     CHECK(metrics.find("switchboard_apiserver_ready 0") != std::string::npos);
 }

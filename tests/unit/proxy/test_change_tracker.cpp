@@ -2,6 +2,7 @@
 // incremental planning equal to a full build_plan.
 #include <catch.hpp>
 
+#include "base/timestamp.h"
 #include "proxy/change_tracker.h"
 #include "proxy/planner.h"
 
@@ -10,6 +11,9 @@ using namespace sb::proxy;
 using sb::watch::ObjectKey;
 
 namespace {
+
+// The trackers' start; trigger times before it are not reported.
+const auto kStarted = std::chrono::system_clock::time_point{} + std::chrono::hours(480000);
 
 watch::Service make_service(const std::string& ns, const std::string& name, const char* ip,
                             uint16_t port = 80) {
@@ -49,7 +53,7 @@ watch::EndpointSlice make_slice(const std::string& ns, const std::string& name,
 
 struct Fixture {
     watch::Store store;
-    ChangeTracker tracker{"node-a"};
+    ChangeTracker tracker{"node-a", kStarted};
     Fixture() {
         store.subscribe(
             [this](const std::vector<watch::Change>& changes) { tracker.record(changes); });
@@ -125,7 +129,7 @@ TEST_CASE("deletions, slice label moves and this Node are tracked") {
 }
 
 TEST_CASE("record() tells whether a batch concerns the proxy") {
-    ChangeTracker tracker("node-a");
+    ChangeTracker tracker("node-a", kStarted);
     CHECK(tracker.record({{watch::Kind::kService, {"ns", "a"}, {"ns", "a"}}}));
     CHECK_FALSE(tracker.record({{watch::Kind::kEndpointSlice, {"ns", "orphan"}, {}}}));
     CHECK_FALSE(tracker.record({{watch::Kind::kNode, {"", "node-b"}, {}}}));
@@ -183,4 +187,63 @@ TEST_CASE("incremental planning equals build_plan after every step") {
     step("remove a Service", [&] { f.store.remove(watch::Kind::kService, {"ns", "c"}); });
     step("remove a slice", [&] { f.store.remove(watch::Kind::kEndpointSlice, {"ns", "a-1"}); });
     CHECK(plan.services.size() == 5);
+}
+
+TEST_CASE("pending counts Service and EndpointSlice changes until the next take") {
+    Fixture f;
+    CHECK(f.tracker.pending().services == 0);
+    f.store.upsert(make_service("ns", "a", "10.0.0.1"));
+    f.store.upsert(make_service("ns", "a", "10.0.0.1", 81));  // the same Service again
+    f.store.upsert(make_service("ns", "b", "10.0.0.2"));
+    f.store.upsert(make_slice("ns", "a-1", "a", {"10.1.0.1"}));
+    f.store.upsert(make_slice("ns", "a-1", "a", {"10.1.0.2"}));  // each slice change counts
+    CHECK(f.tracker.pending().services == 2);
+    CHECK(f.tracker.pending().endpoint_slices == 2);
+    f.take();
+    CHECK(f.tracker.pending().services == 0);
+    CHECK(f.tracker.pending().endpoint_slices == 0);
+    f.store.upsert(make_slice("ns", "a-1", "a", {"10.1.0.3"}));
+    CHECK(f.tracker.pending().endpoint_slices == 1);
+    f.take(true);  // a full take clears them too
+    CHECK(f.tracker.pending().endpoint_slices == 0);
+}
+
+TEST_CASE("a batch carries the trigger times of the slices that changed in it") {
+    using namespace std::chrono_literals;
+    auto annotated = [](const char* name, const char* ip, const std::string& time) {
+        auto slice = make_slice("ns", name, "a", {ip});
+        slice.meta.annotations[kLastChangeTriggerTimeAnnotation] = time;
+        return slice;
+    };
+    const std::string t1 = format_rfc3339_nano(kStarted + 10s);
+    const std::string t2 = format_rfc3339_nano(kStarted + 20s + 500ms);
+    Fixture f;
+    f.store.upsert(make_service("ns", "a", "10.0.0.1"));
+    f.store.upsert(annotated("a-1", "10.1.0.1", t1));
+    f.store.upsert(annotated("a-2", "10.1.0.2", t1));
+    auto batch = f.take(true);  // full takes report them too
+    CHECK(batch.trigger_times == std::vector{kStarted + 10s, kStarted + 10s});
+
+    // Only the slice that changed; an unchanged neighbour is not reported again.
+    f.store.upsert(annotated("a-1", "10.1.0.9", t2));
+    batch = f.take();
+    CHECK(batch.trigger_times == std::vector{kStarted + 20s + 500ms});
+    CHECK(f.take().trigger_times.empty());
+
+    // Before the tracker started, unparsable, absent, or deleted: not reported.
+    f.store.upsert(annotated("a-1", "10.1.0.8", format_rfc3339_nano(kStarted - 1s)));
+    f.store.upsert(annotated("a-2", "10.1.0.7", "yesterday"));
+    f.store.upsert(make_slice("ns", "a-3", "a", {"10.1.0.6"}));
+    CHECK(f.take().trigger_times.empty());
+    f.store.remove(watch::Kind::kEndpointSlice, {"ns", "a-1"});
+    CHECK(f.take().trigger_times.empty());
+}
+
+TEST_CASE("last_change_trigger_time reads the annotation as RFC 3339") {
+    watch::EndpointSlice slice;
+    CHECK_FALSE(last_change_trigger_time(slice));
+    slice.meta.annotations[kLastChangeTriggerTimeAnnotation] = "2024-05-01T12:00:00.25+02:00";
+    auto time = last_change_trigger_time(slice);
+    REQUIRE(time);
+    CHECK(format_rfc3339_nano(*time) == "2024-05-01T10:00:00.25Z");
 }

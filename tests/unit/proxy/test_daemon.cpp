@@ -9,9 +9,11 @@
 #include <fstream>
 #include <mutex>
 
+#include "base/timestamp.h"
 #include "proxy/daemon.h"
 #include "proxy/planner.h"
 #include "rules/plan_json.h"
+#include "tests/unit/exposition.h"
 
 using namespace sb;
 using namespace sb::proxy;
@@ -90,6 +92,42 @@ struct TempCluster {
     }
 };
 
+std::string slice_json(const std::string& name, const std::string& service, const std::string& ip,
+                       const std::string& trigger_time = "") {
+    std::string annotations;
+    if (!trigger_time.empty()) {
+        annotations = R"(, "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": ")" +
+                      trigger_time + R"("})";
+    }
+    return R"({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+      "metadata": {"name": ")" +
+           name + R"(", "namespace": "default", "labels": {"kubernetes.io/service-name": ")" +
+           service + "\"}" + annotations + R"(},
+      "addressType": "IPv4",
+      "endpoints": [{"addresses": [")" +
+           ip + R"("], "conditions": {"ready": true}, "nodeName": "node-a"}],
+      "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]})";
+}
+
+// This node's Node object; `extra_metadata` / `spec` are JSON members.
+std::string node_json(const std::string& extra_metadata = "", const std::string& spec = "{}") {
+    return R"({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a")" +
+           extra_metadata + R"(}, "spec": )" + spec + "}";
+}
+
+// Polls `done` (bounded: only a broken daemon reaches the limit).
+bool eventually(const std::function<bool()>& done) {
+    for (int i = 0; i < 2000; ++i) {
+        if (done()) return true;
+        std::this_thread::sleep_for(10ms);
+    }
+    return done();
+}
+
+testing::Exposition scrape(Daemon& daemon) {
+    return testing::parse_exposition(daemon.metrics_text());
+}
+
 Options daemon_options(const std::string& source) {
     Options options;
     options.source_file = source;
@@ -138,15 +176,19 @@ TEST_CASE("the daemon syncs the source's state, full first, then partial") {
     std::string metrics;
     for (int i = 0; i < 1000; ++i) {
         metrics = routes.at("/metrics")().body;
-        if (metrics.find("kubeproxy_sync_partial_proxy_rules_duration_seconds_count 1\n") !=
-            std::string::npos) {
+        if (metrics.find(
+                "kubeproxy_sync_partial_proxy_rules_duration_seconds_count{ip_family=\"IPv4\"} "
+                "1\n") != std::string::npos) {
             break;
         }
         std::this_thread::sleep_for(10ms);
     }
-    CHECK(metrics.find("kubeproxy_sync_partial_proxy_rules_duration_seconds_count 1\n") !=
-          std::string::npos);
-    CHECK(metrics.find("kubeproxy_sync_full_proxy_rules_duration_seconds_count 1\n") !=
+    CHECK(
+        metrics.find(
+            "kubeproxy_sync_partial_proxy_rules_duration_seconds_count{ip_family=\"IPv4\"} 1\n") !=
+        std::string::npos);
+    CHECK(metrics.find(
+              "kubeproxy_sync_full_proxy_rules_duration_seconds_count{ip_family=\"IPv6\"} 1\n") !=
           std::string::npos);
     CHECK(metrics.find("kubeproxy_sync_proxy_rules_service_changes_total 2\n") !=
           std::string::npos);
@@ -207,4 +249,174 @@ TEST_CASE("--nodeport-addresses=primary reads the Node's first InternalIP per fa
     CHECK(prefixes ==
           std::vector<Prefix>{*Prefix::parse("192.168.1.5/32"), *Prefix::parse("fd00::5/128")});
     CHECK(primary_node_prefixes(snapshot, "node-b").empty());
+}
+
+TEST_CASE("a daemon's whole /metrics is valid, every family announced once") {
+    TempCluster cluster;
+    cluster.write(
+        {service_json("a", "10.96.0.1"), slice_json("a-1", "a", "10.244.0.5"), node_json()});
+    auto log = std::make_shared<BackendLog>();
+    Options options = daemon_options(cluster.file.string());
+    // DNS too, so that its families are in the same text.
+    options.dns.listen = {HostPort{*IpAddress::parse("127.0.0.1"), 0}};
+    options.dns.upstreams = {HostPort{*IpAddress::parse("127.0.0.1"), 9}};
+    options.dns.workers = 1;
+    Daemon daemon(options, [log](const rules::BackendOptions&) {
+        return std::unique_ptr<rules::Backend>(new FakeBackend(log));
+    });
+    REQUIRE(daemon.start().ok());
+    REQUIRE(eventually([&] { return daemon.first_sync_done(); }));
+    daemon.healthz_routes().at("/healthz")();
+    daemon.healthz_routes().at("/livez")();
+
+    auto response = daemon.metrics_routes().at("/metrics")();
+    CHECK(response.content_type == "text/plain; version=0.0.4; charset=utf-8");
+    auto metrics = testing::parse_exposition(response.body);
+    for (const auto& problem : metrics.problems) FAIL_CHECK(problem);
+    for (const char* family : {"process_cpu_seconds_total",
+                               "process_resident_memory_bytes",
+                               "process_virtual_memory_bytes",
+                               "process_virtual_memory_max_bytes",
+                               "process_open_fds",
+                               "process_max_fds",
+                               "process_start_time_seconds",
+                               "kubernetes_build_info",
+                               "switchboard_build_info",
+                               "kubeproxy_sync_proxy_rules_duration_seconds",
+                               "kubeproxy_network_programming_duration_seconds",
+                               "kubeproxy_sync_proxy_rules_endpoint_changes_pending",
+                               "kubeproxy_sync_proxy_rules_service_changes_pending",
+                               "kubeproxy_proxy_healthz_total",
+                               "kubeproxy_proxy_livez_total",
+                               "kubeproxy_sync_proxy_rules_nftables_sync_failures_total",
+                               "switchboard_source_objects_rejected_total",
+                               "coredns_dns_requests_total",
+                               "coredns_dns_request_duration_seconds",
+                               "coredns_forward_requests_total",
+                               "coredns_cache_entries",
+                               "switchboard_dns_zone_names"}) {
+        INFO(family);
+        CHECK(metrics.has_family(family));
+    }
+    CHECK(metrics.value("kubeproxy_proxy_healthz_total{code=\"200\"}") == 1);
+    CHECK(metrics.value("kubeproxy_proxy_livez_total{code=\"200\"}") == 1);
+    CHECK(metrics.value("process_open_fds") > 0);
+    daemon.stop();
+}
+
+TEST_CASE("network programming latency is observed once the backend took the change") {
+    TempCluster cluster;
+    cluster.write({service_json("a", "10.96.0.1"), slice_json("a-1", "a", "10.244.0.5")});
+    auto log = std::make_shared<BackendLog>();
+    Daemon daemon(daemon_options(cluster.file.string()), [log](const rules::BackendOptions&) {
+        return std::unique_ptr<rules::Backend>(new FakeBackend(log));
+    });
+    // After the daemon (and its tracker) started: a change it has to program.
+    const auto triggered = std::chrono::system_clock::now();
+    REQUIRE(daemon.start().ok());
+    REQUIRE(log->wait_for_calls(1));
+    const std::string name = "kubeproxy_network_programming_duration_seconds";
+    CHECK(scrape(daemon).value(name + "_count{ip_family=\"IPv4\"}") == 0);
+
+    // The change waits at least 300 ms before it reaches the daemon, so its
+    // latency is above the 0.25 s bucket.
+    std::this_thread::sleep_for(300ms);
+    cluster.write({service_json("a", "10.96.0.1"),
+                   slice_json("a-1", "a", "10.244.0.6", format_rfc3339_nano(triggered))});
+    REQUIRE(log->wait_for_calls(2));
+    REQUIRE(
+        eventually([&] { return scrape(daemon).value(name + "_count{ip_family=\"IPv4\"}") == 1; }));
+    const double age =
+        std::chrono::duration<double>(std::chrono::system_clock::now() - triggered).count();
+    auto metrics = scrape(daemon);
+    for (const std::string family : {"IPv4", "IPv6"}) {
+        const std::string l = "ip_family=\"" + family + "\"";
+        CHECK(metrics.value(name + "_count{" + l + "}") == 1);
+        CHECK(metrics.value(name + "_bucket{" + l + ",le=\"0.25\"}") == 0);
+        CHECK(metrics.value(name + "_bucket{" + l + ",le=\"300\"}") == 1);
+        CHECK(metrics.value(name + "_sum{" + l + "}") >= 0.3);
+        CHECK(metrics.value(name + "_sum{" + l + "}") <= age);
+    }
+    daemon.stop();
+}
+
+TEST_CASE("a Node being deleted or tainted turns /healthz 503 while /livez stays 200") {
+    TempCluster cluster;
+    const std::string service = service_json("a", "10.96.0.1");
+    cluster.write({service, node_json()});
+    auto log = std::make_shared<BackendLog>();
+    Daemon daemon(daemon_options(cluster.file.string()), [log](const rules::BackendOptions&) {
+        return std::unique_ptr<rules::Backend>(new FakeBackend(log));
+    });
+    auto routes = daemon.healthz_routes();
+    REQUIRE(daemon.start().ok());
+    REQUIRE(eventually([&] { return daemon.first_sync_done(); }));
+    CHECK(routes.at("/healthz")().status == 200);
+
+    cluster.write({service, node_json(R"(, "deletionTimestamp": "2024-05-01T12:00:00Z")")});
+    REQUIRE(eventually([&] { return routes.at("/healthz")().status == 503; }));
+    auto healthz = routes.at("/healthz")();
+    CHECK(healthz.body.find(R"("nodeEligible":false)") != std::string::npos);
+    auto livez = routes.at("/livez")();
+    CHECK(livez.status == 200);
+    CHECK(livez.body.find("nodeEligible") == std::string::npos);
+
+    cluster.write({service, node_json()});
+    REQUIRE(eventually([&] { return routes.at("/healthz")().status == 200; }));
+    cluster.write({service, node_json("", R"({"taints": [{"key": "ToBeDeletedByClusterAutoscaler",
+        "value": "1714564800", "effect": "NoSchedule"}]})")});
+    REQUIRE(eventually([&] { return routes.at("/healthz")().status == 503; }));
+    CHECK(routes.at("/livez")().status == 200);
+
+    auto metrics = scrape(daemon);
+    CHECK(metrics.value("kubeproxy_proxy_healthz_total{code=\"503\"}") >= 3);
+    CHECK(metrics.value("kubeproxy_proxy_healthz_total{code=\"200\"}") >= 2);
+    CHECK(metrics.value("kubeproxy_proxy_livez_total{code=\"200\"}") == 2);
+    daemon.stop();
+}
+
+TEST_CASE("pending change gauges rise with changes and are 0 after the sync takes them") {
+    TempCluster cluster;
+    cluster.write({service_json("a", "10.96.0.1")});
+    auto log = std::make_shared<BackendLog>();
+    Options options = daemon_options(cluster.file.string());
+    // No partial sync for an hour after the first: the changes stay pending.
+    options.min_sync_period = 1h;
+    Daemon daemon(options, [log](const rules::BackendOptions&) {
+        return std::unique_ptr<rules::Backend>(new FakeBackend(log));
+    });
+    REQUIRE(daemon.start().ok());
+    REQUIRE(eventually([&] { return daemon.first_sync_done(); }));
+    // The first sync took the initial state's changes.
+    auto metrics = scrape(daemon);
+    CHECK(metrics.value("kubeproxy_sync_proxy_rules_service_changes_pending") == 0);
+    CHECK(metrics.value("kubeproxy_sync_proxy_rules_endpoint_changes_pending") == 0);
+    const double queued_before = *metrics.value(
+        "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{ip_family=\"IPv4\"}");
+
+    watch::Service b;
+    b.meta.ns = "default";
+    b.meta.name = "b";
+    b.cluster_ips = {*IpAddress::parse("10.96.0.2")};
+    daemon.store().upsert(b);
+    watch::EndpointSlice slice;
+    slice.meta.ns = "default";
+    slice.meta.name = "b-1";
+    slice.service_name = "b";
+    daemon.store().upsert(slice);
+    slice.meta.resource_version = "2";
+    daemon.store().upsert(slice);
+    metrics = scrape(daemon);
+    CHECK(metrics.value("kubeproxy_sync_proxy_rules_service_changes_pending") == 1);
+    CHECK(metrics.value("kubeproxy_sync_proxy_rules_endpoint_changes_pending") == 2);
+    CHECK(metrics.value("kubeproxy_sync_proxy_rules_service_changes_total") == 2);
+    CHECK(metrics.value("kubeproxy_sync_proxy_rules_endpoint_changes_total") == 2);
+    CHECK(*metrics.value(
+              "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{ip_family=\"IPv4\"}") >=
+          queued_before);
+    {
+        std::lock_guard lock(log->mutex);
+        CHECK(log->calls.size() == 1);  // no sync ran for these changes
+    }
+    daemon.stop();
 }

@@ -23,7 +23,7 @@ const HostPort kLoopbackAnyPort{*IpAddress::parse("127.0.0.1"), 0};
 
 // One request over a fresh connection; returns the raw response ("" when
 // the connection failed).
-std::string http_request(uint16_t port, const std::string& request) {
+std::string http_request(uint16_t port, const std::string& request, const char* ip = "127.0.0.1") {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     REQUIRE(fd >= 0);
     timeval timeout{10, 0};  // a hung server fails the test instead of hanging it
@@ -31,7 +31,7 @@ std::string http_request(uint16_t port, const std::string& request) {
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_port = htons(port);
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(inet_pton(AF_INET, ip, &address.sin_addr) == 1);
     std::string response;
     if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
         REQUIRE(write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
@@ -44,8 +44,9 @@ std::string http_request(uint16_t port, const std::string& request) {
     return response;
 }
 
-std::string get(uint16_t port, const std::string& path) {
-    return http_request(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+std::string get(uint16_t port, const std::string& path, const char* ip = "127.0.0.1") {
+    return http_request(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                        ip);
 }
 
 std::string status_line(const std::string& response) {
@@ -141,31 +142,90 @@ TEST_CASE("a port in use is a bind error naming the address") {
           std::string::npos);
 }
 
-TEST_CASE("healthz: healthy unless an update waits longer than the timeout") {
+TEST_CASE("healthz: healthy unless an update waits the timeout or longer") {
     ProxierHealth health(60s);
     const auto t0 = std::chrono::system_clock::time_point{} + 1000000h;
     CHECK(health.check(t0).healthy);
     health.queued(t0);
     CHECK(health.check(t0 + 59s).healthy);
     health.queued(t0 + 50s);  // the oldest pending update counts
-    CHECK_FALSE(health.check(t0 + 61s).healthy);
-    auto response = health.healthz_response(t0 + 61s);
-    CHECK(response.status == 503);
+    CHECK_FALSE(health.check(t0 + 60s).healthy);
+    CHECK(health.healthz_response(t0 + 61s).status == 503);
+    CHECK(health.livez_response(t0 + 61s).status == 503);
     health.updated(t0 + 62s);
     CHECK(health.check(t0 + 1000s).healthy);
-    response = health.healthz_response(t0 + 63s);
-    CHECK(response.status == 200);
-    CHECK(response.content_type == "application/json");
-    CHECK(response.body.find("\"lastUpdated\": \"" + format_go_time(t0 + 62s) + "\"") !=
-          std::string::npos);
-    CHECK(response.body.find("\"nodeEligible\": true") != std::string::npos);
+    CHECK(health.healthz_response(t0 + 63s).status == 200);
+    CHECK(health.livez_response(t0 + 63s).status == 200);
 }
 
-TEST_CASE("Go time text") {
-    using namespace std::chrono;
-    CHECK(format_go_time(system_clock::time_point{}) == "1970-01-01 00:00:00 +0000 UTC");
-    CHECK(format_go_time(system_clock::time_point{} + 86400s + 1500ms) ==
-          "1970-01-02 00:00:01.5 +0000 UTC");
+TEST_CASE("healthz and livez bodies are kube-proxy's JSON, byte for byte") {
+    using std::chrono::system_clock;
+    ProxierHealth health(60s);
+    const auto t0 = system_clock::time_point{} + 1000000h;  // 2084-01-29T16:00:00Z
+    // Never synced, nothing queued: healthy, lastUpdated is Go's zero time.
+    auto never = health.livez_response(t0);
+    CHECK(never.status == 200);
+    CHECK(never.content_type == "application/json");
+    CHECK(never.headers ==
+          std::vector<std::pair<std::string, std::string>>{{"X-Content-Type-Options", "nosniff"}});
+    CHECK(
+        never.body ==
+        R"({"lastUpdated":"2084-01-29T16:00:00Z","currentTime":"2084-01-29T16:00:00Z",)"
+        R"("healthy":true,"status":{"IPv4":{"lastUpdated":"0001-01-01T00:00:00Z","healthy":true},)"
+        R"("IPv6":{"lastUpdated":"0001-01-01T00:00:00Z","healthy":true}}})");
+
+    health.updated(t0 + 1500ms);
+    auto ok = health.healthz_response(t0 + 2s);
+    CHECK(ok.status == 200);
+    CHECK(ok.headers ==
+          std::vector<std::pair<std::string, std::string>>{{"X-Content-Type-Options", "nosniff"}});
+    // While healthy the top-level lastUpdated is now, the families' the last sync.
+    CHECK(ok.body ==
+          R"({"lastUpdated":"2084-01-29T16:00:02Z","currentTime":"2084-01-29T16:00:02Z",)"
+          R"("nodeEligible":true,"healthy":true,"status":{)"
+          R"("IPv4":{"lastUpdated":"2084-01-29T16:00:01.5Z","healthy":true},)"
+          R"("IPv6":{"lastUpdated":"2084-01-29T16:00:01.5Z","healthy":true}}})");
+
+    health.queued(t0 + 3s);
+    auto late = health.healthz_response(t0 + 63s);
+    CHECK(late.status == 503);
+    CHECK(late.body ==
+          R"({"lastUpdated":"2084-01-29T16:00:01.5Z","currentTime":"2084-01-29T16:01:03Z",)"
+          R"("nodeEligible":true,"healthy":false,"status":{)"
+          R"("IPv4":{"lastUpdated":"2084-01-29T16:00:01.5Z","healthy":false},)"
+          R"("IPv6":{"lastUpdated":"2084-01-29T16:00:01.5Z","healthy":false}}})");
+}
+
+TEST_CASE("a Node being deleted or tainted for deletion fails healthz, not livez") {
+    ProxierHealth health(60s);
+    const auto now = std::chrono::system_clock::time_point{} + 1000000h;
+    watch::Node node;
+    node.meta.name = "node-a";
+    node.taints = {{"node.kubernetes.io/unschedulable", "", "NoSchedule"}};
+    CHECK(node_eligible(node));
+    health.set_node(&node);
+    CHECK(health.healthz_response(now).status == 200);
+
+    node.taints.push_back({watch::kToBeDeletedTaint, "1700000000", "NoSchedule"});
+    CHECK_FALSE(node_eligible(node));
+    health.set_node(&node);
+    auto healthz = health.healthz_response(now);
+    CHECK(healthz.status == 503);
+    CHECK(healthz.body.find(R"("nodeEligible":false,"healthy":true,)") != std::string::npos);
+    auto livez = health.livez_response(now);
+    CHECK(livez.status == 200);
+    CHECK(livez.body.find("nodeEligible") == std::string::npos);
+
+    watch::Node deleting;
+    deleting.being_deleted = true;
+    CHECK_FALSE(node_eligible(deleting));
+    health.set_node(&deleting);
+    CHECK(health.healthz_response(now).status == 503);
+    CHECK(health.livez_response(now).status == 200);
+
+    // An unknown Node (a file source without one) counts as eligible.
+    health.set_node(nullptr);
+    CHECK(health.healthz_response(now).status == 200);
 }
 
 TEST_CASE("health checks count distinct ready local IPs per Local service") {
@@ -198,14 +258,15 @@ TEST_CASE("health-check node ports open and close with the plan") {
     HttpServer server;
     server.start();
     std::atomic<bool> healthy{true};
-    HealthCheckPorts ports(server, *IpAddress::parse("127.0.0.1"), [&] { return healthy.load(); });
+    HealthCheckPorts ports(server, [&] { return healthy.load(); });
+    const std::vector<IpAddress> loopback{*IpAddress::parse("127.0.0.1")};
     const uint16_t a = free_port();
     const uint16_t b = free_port();
 
     rules::Plan plan;
     plan.services.push_back(local_port("ns", "a", a, {{"10.0.0.1", true}}));
     plan.services.push_back(local_port("ns", "b", b, {}));
-    CHECK(ports.update(plan) == 0);
+    CHECK(ports.update(plan, loopback) == 0);
     CHECK(ports.open().size() == 2);
     auto response = get(a, "/");
     CHECK(status_line(response) == "HTTP/1.1 200 OK");
@@ -217,7 +278,7 @@ TEST_CASE("health-check node ports open and close with the plan") {
 
     // b gains an endpoint, a goes away.
     plan.services = {local_port("ns", "b", b, {{"10.0.0.2", true}})};
-    CHECK(ports.update(plan) == 0);
+    CHECK(ports.update(plan, loopback) == 0);
     CHECK(ports.open().size() == 1);
     CHECK(status_line(get(b, "/")) == "HTTP/1.1 200 OK");
     CHECK(get(a, "/").empty());
@@ -320,4 +381,51 @@ TEST_CASE("a free port binds at once through the retrying listener") {
         [](unsigned) {});
     CHECK_FALSE(failed);
     CHECK(server.port(id) != 0);
+}
+
+TEST_CASE("health-check node ports listen on every address they are given") {
+    HttpServer server;
+    server.start();
+    HealthCheckPorts ports(server, [] { return true; });
+    const uint16_t port = free_port();
+    rules::Plan plan;
+    plan.services.push_back(local_port("ns", "a", port, {{"10.0.0.1", true}}));
+    const std::vector<IpAddress> two{*IpAddress::parse("127.0.0.1"),
+                                     *IpAddress::parse("127.0.0.2")};
+    CHECK(ports.update(plan, two) == 0);
+    CHECK(status_line(get(port, "/", "127.0.0.1")) == "HTTP/1.1 200 OK");
+    CHECK(status_line(get(port, "/", "127.0.0.2")) == "HTTP/1.1 200 OK");
+    CHECK(get(port, "/", "127.0.0.3").empty());
+
+    // Other addresses: the port moves to them.
+    CHECK(ports.update(plan, {*IpAddress::parse("127.0.0.3")}) == 0);
+    CHECK(get(port, "/", "127.0.0.1").empty());
+    CHECK(status_line(get(port, "/", "127.0.0.3")) == "HTTP/1.1 200 OK");
+
+    // One address taken: nothing of that port stays open, and it is counted.
+    HttpServer other;
+    REQUIRE(other.listen(HostPort{*IpAddress::parse("127.0.0.2"), port}, {}).ok());
+    CHECK(ports.update(plan, two) == 1);
+    CHECK(ports.open().empty());
+    CHECK(get(port, "/", "127.0.0.1").empty());
+}
+
+TEST_CASE("health-check listen addresses follow --nodeport-addresses per family") {
+    auto ip = [](const char* text) { return *IpAddress::parse(text); };
+    auto prefix = [](const char* text) { return *Prefix::parse(text); };
+    const std::vector<IpAddress> dual{ip("127.0.0.1"), ip("192.168.1.5"), ip("10.0.0.5"), ip("::1"),
+                                      ip("fd00::5")};
+    // None given: both wildcards, a family the node lacks skipped.
+    CHECK(health_check_addresses({}, dual) == std::vector{ip("0.0.0.0"), ip("::")});
+    CHECK(health_check_addresses({}, {ip("192.168.1.5")}) == std::vector{ip("0.0.0.0")});
+    CHECK(health_check_addresses({}, {ip("fd00::5")}) == std::vector{ip("::")});
+    // Prefixes: the node's addresses inside them.
+    CHECK(health_check_addresses({prefix("192.168.0.0/16"), prefix("fd00::/64")}, dual) ==
+          std::vector{ip("192.168.1.5"), ip("fd00::5")});
+    CHECK(health_check_addresses({prefix("172.16.0.0/12")}, dual).empty());
+    // A whole family: its wildcard, which covers that family's other matches.
+    CHECK(health_check_addresses({prefix("0.0.0.0/0"), prefix("10.0.0.0/8"), prefix("fd00::/8")},
+                                 dual) == std::vector{ip("0.0.0.0"), ip("fd00::5")});
+    CHECK(health_check_addresses({prefix("::/0")}, {ip("10.0.0.5")}).empty());
+    CHECK_FALSE(interface_addresses().empty());  // loopback at least
 }
