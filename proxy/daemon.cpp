@@ -154,8 +154,12 @@ Daemon::~Daemon() {
 Status Daemon::start() {
     if (started_) return {};
     started_ = true;
-    // Like kube-proxy at startup: an update is pending until the first sync.
-    health_.queued(std::chrono::system_clock::now());
+    // kube-proxy's SyncLoop marks the proxy updated when it starts, "in case
+    // Sync() never succeeds": /healthz and /livez stay 200 until a change is
+    // queued and not synced within the timeout. So an API server that cannot
+    // be reached does not get the Pod restarted in a loop (a restart cannot
+    // reach it either); /readyz tells that nothing is programmed yet.
+    health_.updated(std::chrono::system_clock::now());
 
     if (auto status = serve_http("--metrics-bind-address", options_.metrics_bind, metrics_routes(),
                                  metrics_listener_);
