@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "rules/local_traffic.h"
 #include "rules/naming.h"
 
 namespace sb::rules::iptables {
@@ -54,6 +55,24 @@ Rule frontend(const IpAddress& address, uint8_t proto, uint16_t port, std::strin
     r.dport = port;
     r.comment = std::move(comment);
     r.target = std::move(target);
+    return r;
+}
+
+// A rule to `target` for the packets one local-traffic match
+// (rules/local_traffic.h) recognises.
+Rule local_match_rule(const LocalMatch& match, Target target) {
+    Rule r = rule_to(std::move(target));
+    switch (match.kind) {
+        case LocalMatch::Kind::kSource:
+            r.source = match.source;
+            break;
+        case LocalMatch::Kind::kInterface:
+            r.in_interface = match.interface;
+            break;
+        case LocalMatch::Kind::kInterfacePrefix:
+            r.in_interface = match.interface + "+";
+            break;
+    }
     return r;
 }
 
@@ -117,13 +136,12 @@ class Renderer {
         // Clear the bit so a packet that is re-routed is not masqueraded twice.
         post.rules.push_back(rule_to(mark_target(TargetKind::kMarkXor, mark)));
         post.rules.push_back(rule_to(simple(TargetKind::kMasquerade)));
-        const std::vector<Prefix> cidrs = of_family(options_.cluster_cidrs, family_);
-        if (!options_.masquerade_all && !cidrs.empty()) {
+        // Marks what is not local traffic (ClusterIP traffic jumps here).
+        const std::vector<LocalMatch> matches = local_matches(options_, family_);
+        if (!options_.masquerade_all && !matches.empty()) {
             Chain& outside = chain(m_.nat, kMasqOutsideChain);
-            for (const Prefix& cidr : cidrs) {
-                Rule r = rule_to(simple(TargetKind::kReturn));
-                r.source = cidr;
-                outside.rules.push_back(r);
+            for (const LocalMatch& match : matches) {
+                outside.rules.push_back(local_match_rule(match, simple(TargetKind::kReturn)));
             }
             outside.rules.push_back(rule_to(jump(kMarkMasqChain)));
         }
@@ -255,7 +273,7 @@ class Renderer {
         return c;
     }
 
-    // SVC / SVL: masquerade ClusterIP traffic from outside the cluster (when
+    // SVC / SVL: masquerade ClusterIP traffic that is not local traffic (when
     // this chain serves the internal policy), then the ClientIP affinity
     // checks, then the statistic cascade: rule k matches 1/(n-k) of what
     // reaches it, so every endpoint gets 1/n.
@@ -323,10 +341,8 @@ class Renderer {
         if (!etp_local) {
             c.rules.push_back(rule_to(jump(kMarkMasqChain)));
         } else if (has_internal) {
-            for (const Prefix& cidr : of_family(options_.cluster_cidrs, family_)) {
-                Rule r = rule_to(jump(internal_chain));
-                r.source = cidr;
-                c.rules.push_back(r);
+            for (const LocalMatch& match : local_matches(options_, family_)) {
+                c.rules.push_back(local_match_rule(match, jump(internal_chain)));
             }
             Rule masq = rule_to(jump(kMarkMasqChain));
             masq.src_type_local = true;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "rules/local_traffic.h"
 #include "rules/naming.h"
 
 namespace sb::rules::nftables {
@@ -32,6 +33,8 @@ const char* kFilterOutputPostDnat = "filter-output-post-dnat";
 const char* kNodeportEndpointsCheck = "nodeport-endpoints-check";
 const char* kMasquerading = "masquerading";
 
+// Marks for masquerade what is not local traffic (the name predates the
+// other --detect-local-mode modes; kept so upgrades replace nothing).
 std::string masq_outside_chain(IpFamily family) {
     return family_name("masq-outside-cluster", family);
 }
@@ -61,6 +64,31 @@ std::vector<Rule> nodeport_address_conditions(const BackendOptions& options, IpF
         out.push_back({fib_daddr_local(), nfproto(family), daddr(p)});
     }
     return out;
+}
+
+// The terms of one local-traffic match (rules/local_traffic.h), to which the
+// caller appends its verdict.
+Rule local_match_rule(const LocalMatch& match, IpFamily family) {
+    switch (match.kind) {
+        case LocalMatch::Kind::kSource:
+            return {nfproto(family), saddr(match.source)};
+        case LocalMatch::Kind::kInterface:
+            return {nfproto(family), iifname(match.interface)};
+        case LocalMatch::Kind::kInterfacePrefix:
+            return {nfproto(family), iifname_prefix(match.interface)};
+    }
+    return {};
+}
+
+// Local traffic goes to `chain` (the short circuit of externalTrafficPolicy
+// Local), one rule per way of being local.
+void add_local_short_circuit(std::vector<Rule>& rules, const BackendOptions& options,
+                             IpFamily family, const std::string& chain) {
+    for (const LocalMatch& match : local_matches(options, family)) {
+        Rule r = local_match_rule(match, family);
+        r.push_back(verdict(VerdictKind::kGoto, chain));
+        rules.push_back(std::move(r));
+    }
 }
 
 // Keeps [a-z0-9-]: what Kubernetes names may hold and nft identifiers accept.
@@ -222,14 +250,14 @@ Fragment render_chained(const ServicePortPlan& port, const BackendOptions& optio
             if (!used || eps.empty()) continue;
             Chain chain = make_chain(local ? loc : svc);
             if (is_internal) {
-                // ClusterIP traffic from outside the cluster is masqueraded so
-                // replies come back through this node (kube-proxy's rule).
+                // ClusterIP traffic that is not local traffic is masqueraded
+                // so replies come back through this node (kube-proxy's rule).
                 const Rule to_cluster_ip{nfproto(f), daddr(host_prefix(cluster_ip))};
                 if (options.masquerade_all) {
                     Rule r = to_cluster_ip;
                     r.push_back(verdict(VerdictKind::kJump, kMarkForMasqueradeChain));
                     add_rule(chain, std::move(r));
-                } else if (!of_family(options.cluster_cidrs, f).empty()) {
+                } else if (!local_matches(options, f).empty()) {
                     Rule r = to_cluster_ip;
                     r.push_back(verdict(VerdictKind::kJump, masq_outside_chain(f)));
                     add_rule(chain, std::move(r));
@@ -256,10 +284,7 @@ Fragment render_chained(const ServicePortPlan& port, const BackendOptions& optio
                 // Pods and the node itself reaching an external address use
                 // the internal policy (kube-proxy's short circuit); the node's
                 // own traffic is masqueraded so replies return.
-                for (const Prefix& cidr : of_family(options.cluster_cidrs, f)) {
-                    add_rule(chain, {nfproto(f), saddr(cidr),
-                                     verdict(VerdictKind::kGoto, internal_chain)});
-                }
+                add_local_short_circuit(chain.rules, options, f, internal_chain);
                 add_rule(chain,
                          {fib_saddr_local(), verdict(VerdictKind::kJump, kMarkForMasqueradeChain)});
                 add_rule(chain, {fib_saddr_local(), verdict(VerdictKind::kGoto, internal_chain)});
@@ -304,11 +329,11 @@ class SharedChains {
         return name;
     }
 
-    // ClusterIP traffic: masquerade from outside the cluster CIDRs, then dnat.
+    // ClusterIP traffic: masquerade what is not local traffic, then dnat.
     std::string cluster_ip(bool local, size_t n) {
         const std::string target = dnat(local, false, n);
-        const bool cidrs = !of_family(options_.cluster_cidrs, f_).empty();
-        if (!options_.masquerade_all && !cidrs) return target;
+        const bool detects_local = !local_matches(options_, f_).empty();
+        if (!options_.masquerade_all && !detects_local) return target;
         const std::string name = "cip-" + target;
         add(name, {{verdict(VerdictKind::kJump, options_.masquerade_all ? kMarkForMasqueradeChain
                                                                         : masq_outside_chain(f_))},
@@ -336,9 +361,7 @@ class SharedChains {
             // short circuit); the node's own traffic is masqueraded.
             const std::string internal = dnat(itp_local, by_port, n_internal);
             name += "-via-" + internal;
-            for (const Prefix& cidr : of_family(options_.cluster_cidrs, f_)) {
-                rules.push_back({nfproto(f_), saddr(cidr), verdict(VerdictKind::kGoto, internal)});
-            }
+            add_local_short_circuit(rules, options_, f_, internal);
             rules.push_back(
                 {fib_saddr_local(), verdict(VerdictKind::kJump, kMarkForMasqueradeChain)});
             rules.push_back({fib_saddr_local(), verdict(VerdictKind::kGoto, internal)});
@@ -513,12 +536,15 @@ Model render_base(const BackendOptions& options) {
     add_rule(reject, {reject_port_unreachable()});
     add_rule(chain(kMarkForMasqueradeChain), {mark_set_or(mark)});
     for (IpFamily f : kFamilies) {
-        const std::vector<Prefix> cidrs = of_family(options.cluster_cidrs, f);
-        if (cidrs.empty() || options.masquerade_all) continue;
+        // Marks what is not local traffic (ClusterIP traffic jumps here).
+        const std::vector<LocalMatch> matches = local_matches(options, f);
+        if (matches.empty() || options.masquerade_all) continue;
         Chain& c = m.chains[masq_outside_chain(f)];
         c = make_chain(masq_outside_chain(f));
-        for (const Prefix& cidr : cidrs) {
-            add_rule(c, {nfproto(f), saddr(cidr), verdict(VerdictKind::kReturn)});
+        for (const LocalMatch& match : matches) {
+            Rule r = local_match_rule(match, f);
+            r.push_back(verdict(VerdictKind::kReturn));
+            add_rule(c, std::move(r));
         }
         add_rule(c, {mark_set_or(mark)});
     }

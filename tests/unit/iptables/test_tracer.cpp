@@ -257,3 +257,23 @@ TEST_CASE("iptables: traffic unrelated to services passes untouched") {
     REQUIRE(single_fate(outcomes) == Fate::kAccept);
     REQUIRE_FALSE(outcomes[0].masquerade);
 }
+
+namespace {
+
+std::vector<Outcome> render_and_trace(const std::vector<ServicePortPlan>& ports,
+                                      const BackendOptions& o, const Packet& p) {
+    return trace(model_of(ports, o), p);
+}
+
+}  // namespace
+
+TEST_CASE("iptables: --detect-local-mode decides ClusterIP masquerade and the short circuit") {
+    for (const LocalTrafficCase& c : local_traffic_cases()) {
+        check_local_traffic(c, render_and_trace);
+    }
+}
+
+TEST_CASE("iptables: --detect-local-mode with no prefix of a family detects nothing") {
+    check_no_local_detector(LocalDetectMode::kNodeCidr, render_and_trace);
+    check_no_local_detector(LocalDetectMode::kClusterCidr, render_and_trace);
+}
