@@ -104,6 +104,7 @@ class Daemon {
 
     // Sync thread only.
     std::unique_ptr<rules::Backend> backend_;
+    rules::BackendOptions backend_options_;        // what backend_ was made with
     std::shared_ptr<const rules::Plan> computed_;  // the last plan computed
     std::shared_ptr<const rules::Plan> applied_;   // the last plan the backend accepted
 

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "rules/validate.h"
+
 namespace sb::proxy {
 
 const char* to_string(ProxyMode mode) {
@@ -54,6 +56,9 @@ struct RawFlags {
     std::string hostname_override;
     std::string cluster_cidr;
     bool masquerade_all = false;
+    std::string detect_local_mode = "ClusterCIDR";
+    std::string pod_bridge_interface;
+    std::string pod_interface_name_prefix;
     std::string nodeport_addresses;
     std::string ipvs_scheduler = "rr";
     std::string min_sync_period = "1s";
@@ -87,6 +92,14 @@ void define_flags(CLI::App& app, RawFlags& raw) {
                    "Pod CIDRs (comma-separated, one per family): traffic to Services from "
                    "outside them is masqueraded");
     app.add_flag("--masquerade-all", raw.masquerade_all, "masquerade all traffic to Services");
+    app.add_option("--detect-local-mode", raw.detect_local_mode,
+                   "how pod traffic is told apart: ClusterCIDR, NodeCIDR, BridgeInterface or "
+                   "InterfaceNamePrefix")
+        ->capture_default_str();
+    app.add_option("--pod-bridge-interface", raw.pod_bridge_interface,
+                   "BridgeInterface: the pods' bridge");
+    app.add_option("--pod-interface-name-prefix", raw.pod_interface_name_prefix,
+                   "InterfaceNamePrefix: the prefix of the pods' interface names");
     app.add_option("--nodeport-addresses", raw.nodeport_addresses,
                    "CIDRs (comma-separated) of the node addresses NodePorts answer on, or "
                    "\"primary\"; empty: all");
@@ -276,6 +289,34 @@ Result<Options> validate(const RawFlags& raw, const Environment& environment) {
     }
     options.backend.cluster_cidrs = std::move(*cidrs);
     options.backend.masquerade_all = raw.masquerade_all;
+
+    // kube-proxy: an empty mode is ClusterCIDR.
+    using rules::LocalDetectMode;
+    const std::string mode = raw.detect_local_mode.empty() ? "ClusterCIDR" : raw.detect_local_mode;
+    if (auto status =
+            check_one_of("--detect-local-mode", mode,
+                         {"ClusterCIDR", "NodeCIDR", "BridgeInterface", "InterfaceNamePrefix"});
+        !status) {
+        return status.error();
+    }
+    auto& backend = options.backend;
+    if (mode == "NodeCIDR") backend.local_detect_mode = LocalDetectMode::kNodeCidr;
+    const char* interface_flag = nullptr;
+    if (mode == "BridgeInterface") {
+        backend.local_detect_mode = LocalDetectMode::kBridgeInterface;
+        backend.local_interface = raw.pod_bridge_interface;
+        interface_flag = "--pod-bridge-interface";
+    } else if (mode == "InterfaceNamePrefix") {
+        backend.local_detect_mode = LocalDetectMode::kInterfaceNamePrefix;
+        backend.local_interface = raw.pod_interface_name_prefix;
+        interface_flag = "--pod-interface-name-prefix";
+    }
+    if (interface_flag) {
+        if (auto status = rules::validate_interface_name(backend.local_interface); !status) {
+            return flag_error(interface_flag, status.error().message +
+                                                  " (needed by --detect-local-mode=" + mode + ")");
+        }
+    }
 
     if (trim_lower(raw.nodeport_addresses) == "primary") {
         options.nodeport_primary = true;
