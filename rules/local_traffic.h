@@ -7,7 +7,7 @@
 //     --masquerade-all masquerades all of it);
 //   - local traffic to an external address (NodePort, externalIP, LB IP) of
 //     an externalTrafficPolicy Local service is short-circuited to the
-//     internal endpoints.
+//     cluster endpoints (whatever the internal policy, as kube-proxy).
 // With no match for a family (kube-proxy's no-op detector) neither happens.
 //
 // Interface matches test the input interface. The rules that use them run

@@ -180,9 +180,13 @@ class Renderer {
             port.node_port != 0 || !external_ips.empty() || !lb_ips.empty();
         const bool uses_ext = has_endpoints && externally_accessible;
 
+        // Local traffic and the node's own to an external address of a Local
+        // policy take the cluster endpoints, whatever the internal policy
+        // (kube-proxy's short circuit, "subject to neither policy").
+        const bool short_circuit = uses_ext && etp_local && !cluster_eps.empty();
         // Endpoint-choosing chains, when something jumps to them.
-        const bool svc_used =
-            (has_internal && !itp_local) || (uses_ext && has_external && !etp_local);
+        const bool svc_used = (has_internal && !itp_local) ||
+                              (uses_ext && has_external && !etp_local) || short_circuit;
         const bool svl_used =
             (has_internal && itp_local) || (uses_ext && has_external && etp_local);
         if (svc_used) endpoint_chain(port, svc, cluster_eps, !itp_local, cluster_ip, proto);
@@ -204,8 +208,7 @@ class Renderer {
         if (!externally_accessible) return;
 
         if (uses_ext)
-            external_chain(ext, internal_chain, has_internal, etp_local, has_external,
-                           external_policy_chain);
+            external_chain(ext, svc, short_circuit, etp_local, has_external, external_policy_chain);
         const Target refuse = has_endpoints ? simple(TargetKind::kDrop) : reject_for(proto);
         Chain& filter_external = chain(m_.filter, kFilterExternalChain);
         for (const IpAddress& ip : external_ips) {
@@ -332,22 +335,23 @@ class Renderer {
     }
 
     // EXT: Cluster policy masquerades everything; Local policy keeps the
-    // client address but short-circuits pods and the node itself to the
-    // internal policy (the node's own traffic masqueraded so replies return).
-    void external_chain(const std::string& name, const std::string& internal_chain,
-                        bool has_internal, bool etp_local, bool has_external,
+    // client address but short-circuits local traffic and the node itself to
+    // the cluster endpoints (the node's own traffic masqueraded so replies
+    // return).
+    void external_chain(const std::string& name, const std::string& cluster_chain,
+                        bool short_circuit, bool etp_local, bool has_external,
                         const std::string& external_policy_chain) {
         Chain& c = chain(m_.nat, name);
         if (!etp_local) {
             c.rules.push_back(rule_to(jump(kMarkMasqChain)));
-        } else if (has_internal) {
+        } else if (short_circuit) {
             for (const LocalMatch& match : local_matches(options_, family_)) {
-                c.rules.push_back(local_match_rule(match, jump(internal_chain)));
+                c.rules.push_back(local_match_rule(match, jump(cluster_chain)));
             }
             Rule masq = rule_to(jump(kMarkMasqChain));
             masq.src_type_local = true;
             c.rules.push_back(masq);
-            Rule local = rule_to(jump(internal_chain));
+            Rule local = rule_to(jump(cluster_chain));
             local.src_type_local = true;
             c.rules.push_back(local);
         }

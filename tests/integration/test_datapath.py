@@ -542,6 +542,21 @@ def assert_not_local(bed, proxy, who):
     assert {answer.client for answer in np} == {bed.pods[who].ipv4}
 
 
+def test_local_policy_short_circuit_without_local_endpoints(bed, proxy):
+    # Only pod-4 (node-b) serves: the outside is dropped, but a pod on node-a
+    # still reaches the NodePort through the short circuit (kube-proxy's).
+    start(proxy, *node_port_service(bed, "dl-remote", "10.96.0.43", 30091, ["pod-4"], "Local"))
+    node = bed.nodes[PROXY_NODE]
+
+    from_pod = bed.probe("client", node.ipv4, 30091, count=10)
+    from_outside = bed.probe("outside", node.ipv4, 30091, count=2, timeout=1.0)
+
+    assert failures(from_pod) == [], proxy.log_tail()
+    assert pods_of(from_pod) == {"pod-4": 10}
+    assert {answer.client for answer in from_pod} == {bed.pods["client"].ipv4}
+    assert errors_of(from_outside) == {"timeout"}, "dropped: no answer, not refused"
+
+
 def test_detect_local_bridge_interface(bed, proxy):
     # Pods' packets reach node-a's IP layer on cbr0 (br_netfilter hands routed and
     # bridged IP to netfilter with the bridge as input device).

@@ -310,6 +310,77 @@ void check_local_traffic(const LocalTrafficCase& c, const Trace& trace) {
     }
 }
 
+// kube-proxy's short circuit is "subject to neither form of traffic policy":
+// local traffic and the node's own traffic to an external address of an
+// externalTrafficPolicy Local service take the cluster endpoints, also under
+// internalTrafficPolicy Local. `trace` as for check_local_traffic().
+template <class Trace>
+void check_short_circuit_uses_cluster_endpoints(const Trace& trace) {
+    for (const bool affinity : {false, true}) {
+        INFO((affinity ? "with affinity" : "without affinity"));
+        ServicePortPlan p = web(three_endpoints());
+        p.node_port = 30080;
+        p.external_ips = {ip("198.51.100.7")};
+        p.external_traffic_policy = TrafficPolicy::kLocal;
+        p.internal_traffic_policy = TrafficPolicy::kLocal;
+        p.session_affinity.client_ip = affinity;
+        const std::vector<ServicePortPlan> ports{p};
+        const BackendOptions o = options();
+        for (const auto& [dst, port] :
+             {std::pair{kNode, uint16_t{30080}}, std::pair{ip("198.51.100.7"), uint16_t{80}}}) {
+            INFO(dst.to_string());
+            require_uniform(trace(ports, o, packet(kPod, dst, port)), kAllTargets, false);
+            require_uniform(trace(ports, o, packet(kNode, dst, port, IPPROTO_TCP, true)),
+                            kAllTargets, true);
+            require_uniform(trace(ports, o, packet(kOutside, dst, port)),
+                            {{ip("10.244.1.7"), 8080}}, false);
+        }
+        // ClusterIP traffic keeps the internal policy.
+        require_uniform(trace(ports, o, packet(kPod, ip("10.96.0.10"), 80)),
+                        {{ip("10.244.1.7"), 8080}}, false);
+    }
+}
+
+// externalTrafficPolicy Local without a local endpoint: external traffic is
+// dropped, but local traffic still takes the short circuit to the cluster
+// endpoints (kube-proxy). Without any endpoint, a Local policy rejects like
+// Cluster does: DROP only says "endpoints exist, the policy excludes them".
+template <class Trace>
+void check_local_policy_without_local_endpoints(const Trace& trace) {
+    for (const bool affinity : {false, true}) {
+        INFO((affinity ? "with affinity" : "without affinity"));
+        ServicePortPlan p = web({endpoint("10.244.2.7", 8080, false)});
+        p.node_port = 30080;
+        p.external_ips = {ip("198.51.100.7")};
+        p.external_traffic_policy = TrafficPolicy::kLocal;
+        p.session_affinity.client_ip = affinity;
+        const BackendOptions o = options();
+        for (const auto& [dst, port] :
+             {std::pair{kNode, uint16_t{30080}}, std::pair{ip("198.51.100.7"), uint16_t{80}}}) {
+            INFO(dst.to_string());
+            require_uniform(trace(std::vector{p}, o, packet(kPod, dst, port)),
+                            {{ip("10.244.2.7"), 8080}}, false);
+            REQUIRE(single_fate(trace(std::vector{p}, o, packet(kOutside, dst, port))) ==
+                    Fate::kDrop);
+        }
+        require_uniform(trace(std::vector{p}, o, packet(kNode, kNode, 30080, IPPROTO_TCP, true)),
+                        {{ip("10.244.2.7"), 8080}}, true);
+
+        ServicePortPlan none = p;
+        none.cluster_endpoints.clear();
+        none.internal_traffic_policy = TrafficPolicy::kLocal;
+        for (const auto& [dst, port] :
+             {std::pair{kNode, uint16_t{30080}}, std::pair{ip("198.51.100.7"), uint16_t{80}},
+              std::pair{ip("10.96.0.10"), uint16_t{80}}}) {
+            INFO("no endpoints: " << dst.to_string());
+            REQUIRE(single_fate(trace(std::vector{none}, o, packet(kOutside, dst, port))) ==
+                    Fate::kReject);
+            REQUIRE(single_fate(trace(std::vector{none}, o, packet(kPod, dst, port))) ==
+                    Fate::kReject);
+        }
+    }
+}
+
 // The no-op detector (ClusterCIDR or NodeCIDR without a prefix of the
 // family): nothing is masqueraded for not being local, nothing is
 // short-circuited.

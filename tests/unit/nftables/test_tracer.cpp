@@ -285,3 +285,11 @@ TEST_CASE("--detect-local-mode with no prefix of a family detects nothing (no-op
     check_no_local_detector(LocalDetectMode::kNodeCidr, render_and_trace);
     check_no_local_detector(LocalDetectMode::kClusterCidr, render_and_trace);
 }
+
+TEST_CASE("the Local policy short circuit takes the cluster endpoints, whatever the ITP") {
+    check_short_circuit_uses_cluster_endpoints(render_and_trace);
+}
+
+TEST_CASE("Local policy without local endpoints: dropped, but local traffic short-circuits") {
+    check_local_policy_without_local_endpoints(render_and_trace);
+}
