@@ -85,20 +85,53 @@ std::vector<Prefix> primary_node_prefixes(const watch::Snapshot& snapshot,
 
 namespace {
 
-// The backend options with --nodeport-addresses=primary resolved.
+// The backend options with what comes from this Node resolved:
+// --nodeport-addresses=primary, and --detect-local-mode=NodeCIDR (its
+// spec.podCIDRs replace --cluster-cidr; none while the Node or its podCIDRs
+// are unknown: kube-proxy's no-op detector, nothing is local by CIDR).
+// Pure; log_resolution() reports what it could not resolve.
 rules::BackendOptions resolved_backend_options(const Options& options,
                                                const watch::Snapshot& snapshot) {
     rules::BackendOptions backend = options.backend;
     if (options.nodeport_primary) {
         backend.nodeport_addresses = primary_node_prefixes(snapshot, options.node_name);
-        if (backend.nodeport_addresses.empty()) {
-            log::warn(
-                "--nodeport-addresses=primary: Node {} has no InternalIP (or is unknown); "
-                "NodePorts answer on every local address",
-                options.node_name);
-        }
+    }
+    if (backend.local_detect_mode == rules::LocalDetectMode::kNodeCidr) {
+        auto it = snapshot.nodes.find(watch::ObjectKey{"", options.node_name});
+        backend.cluster_cidrs =
+            it == snapshot.nodes.end() ? std::vector<Prefix>{} : it->second->pod_cidrs;
     }
     return backend;
+}
+
+// The options resolved_backend_options() takes from the Node differ: a backend
+// built with `before` renders stale rules.
+bool node_derived_options_differ(const rules::BackendOptions& before,
+                                 const rules::BackendOptions& now) {
+    return before.nodeport_addresses != now.nodeport_addresses ||
+           before.cluster_cidrs != now.cluster_cidrs;
+}
+
+// Logged once per backend built from `backend`.
+void log_resolution(const Options& options, const rules::BackendOptions& backend) {
+    if (options.nodeport_primary && backend.nodeport_addresses.empty()) {
+        log::warn(
+            "--nodeport-addresses=primary: Node {} has no InternalIP (or is unknown); "
+            "NodePorts answer on every local address",
+            options.node_name);
+    }
+    if (backend.local_detect_mode != rules::LocalDetectMode::kNodeCidr) return;
+    if (backend.cluster_cidrs.empty()) {
+        log::warn(
+            "--detect-local-mode=NodeCIDR: Node {} has no spec.podCIDRs (or is unknown); no "
+            "traffic counts as local until it has",
+            options.node_name);
+        return;
+    }
+    std::string cidrs;
+    for (const Prefix& p : backend.cluster_cidrs)
+        cidrs += (cidrs.empty() ? "" : ",") + p.to_string();
+    log::info("--detect-local-mode=NodeCIDR: local traffic comes from {}", cidrs);
 }
 
 // FileSource::load() with its log lines held back: on failure only the
@@ -341,25 +374,32 @@ Status Daemon::sync(bool full) {
         published_ = plan;
     }
     record_plan_metrics(*plan);
-    if (!backend_) {
-        // Created at the first sync, so that --nodeport-addresses=primary can
-        // read the Node; the health-check node ports follow the same addresses.
-        auto backend_options = resolved_backend_options(options_, *snapshot);
+    // A backend renders the options it was made with, resolved from this
+    // Node (--nodeport-addresses=primary, --detect-local-mode=NodeCIDR): the
+    // first sync makes one, and when the Node's part changes (podCIDRs
+    // assigned, primary address known) a new one takes over with a full
+    // sync. The health-check node ports follow the same addresses.
+    rules::BackendOptions wanted = resolved_backend_options(options_, *snapshot);
+    bool fresh_backend = false;
+    if (!backend_ || node_derived_options_differ(backend_options_, wanted)) {
+        log_resolution(options_, wanted);
         health_check_addresses_ =
-            health_check_addresses(backend_options.nodeport_addresses, interface_addresses());
-        backend_ = backend_factory_(backend_options);
+            health_check_addresses(wanted.nodeport_addresses, interface_addresses());
+        backend_ = backend_factory_(wanted);
+        backend_options_ = std::move(wanted);
+        fresh_backend = true;
     }
     if (size_t failed = health_ports_.update(*plan, health_check_addresses_); failed > 0) {
         metrics_.health_check_errors.inc(failed);
     }
-    if (unchanged) {
+    if (unchanged && !fresh_backend) {
         // The kernel already has this plan: the changes are programmed.
         const auto now = std::chrono::system_clock::now();
         observe_network_programming(now);
         health_.updated(now);
         return {};
     }
-    const rules::Plan* previous = full ? nullptr : applied_.get();
+    const rules::Plan* previous = full || fresh_backend ? nullptr : applied_.get();
     auto result = backend_->sync(*plan, previous);
     const double seconds = Seconds(std::chrono::steady_clock::now() - started).count();
     if (!result) {
@@ -511,7 +551,9 @@ int run_dry_run(const Options& options, const BackendFactory& factory) {
     if (!state) return fail(state.error());
     auto snapshot = state->store->snapshot();
     auto plan = build_plan(*snapshot, PlannerOptions{options.node_name});
-    auto backend = factory(resolved_backend_options(options, *snapshot));
+    const rules::BackendOptions backend_options = resolved_backend_options(options, *snapshot);
+    log_resolution(options, backend_options);
+    auto backend = factory(backend_options);
     auto text = backend->render_text(plan);
     if (!text) return fail(make_error(ErrorCode::kInternal, text.error().describe()));
     std::cout << *text << std::flush;

@@ -121,6 +121,7 @@ class Daemon {
     std::vector<IpAddress> health_check_addresses_;  // resolved with the backend
     // EndpointSlice trigger times not yet in a plan the kernel accepted.
     std::vector<std::chrono::system_clock::time_point> unobserved_trigger_times_;
+    rules::BackendOptions backend_options_;        // what backend_ was made with
     std::shared_ptr<const rules::Plan> computed_;  // the last plan computed
     std::shared_ptr<const rules::Plan> applied_;   // the last plan the backend accepted
 

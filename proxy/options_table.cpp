@@ -5,6 +5,8 @@
 #include <charconv>
 #include <initializer_list>
 
+#include "rules/validate.h"
+
 namespace sb::proxy {
 
 namespace {
@@ -136,6 +138,11 @@ Status check_interface_name(std::string_view name) {
             return invalid(in_quotes(name) +
                            " is not an interface name (no '/', whitespace or NUL)");
         }
+    }
+    // What the backends accept (their text forms also refuse ':', '"', '*'
+    // and '+'): the flag is refused here rather than at the first sync.
+    if (auto status = rules::validate_interface_name(name); !status) {
+        return invalid(status.error().message);
     }
     return {};
 }

@@ -39,9 +39,43 @@ Status validate_service(const ServicePortPlan& port) {
     return {};
 }
 
+Status validate_interface_name(std::string_view name) {
+    auto fail = [&](const std::string& what) -> Status {
+        // Control characters shown as '?': the message stays one line.
+        std::string shown(name.substr(0, 64));
+        for (char& c : shown) {
+            if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+        }
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("interface name \"{}\" {}", shown, what));
+    };
+    if (name.empty()) return fail("is empty");
+    if (name.size() > 15) return fail("is longer than 15 bytes");
+    for (const char c : name) {
+        const auto u = static_cast<unsigned char>(c);
+        // The kernel refuses '/', ':' and whitespace in names; '"', '*' and
+        // '+' would change the meaning of the nft and iptables text forms.
+        if (u <= 0x20 || u == 0x7f || c == '/' || c == ':' || c == '"' || c == '*' || c == '+') {
+            return fail(fmt::format("holds the character {:#04x}", u));
+        }
+    }
+    return {};
+}
+
 Status validate_options(const BackendOptions& options) {
     if (options.masquerade_mark == 0) {
         return make_error(ErrorCode::kInvalidArgument, "masquerade mark must not be 0");
+    }
+    if (options.local_detect_mode == LocalDetectMode::kBridgeInterface ||
+        options.local_detect_mode == LocalDetectMode::kInterfaceNamePrefix) {
+        if (Status s = validate_interface_name(options.local_interface); !s) {
+            return make_error(
+                ErrorCode::kInvalidArgument,
+                std::string(options.local_detect_mode == LocalDetectMode::kBridgeInterface
+                                ? "bridge interface: "
+                                : "interface name prefix: ") +
+                    s.error().message);
+        }
     }
     return {};
 }

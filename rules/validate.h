@@ -3,6 +3,8 @@
 // whatever --proxy-mode says. Pure and thread-safe.
 #pragma once
 
+#include <string_view>
+
 #include "base/result.h"
 #include "rules/backend.h"
 #include "rules/plan.h"
@@ -14,6 +16,13 @@ namespace sb::rules {
 // external/LB addresses, an affinity timeout within the API's 86400 s.
 // The error names the service port and field; the caller skips the port.
 Status validate_service(const ServicePortPlan& port);
+// The mark is not 0; the interface modes of local_detect_mode name an
+// interface (validate_interface_name).
 Status validate_options(const BackendOptions& options);
+// A name (or name prefix) the kernel could give an interface: 1-15 bytes,
+// no control character, whitespace, '/' or ':'; nor '"', '*' or '+', which
+// would change the meaning of nft's `iifname "NAME*"` and iptables'
+// `-i NAME+` text forms.
+Status validate_interface_name(std::string_view name);
 
 }  // namespace sb::rules

@@ -85,6 +85,17 @@ void copy_address(const IpAddress& address, void* out) {
     std::memcpy(out, address.bytes(), address.size());
 }
 
+// -i NAME / NAME+ as iptables encodes it: the kernel compares the name under
+// the mask, which covers NAME and its NUL (exact) or NAME alone (prefix).
+// Precondition: the name is 1-15 bytes (validate_interface_name).
+void copy_interface(const std::string& spec, char (&name)[IFNAMSIZ],
+                    unsigned char (&mask)[IFNAMSIZ]) {
+    const bool prefix = !spec.empty() && spec.back() == '+';
+    const size_t len = std::min(spec.size() - (prefix ? 1 : 0), size_t{IFNAMSIZ - 1});
+    std::memcpy(name, spec.data(), len);
+    std::memset(mask, 0xff, prefix ? len : len + 1);
+}
+
 Blob matches_of(const Rule& rule, IpFamily family) {
     Blob out;
     if (!rule.comment.empty()) {
@@ -281,6 +292,9 @@ struct V4 {
             prefix_mask(*rule.destination, reinterpret_cast<uint8_t*>(&e.ip.dmsk));
             if (rule.destination_negate) e.ip.invflags |= IPT_INV_DSTIP;
         }
+        if (!rule.in_interface.empty()) {
+            copy_interface(rule.in_interface, e.ip.iniface, e.ip.iniface_mask);
+        }
         e.ip.proto = rule.proto;
         return assemble(e, matches_of(rule, kFamily), target_of(rule.target, kFamily));
     }
@@ -322,6 +336,9 @@ struct V6 {
             copy_address(rule.destination->address(), &e.ipv6.dst);
             prefix_mask(*rule.destination, reinterpret_cast<uint8_t*>(&e.ipv6.dmsk));
             if (rule.destination_negate) e.ipv6.invflags |= IP6T_INV_DSTIP;
+        }
+        if (!rule.in_interface.empty()) {
+            copy_interface(rule.in_interface, e.ipv6.iniface, e.ipv6.iniface_mask);
         }
         if (rule.proto != 0) {
             e.ipv6.proto = rule.proto;

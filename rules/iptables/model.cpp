@@ -62,6 +62,7 @@ std::string rule_text(const Rule& rule, IpFamily family) {
         add(std::string(rule.destination_negate ? "! " : "") + "-d " +
             rule.destination->to_string());
     }
+    if (!rule.in_interface.empty()) add("-i " + rule.in_interface);
     if (rule.proto != 0) add("-p " + proto_name(rule.proto));
     if (!rule.comment.empty()) add(fmt::format("-m comment --comment \"{}\"", rule.comment));
     if (rule.dport != 0) add(fmt::format("-m {} --dport {}", proto_name(rule.proto), rule.dport));

@@ -53,6 +53,10 @@ struct Rule {
     bool source_negate = false;
     std::optional<Prefix> destination;  // [!] -d
     bool destination_negate = false;
+    // -i NAME; NAME+ matches every interface whose name starts with NAME
+    // (iptables' spelling). Empty: any. Locally originated packets have no
+    // input interface and match no name.
+    std::string in_interface;
     uint8_t proto = 0;            // -p (0: any)
     uint16_t dport = 0;           // -m tcp|udp|sctp --dport (needs proto)
     bool src_type_local = false;  // -m addrtype --src-type LOCAL

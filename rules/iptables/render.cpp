@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "rules/local_traffic.h"
 #include "rules/naming.h"
 
 namespace sb::rules::iptables {
@@ -54,6 +55,24 @@ Rule frontend(const IpAddress& address, uint8_t proto, uint16_t port, std::strin
     r.dport = port;
     r.comment = std::move(comment);
     r.target = std::move(target);
+    return r;
+}
+
+// A rule to `target` for the packets one local-traffic match
+// (rules/local_traffic.h) recognises.
+Rule local_match_rule(const LocalMatch& match, Target target) {
+    Rule r = rule_to(std::move(target));
+    switch (match.kind) {
+        case LocalMatch::Kind::kSource:
+            r.source = match.source;
+            break;
+        case LocalMatch::Kind::kInterface:
+            r.in_interface = match.interface;
+            break;
+        case LocalMatch::Kind::kInterfacePrefix:
+            r.in_interface = match.interface + "+";
+            break;
+    }
     return r;
 }
 
@@ -117,13 +136,12 @@ class Renderer {
         // Clear the bit so a packet that is re-routed is not masqueraded twice.
         post.rules.push_back(rule_to(mark_target(TargetKind::kMarkXor, mark)));
         post.rules.push_back(rule_to(simple(TargetKind::kMasquerade)));
-        const std::vector<Prefix> cidrs = of_family(options_.cluster_cidrs, family_);
-        if (!options_.masquerade_all && !cidrs.empty()) {
+        // Marks what is not local traffic (ClusterIP traffic jumps here).
+        const std::vector<LocalMatch> matches = local_matches(options_, family_);
+        if (!options_.masquerade_all && !matches.empty()) {
             Chain& outside = chain(m_.nat, kMasqOutsideChain);
-            for (const Prefix& cidr : cidrs) {
-                Rule r = rule_to(simple(TargetKind::kReturn));
-                r.source = cidr;
-                outside.rules.push_back(r);
+            for (const LocalMatch& match : matches) {
+                outside.rules.push_back(local_match_rule(match, simple(TargetKind::kReturn)));
             }
             outside.rules.push_back(rule_to(jump(kMarkMasqChain)));
         }
@@ -162,9 +180,13 @@ class Renderer {
             port.node_port != 0 || !external_ips.empty() || !lb_ips.empty();
         const bool uses_ext = has_endpoints && externally_accessible;
 
+        // Local traffic and the node's own to an external address of a Local
+        // policy take the cluster endpoints, whatever the internal policy
+        // (kube-proxy's short circuit, "subject to neither policy").
+        const bool short_circuit = uses_ext && etp_local && !cluster_eps.empty();
         // Endpoint-choosing chains, when something jumps to them.
-        const bool svc_used =
-            (has_internal && !itp_local) || (uses_ext && has_external && !etp_local);
+        const bool svc_used = (has_internal && !itp_local) ||
+                              (uses_ext && has_external && !etp_local) || short_circuit;
         const bool svl_used =
             (has_internal && itp_local) || (uses_ext && has_external && etp_local);
         if (svc_used) endpoint_chain(port, svc, cluster_eps, !itp_local, cluster_ip, proto);
@@ -186,8 +208,7 @@ class Renderer {
         if (!externally_accessible) return;
 
         if (uses_ext)
-            external_chain(ext, internal_chain, has_internal, etp_local, has_external,
-                           external_policy_chain);
+            external_chain(ext, svc, short_circuit, etp_local, has_external, external_policy_chain);
         const Target refuse = has_endpoints ? simple(TargetKind::kDrop) : reject_for(proto);
         Chain& filter_external = chain(m_.filter, kFilterExternalChain);
         for (const IpAddress& ip : external_ips) {
@@ -255,7 +276,7 @@ class Renderer {
         return c;
     }
 
-    // SVC / SVL: masquerade ClusterIP traffic from outside the cluster (when
+    // SVC / SVL: masquerade ClusterIP traffic that is not local traffic (when
     // this chain serves the internal policy), then the ClientIP affinity
     // checks, then the statistic cascade: rule k matches 1/(n-k) of what
     // reaches it, so every endpoint gets 1/n.
@@ -314,24 +335,23 @@ class Renderer {
     }
 
     // EXT: Cluster policy masquerades everything; Local policy keeps the
-    // client address but short-circuits pods and the node itself to the
-    // internal policy (the node's own traffic masqueraded so replies return).
-    void external_chain(const std::string& name, const std::string& internal_chain,
-                        bool has_internal, bool etp_local, bool has_external,
+    // client address but short-circuits local traffic and the node itself to
+    // the cluster endpoints (the node's own traffic masqueraded so replies
+    // return).
+    void external_chain(const std::string& name, const std::string& cluster_chain,
+                        bool short_circuit, bool etp_local, bool has_external,
                         const std::string& external_policy_chain) {
         Chain& c = chain(m_.nat, name);
         if (!etp_local) {
             c.rules.push_back(rule_to(jump(kMarkMasqChain)));
-        } else if (has_internal) {
-            for (const Prefix& cidr : of_family(options_.cluster_cidrs, family_)) {
-                Rule r = rule_to(jump(internal_chain));
-                r.source = cidr;
-                c.rules.push_back(r);
+        } else if (short_circuit) {
+            for (const LocalMatch& match : local_matches(options_, family_)) {
+                c.rules.push_back(local_match_rule(match, jump(cluster_chain)));
             }
             Rule masq = rule_to(jump(kMarkMasqChain));
             masq.src_type_local = true;
             c.rules.push_back(masq);
-            Rule local = rule_to(jump(internal_chain));
+            Rule local = rule_to(jump(cluster_chain));
             local.src_type_local = true;
             c.rules.push_back(local);
         }

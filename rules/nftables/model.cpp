@@ -63,6 +63,21 @@ Expr fib_saddr_local() {
     return e;
 }
 
+static Expr named(ExprKind kind, std::string name) {
+    Expr e;
+    e.kind = kind;
+    e.name = std::move(name);
+    return e;
+}
+
+Expr iifname(std::string name) {
+    return named(ExprKind::kIifname, std::move(name));
+}
+
+Expr iifname_prefix(std::string prefix) {
+    return named(ExprKind::kIifnamePrefix, std::move(prefix));
+}
+
 static Expr with_value(ExprKind kind, uint32_t value) {
     Expr e;
     e.kind = kind;
@@ -226,6 +241,10 @@ std::string expr_text(const Expr& e) {
             return "fib daddr type local";
         case ExprKind::kFibSaddrLocal:
             return "fib saddr type local";
+        case ExprKind::kIifname:
+            return fmt::format("iifname \"{}\"", e.name);
+        case ExprKind::kIifnamePrefix:
+            return fmt::format("iifname \"{}*\"", e.name);
         case ExprKind::kMarkSetOr:
             return fmt::format("meta mark set meta mark | {:#x}", e.value);
         case ExprKind::kMarkSetXor:

@@ -44,6 +44,8 @@ enum class ExprKind : uint8_t {
     kDaddr,               // ip daddr [!=] PREFIX                        (family, prefix, negate)
     kFibDaddrLocal,       // fib daddr type local
     kFibSaddrLocal,       // fib saddr type local
+    kIifname,             // meta iifname "NAME"                         (name)
+    kIifnamePrefix,       // meta iifname "NAME*": the name starts with NAME (name)
     kMarkSetOr,           // meta mark set meta mark | VALUE
     kMarkSetXor,          // meta mark set meta mark ^ VALUE
     kMarkUnset,           // meta mark & VALUE == 0
@@ -73,7 +75,7 @@ struct Expr {
     uint16_t port = 0;
     uint32_t value = 0;
     Prefix prefix;     // addresses: a /32 or /128 for single addresses
-    std::string name;  // set name
+    std::string name;  // set name; interface name (prefix) for kIifname(Prefix)
     Verdict verdict;
 
     bool operator==(const Expr&) const = default;
@@ -90,6 +92,10 @@ Expr saddr(const Prefix& prefix, bool negate = false);
 Expr daddr(const Prefix& prefix, bool negate = false);
 Expr fib_daddr_local();
 Expr fib_saddr_local();
+// The input interface is `name` / starts with `prefix`. Locally originated
+// packets have no input interface: their name is "" and matches neither.
+Expr iifname(std::string name);
+Expr iifname_prefix(std::string prefix);
 Expr mark_set_or(uint32_t mask);
 Expr mark_set_xor(uint32_t mask);
 Expr mark_unset(uint32_t mask);

@@ -15,10 +15,12 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/rtnetlink.h>
+#include <net/if.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <cstring>
 #include <iterator>
 #include <span>
@@ -259,6 +261,18 @@ class RuleBuilder {
                     e.kind == ExprKind::kFibDaddrLocal ? NFTA_FIB_F_DADDR : NFTA_FIB_F_SADDR);
                 push(x);
                 cmp_u32(NFT_CMP_EQ, RTN_LOCAL);
+                break;
+            }
+            case ExprKind::kIifname:
+            case ExprKind::kIifnamePrefix: {
+                // As nft compiles `iifname "NAME"`: the name NUL-padded to
+                // IFNAMSIZ; `iifname "NAME*"`: the prefix bytes only.
+                meta_load(NFT_META_IIFNAME, NFT_REG_1);
+                char name[IFNAMSIZ] = {};
+                const size_t len = std::min(e.name.size(), sizeof(name) - 1);
+                std::memcpy(name, e.name.data(), len);
+                cmp(NFT_CMP_EQ, name,
+                    e.kind == ExprKind::kIifname ? sizeof(name) : static_cast<uint32_t>(len));
                 break;
             }
             case ExprKind::kMarkSetOr:

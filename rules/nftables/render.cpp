@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "rules/local_traffic.h"
 #include "rules/naming.h"
 
 namespace sb::rules::nftables {
@@ -32,6 +33,8 @@ const char* kFilterOutputPostDnat = "filter-output-post-dnat";
 const char* kNodeportEndpointsCheck = "nodeport-endpoints-check";
 const char* kMasquerading = "masquerading";
 
+// Marks for masquerade what is not local traffic (the name predates the
+// other --detect-local-mode modes; kept so upgrades replace nothing).
 std::string masq_outside_chain(IpFamily family) {
     return family_name("masq-outside-cluster", family);
 }
@@ -61,6 +64,31 @@ std::vector<Rule> nodeport_address_conditions(const BackendOptions& options, IpF
         out.push_back({fib_daddr_local(), nfproto(family), daddr(p)});
     }
     return out;
+}
+
+// The terms of one local-traffic match (rules/local_traffic.h), to which the
+// caller appends its verdict.
+Rule local_match_rule(const LocalMatch& match, IpFamily family) {
+    switch (match.kind) {
+        case LocalMatch::Kind::kSource:
+            return {nfproto(family), saddr(match.source)};
+        case LocalMatch::Kind::kInterface:
+            return {nfproto(family), iifname(match.interface)};
+        case LocalMatch::Kind::kInterfacePrefix:
+            return {nfproto(family), iifname_prefix(match.interface)};
+    }
+    return {};
+}
+
+// Local traffic goes to `chain` (the short circuit of externalTrafficPolicy
+// Local), one rule per way of being local.
+void add_local_short_circuit(std::vector<Rule>& rules, const BackendOptions& options,
+                             IpFamily family, const std::string& chain) {
+    for (const LocalMatch& match : local_matches(options, family)) {
+        Rule r = local_match_rule(match, family);
+        r.push_back(verdict(VerdictKind::kGoto, chain));
+        rules.push_back(std::move(r));
+    }
 }
 
 // Keeps [a-z0-9-]: what Kubernetes names may hold and nft identifiers accept.
@@ -212,24 +240,32 @@ Fragment render_chained(const ServicePortPlan& port, const BackendOptions& optio
         const std::string& external_policy_chain = etp_local ? loc : svc;
         const bool has_internal = !internal_eps.empty();
         const bool has_external_eps = has_external && !external_eps.empty();
+        // Local traffic and the node's own to an external address of a Local
+        // policy take the cluster endpoints, whatever the internal policy and
+        // even without local endpoints (kube-proxy's short circuit, "subject
+        // to neither policy").
+        const bool short_circuit = has_external && etp_local && !cluster_eps.empty();
+        // Refused traffic: DROP when endpoints exist but the policy excludes
+        // them, else REJECT (kube-proxy).
+        const Verdict refuse = cluster_eps.empty() && local_eps.empty() ? reject : drop;
 
         // The endpoint chains that something dispatches to.
         for (const bool local : {false, true}) {
             const std::vector<Endpoint>& eps = local ? local_eps : cluster_eps;
             const bool is_internal = local == itp_local;
-            const bool used =
-                (is_internal && has_internal) || (has_external_eps && local == etp_local);
+            const bool used = (is_internal && has_internal) ||
+                              (has_external_eps && local == etp_local) || (short_circuit && !local);
             if (!used || eps.empty()) continue;
             Chain chain = make_chain(local ? loc : svc);
             if (is_internal) {
-                // ClusterIP traffic from outside the cluster is masqueraded so
-                // replies come back through this node (kube-proxy's rule).
+                // ClusterIP traffic that is not local traffic is masqueraded
+                // so replies come back through this node (kube-proxy's rule).
                 const Rule to_cluster_ip{nfproto(f), daddr(host_prefix(cluster_ip))};
                 if (options.masquerade_all) {
                     Rule r = to_cluster_ip;
                     r.push_back(verdict(VerdictKind::kJump, kMarkForMasqueradeChain));
                     add_rule(chain, std::move(r));
-                } else if (!of_family(options.cluster_cidrs, f).empty()) {
+                } else if (!local_matches(options, f).empty()) {
                     Rule r = to_cluster_ip;
                     r.push_back(verdict(VerdictKind::kJump, masq_outside_chain(f)));
                     add_rule(chain, std::move(r));
@@ -244,38 +280,40 @@ Fragment render_chained(const ServicePortPlan& port, const BackendOptions& optio
         if (has_internal) {
             element(services_map(f), cluster_key, Verdict{VerdictKind::kGoto, internal_chain});
         } else {
-            element(no_endpoints_map(f), cluster_key, itp_local ? drop : reject);
+            element(no_endpoints_map(f), cluster_key, refuse);
         }
 
         if (!has_external) continue;
-        if (has_external_eps) {
+        // Dispatched to `ext` when something there DNATs; what falls through
+        // it (or is not dispatched) meets `refuse` in the filter hooks.
+        const bool dispatched = has_external_eps || short_circuit;
+        if (dispatched) {
             Chain chain = make_chain(ext);
             if (!etp_local) {
                 add_rule(chain, {verdict(VerdictKind::kJump, kMarkForMasqueradeChain)});
-            } else if (has_internal) {
-                // Pods and the node itself reaching an external address use
-                // the internal policy (kube-proxy's short circuit); the node's
-                // own traffic is masqueraded so replies return.
-                for (const Prefix& cidr : of_family(options.cluster_cidrs, f)) {
-                    add_rule(chain, {nfproto(f), saddr(cidr),
-                                     verdict(VerdictKind::kGoto, internal_chain)});
-                }
+            } else if (short_circuit) {
+                // The short circuit; the node's own traffic is masqueraded
+                // so replies return.
+                add_local_short_circuit(chain.rules, options, f, svc);
                 add_rule(chain,
                          {fib_saddr_local(), verdict(VerdictKind::kJump, kMarkForMasqueradeChain)});
-                add_rule(chain, {fib_saddr_local(), verdict(VerdictKind::kGoto, internal_chain)});
+                add_rule(chain, {fib_saddr_local(), verdict(VerdictKind::kGoto, svc)});
             }
-            add_rule(chain, {verdict(VerdictKind::kGoto, external_policy_chain)});
+            if (has_external_eps) {
+                add_rule(chain, {verdict(VerdictKind::kGoto, external_policy_chain)});
+            }
             out.chains.push_back(std::move(chain));
         }
-        const Verdict external_verdict =
-            has_external_eps ? Verdict{VerdictKind::kGoto, ext} : (etp_local ? drop : reject);
-        const std::string external_map = has_external_eps ? services_map(f) : no_endpoints_map(f);
+        const Verdict to_ext{VerdictKind::kGoto, ext};
         for (const IpAddress& ip : externals) {
-            element(external_map, ElementKey{ip, {}, proto, port.port}, external_verdict);
+            const ElementKey key{ip, {}, proto, port.port};
+            if (dispatched) element(services_map(f), key, to_ext);
+            if (!has_external_eps) element(no_endpoints_map(f), key, refuse);
         }
         if (port.node_port != 0) {
-            element(has_external_eps ? nodeports_map(f) : no_endpoint_nodeports_map(f),
-                    ElementKey{{}, {}, proto, port.node_port}, external_verdict);
+            const ElementKey key{{}, {}, proto, port.node_port};
+            if (dispatched) element(nodeports_map(f), key, to_ext);
+            if (!has_external_eps) element(no_endpoint_nodeports_map(f), key, refuse);
         }
 
         add_firewall(out, f, port, proto);
@@ -304,11 +342,11 @@ class SharedChains {
         return name;
     }
 
-    // ClusterIP traffic: masquerade from outside the cluster CIDRs, then dnat.
+    // ClusterIP traffic: masquerade what is not local traffic, then dnat.
     std::string cluster_ip(bool local, size_t n) {
         const std::string target = dnat(local, false, n);
-        const bool cidrs = !of_family(options_.cluster_cidrs, f_).empty();
-        if (!options_.masquerade_all && !cidrs) return target;
+        const bool detects_local = !local_matches(options_, f_).empty();
+        if (!options_.masquerade_all && !detects_local) return target;
         const std::string name = "cip-" + target;
         add(name, {{verdict(VerdictKind::kJump, options_.masquerade_all ? kMarkForMasqueradeChain
                                                                         : masq_outside_chain(f_))},
@@ -317,8 +355,9 @@ class SharedChains {
     }
 
     // External traffic (external IPs, LB IPs, NodePorts).
-    std::string external(bool by_port, bool etp_local, size_t n_external, bool itp_local,
-                         size_t n_internal) {
+    // Under a Local policy, n_cluster > 0 adds the short circuit to the
+    // cluster endpoints.
+    std::string external(bool by_port, bool etp_local, size_t n_external, size_t n_cluster) {
         if (!etp_local) {
             const std::string target = dnat(false, by_port, n_external);
             const std::string name =
@@ -327,23 +366,25 @@ class SharedChains {
                        {verdict(VerdictKind::kGoto, target)}});
             return name;
         }
-        const std::string local_target = dnat(true, by_port, n_external);
         std::string name = std::string(by_port ? "np-" : "") + "ext-local" + family_digit(f_) +
                            "-" + std::to_string(n_external);
         std::vector<Rule> rules;
-        if (n_internal > 0) {
-            // Pods and the node itself use the internal policy (kube-proxy's
-            // short circuit); the node's own traffic is masqueraded.
-            const std::string internal = dnat(itp_local, by_port, n_internal);
-            name += "-via-" + internal;
-            for (const Prefix& cidr : of_family(options_.cluster_cidrs, f_)) {
-                rules.push_back({nfproto(f_), saddr(cidr), verdict(VerdictKind::kGoto, internal)});
-            }
+        if (n_cluster > 0) {
+            // Local traffic and the node itself take the cluster endpoints
+            // (kube-proxy's short circuit, "subject to neither policy"); the
+            // node's own traffic is masqueraded.
+            const std::string cluster = dnat(false, by_port, n_cluster);
+            name += "-via-" + cluster;
+            add_local_short_circuit(rules, options_, f_, cluster);
             rules.push_back(
                 {fib_saddr_local(), verdict(VerdictKind::kJump, kMarkForMasqueradeChain)});
-            rules.push_back({fib_saddr_local(), verdict(VerdictKind::kGoto, internal)});
+            rules.push_back({fib_saddr_local(), verdict(VerdictKind::kGoto, cluster)});
         }
-        rules.push_back({verdict(VerdictKind::kGoto, local_target)});
+        // Without local endpoints the rest falls through undNATed to the
+        // filter hooks' drop.
+        if (n_external > 0) {
+            rules.push_back({verdict(VerdictKind::kGoto, dnat(true, by_port, n_external))});
+        }
         add(name, std::move(rules));
         return name;
     }
@@ -390,6 +431,10 @@ Fragment render_mapped(const ServicePortPlan& port, const BackendOptions& option
         const std::vector<Endpoint> local_eps = of_family(port.local_endpoints, f);
         const std::vector<Endpoint>& internal = itp_local ? local_eps : cluster_eps;
         const std::vector<Endpoint>& external = etp_local ? local_eps : cluster_eps;
+        // As in render_chained: the short circuit, and DROP when endpoints
+        // exist but the policy excludes them, else REJECT.
+        const bool short_circuit = etp_local && !cluster_eps.empty();
+        const Verdict refuse = cluster_eps.empty() && local_eps.empty() ? reject : drop;
         for (const auto* list : {&cluster_eps, &local_eps}) {
             for (const Endpoint& e : *list) element(hairpin_set(f), ElementKey{e.ip, e.ip}, {});
         }
@@ -400,7 +445,7 @@ Fragment render_mapped(const ServicePortPlan& port, const BackendOptions& option
                     Verdict{VerdictKind::kGoto, shared.cluster_ip(itp_local, internal.size())});
             backends(backends_map(f, itp_local, false), cluster_ip, port.port, internal);
         } else {
-            element(no_endpoints_map(f), cluster_key, itp_local ? drop : reject);
+            element(no_endpoints_map(f), cluster_key, refuse);
         }
 
         std::vector<IpAddress> externals;
@@ -409,30 +454,30 @@ Fragment render_mapped(const ServicePortPlan& port, const BackendOptions& option
                 if (ip.family() == f) externals.push_back(ip);
             }
         }
-        // Where external traffic goes, for frontends keyed by address or by port.
-        auto external_entry = [&](bool by_port) -> Verdict {
-            if (external.empty()) return etp_local ? drop : reject;
-            return Verdict{VerdictKind::kGoto,
-                           shared.external(by_port, etp_local, external.size(), itp_local,
-                                           etp_local ? internal.size() : 0)};
-        };
-        auto external_backends = [&](bool by_port, const IpAddress& address, uint16_t p) {
-            backends(backends_map(f, etp_local, by_port), address, p, external);
-            if (etp_local && !internal.empty() && !itp_local) {
-                backends(backends_map(f, false, by_port), address, p, internal);
+        // External traffic, for frontends keyed by address or by port: the
+        // entry chain when something there DNATs, and `refuse` in the filter
+        // hooks for what it leaves (or all of it) undNATed.
+        const bool dispatched = !external.empty() || short_circuit;
+        auto external_frontend = [&](bool by_port, const ElementKey& key, const std::string& map,
+                                     const std::string& refuse_map) {
+            if (dispatched) {
+                element(map, key,
+                        Verdict{VerdictKind::kGoto,
+                                shared.external(by_port, etp_local, external.size(),
+                                                etp_local ? cluster_eps.size() : 0)});
+                backends(backends_map(f, etp_local, by_port), key.a, key.port, external);
+                if (etp_local)
+                    backends(backends_map(f, false, by_port), key.a, key.port, cluster_eps);
             }
+            if (external.empty()) element(refuse_map, key, refuse);
         };
         for (const IpAddress& ip : externals) {
-            const ElementKey key{ip, {}, proto, port.port};
-            const Verdict v = external_entry(false);
-            element(external.empty() ? no_endpoints_map(f) : services_map(f), key, v);
-            if (!external.empty()) external_backends(false, ip, port.port);
+            external_frontend(false, ElementKey{ip, {}, proto, port.port}, services_map(f),
+                              no_endpoints_map(f));
         }
         if (port.node_port != 0) {
-            const ElementKey key{{}, {}, proto, port.node_port};
-            const Verdict v = external_entry(true);
-            element(external.empty() ? no_endpoint_nodeports_map(f) : nodeports_map(f), key, v);
-            if (!external.empty()) external_backends(true, IpAddress(), port.node_port);
+            external_frontend(true, ElementKey{{}, {}, proto, port.node_port}, nodeports_map(f),
+                              no_endpoint_nodeports_map(f));
         }
         add_firewall(out, f, port, proto);
     }
@@ -513,12 +558,15 @@ Model render_base(const BackendOptions& options) {
     add_rule(reject, {reject_port_unreachable()});
     add_rule(chain(kMarkForMasqueradeChain), {mark_set_or(mark)});
     for (IpFamily f : kFamilies) {
-        const std::vector<Prefix> cidrs = of_family(options.cluster_cidrs, f);
-        if (cidrs.empty() || options.masquerade_all) continue;
+        // Marks what is not local traffic (ClusterIP traffic jumps here).
+        const std::vector<LocalMatch> matches = local_matches(options, f);
+        if (matches.empty() || options.masquerade_all) continue;
         Chain& c = m.chains[masq_outside_chain(f)];
         c = make_chain(masq_outside_chain(f));
-        for (const Prefix& cidr : cidrs) {
-            add_rule(c, {nfproto(f), saddr(cidr), verdict(VerdictKind::kReturn)});
+        for (const LocalMatch& match : matches) {
+            Rule r = local_match_rule(match, f);
+            r.push_back(verdict(VerdictKind::kReturn));
+            add_rule(c, std::move(r));
         }
         add_rule(c, {mark_set_or(mark)});
     }

@@ -662,6 +662,8 @@ def node_object(node):
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": _meta(node.name, None, {"kubernetes.io/hostname": node.name}),
+        # As the node IPAM controller assigns them (--detect-local-mode=NodeCIDR reads them).
+        "spec": {"podCIDR": node.pod_cidr4, "podCIDRs": [node.pod_cidr4, node.pod_cidr6]},
         "status": {
             "addresses": [
                 {"type": "InternalIP", "address": node.ipv4},

@@ -503,3 +503,146 @@ def test_periodic_resync_repairs_a_flushed_table(bed, proxy):
 
     assert not broken.ok, "flushing the table did not break the service: the test shows nothing"
     assert repaired, f"the table was not repaired within 5 s (sync period 1 s)\n{proxy.log_tail()}"
+
+
+# ---- --detect-local-mode ----------------------------------------------------
+# The detector decides what kube-proxy uses it for: ClusterIP traffic that is
+# not local is masqueraded (the endpoint sees an address of the node), and local
+# traffic to a NodePort under externalTrafficPolicy Local is short-circuited to
+# every endpoint (external traffic gets the node's own endpoints only).
+
+
+def detect_local_services(bed):
+    """A ClusterIP and a Local-policy NodePort, both over pod-1 (node-a) and pod-4 (node-b)."""
+    return [
+        *web(bed, "dl-cip", "10.96.0.40", ["pod-1", "pod-4"]),
+        *node_port_service(bed, "dl-np", "10.96.0.41", 30090, ["pod-1", "pod-4"], "Local"),
+    ]
+
+
+def assert_local(bed, proxy, who):
+    """`who`'s traffic is local: its ClusterIP traffic keeps its address, and the
+    Local NodePort sends it to both endpoints."""
+    node = bed.nodes[PROXY_NODE]
+    cip = bed.probe(who, "10.96.0.40", 80, count=20)
+    np = bed.probe(who, node.ipv4, 30090, count=30)
+    assert failures(cip) == [] and failures(np) == [], proxy.log_tail()
+    assert {answer.client for answer in cip} == {bed.pods[who].ipv4}, "local: not masqueraded"
+    assert set(pods_of(cip)) == {"pod-1", "pod-4"}
+    assert set(pods_of(np)) == {"pod-1", "pod-4"}, "local: short-circuited to every endpoint"
+    assert {answer.client for answer in np} == {bed.pods[who].ipv4}
+
+
+def assert_not_local(bed, proxy, who):
+    """`who`'s traffic is not local: the Local NodePort sends it to node-a's endpoint only,
+    keeping its address."""
+    np = bed.probe(who, bed.nodes[PROXY_NODE].ipv4, 30090, count=20)
+    assert failures(np) == [], proxy.log_tail()
+    assert pods_of(np) == {"pod-1": 20}, "not local: the node's own endpoints only"
+    assert {answer.client for answer in np} == {bed.pods[who].ipv4}
+
+
+def test_local_policy_short_circuit_without_local_endpoints(bed, proxy):
+    # Only pod-4 (node-b) serves: the outside is dropped, but a pod on node-a
+    # still reaches the NodePort through the short circuit (kube-proxy's).
+    start(proxy, *node_port_service(bed, "dl-remote", "10.96.0.43", 30091, ["pod-4"], "Local"))
+    node = bed.nodes[PROXY_NODE]
+
+    from_pod = bed.probe("client", node.ipv4, 30091, count=10)
+    from_outside = bed.probe("outside", node.ipv4, 30091, count=2, timeout=1.0)
+
+    assert failures(from_pod) == [], proxy.log_tail()
+    assert pods_of(from_pod) == {"pod-4": 10}
+    assert {answer.client for answer in from_pod} == {bed.pods["client"].ipv4}
+    assert errors_of(from_outside) == {"timeout"}, "dropped: no answer, not refused"
+
+
+def test_detect_local_bridge_interface(bed, proxy):
+    # Pods' packets reach node-a's IP layer on cbr0 (br_netfilter hands routed and
+    # bridged IP to netfilter with the bridge as input device).
+    proxy.extra_args += ["--detect-local-mode=BridgeInterface", "--pod-bridge-interface=cbr0"]
+    start(proxy, *detect_local_services(bed))
+
+    assert_local(bed, proxy, "client")
+    # The outside arrives on eth0: not local, its Local NodePort traffic keeps to
+    # pod-1 and its address.
+    source = bed.outside_addresses[0]
+    outside = bed.probe("outside", bed.nodes[PROXY_NODE].ipv4, 30090, count=20, source=source)
+    assert failures(outside) == [], proxy.log_tail()
+    assert pods_of(outside) == {"pod-1": 20}
+    assert {answer.client for answer in outside} == {source}
+
+
+def test_detect_local_bridge_interface_naming_another_bridge(bed, proxy):
+    # The same pod, the same addresses, but the detector names another bridge: the
+    # interface decides, not the (cluster-CIDR) source address.
+    proxy.extra_args += ["--detect-local-mode=BridgeInterface", "--pod-bridge-interface=sbdefault"]
+    start(proxy, *detect_local_services(bed))
+    node = bed.nodes[PROXY_NODE]
+
+    cip = bed.probe("client", "10.96.0.40", 80, count=20)
+
+    assert failures(cip) == [], proxy.log_tail()
+    assert bed.pods["client"].ipv4 not in {answer.client for answer in cip}, "not local: masqueraded"
+    assert {answer.client for answer in cip} <= {node.ipv4, node.bridge4}
+    assert_not_local(bed, proxy, "client")
+
+
+@pytest.mark.parametrize("prefix, local", [("cbr", True), ("veth", False)])
+def test_detect_local_interface_name_prefix(bed, proxy, prefix, local):
+    # The pods' veths are ports of cbr0, so the IP layer sees cbr0 as the input
+    # interface, never vethKxI: a prefix of the bridge's name detects the pods, the
+    # veths' prefix does not (it does for CNIs that route each pod's veth, e.g. cali*).
+    proxy.extra_args += ["--detect-local-mode=InterfaceNamePrefix", f"--pod-interface-name-prefix={prefix}"]
+    start(proxy, *detect_local_services(bed))
+
+    if local:
+        assert_local(bed, proxy, "client")
+    else:
+        assert_not_local(bed, proxy, "client")
+
+
+def test_detect_local_node_cidr(bed, proxy):
+    # node-a's podCIDR is 10.244.1.0/24; --cluster-cidr (10.244.0.0/16, from argv)
+    # is not what decides in this mode: pod-5 on node-b is not local here.
+    proxy.extra_args.append("--detect-local-mode=NodeCIDR")
+    start(proxy, *detect_local_services(bed))
+
+    assert_local(bed, proxy, "client")
+    assert_not_local(bed, proxy, "pod-5")
+
+
+def test_detect_local_node_cidr_waits_for_the_pod_cidrs(bed, proxy):
+    # Until the Node has podCIDRs nothing is local (kube-proxy's no-op detector): the
+    # client's NodePort traffic is not short-circuited. Once they are assigned, the
+    # daemon renders with them without a restart.
+    def nodes(with_pod_cidrs):
+        objects = [netbed.node_object(node) for node in bed.nodes.values()]
+        if not with_pod_cidrs:
+            for obj in objects:
+                del obj["spec"]
+        return objects
+
+    proxy.extra_args.append("--detect-local-mode=NodeCIDR")
+    proxy.set_cluster([*nodes(False), *detect_local_services(bed)], add_nodes=False)
+    proxy.start()
+    assert_not_local(bed, proxy, "client")
+    # More syncs while the podCIDRs are unknown: still one warning.
+    more = web(bed, "dl-more", "10.96.0.42", ["pod-1"])
+    proxy.set_cluster([*nodes(False), *detect_local_services(bed), *more], add_nodes=False)
+    added = time.monotonic()
+    while not bed.probe("client", "10.96.0.42", 80, timeout=0.3)[0].ok:
+        assert time.monotonic() - added < 5.0, f"a new Service not served within 5 s\n{proxy.log_tail()}"
+
+    proxy.set_cluster([*nodes(True), *detect_local_services(bed)], add_nodes=False)
+    assigned = time.monotonic()
+    short_circuited = False
+    while not short_circuited and time.monotonic() - assigned < 5.0:
+        answers = bed.probe("client", bed.nodes[PROXY_NODE].ipv4, 30090, count=10, timeout=0.5)
+        short_circuited = "pod-4" in pods_of(answers)
+
+    assert short_circuited, f"podCIDRs assigned, yet no short circuit within 5 s\n{proxy.log_tail()}"
+    assert_local(bed, proxy, "client")
+    log = proxy.log_path.read_text().split("---- start")[-1]
+    assert log.count("has no spec.podCIDRs") == 1, log
+    assert "local traffic comes from 10.244.1.0/24,fd00:10:244:1::/64" in log, log

@@ -14,6 +14,7 @@
 #include "rules/iptables/iptc.h"
 #include "rules/iptables/render.h"
 #include "tests/unit/kernel_fixtures.h"
+#include "tests/unit/rules_fixtures.h"
 
 using namespace sb;
 using namespace sb::rules;
@@ -137,28 +138,41 @@ TEST_CASE("kernel: a plan is applied, hooks inserted once at the top, others' ru
     REQUIRE(chains->size() == iptables::render(plan, options()).model.v4.nat.chains.size());
 }
 
-TEST_CASE("kernel: render_text loads with iptables-restore --noflush into the same ruleset") {
-    fresh_netns();
-    auto backend = iptables::make_backend(options());
-    const Plan plan = sample_plan();
-    REQUIRE(backend->sync(plan, nullptr));
-    const std::string applied4 = save("iptables-legacy-save");
-    const std::string applied6 = save("ip6tables-legacy-save");
+// The options of each --detect-local-mode rendering: source prefixes, -i NAME
+// and -i NAME+.
+std::vector<std::pair<const char*, BackendOptions>> detect_local_variants() {
+    using sb::rules::testing::by_interface;
+    return {{"-s", options()},
+            {"-i cbr0", by_interface(options(), LocalDetectMode::kBridgeInterface, "cbr0")},
+            {"-i veth+", by_interface(options(), LocalDetectMode::kInterfaceNamePrefix, "veth")}};
+}
 
-    fresh_netns();
-    const iptables::RenderResult r = iptables::render(plan, options());
-    for (const auto& [binary, model] : {std::pair{"iptables-legacy-restore", &r.model.v4},
-                                        std::pair{"ip6tables-legacy-restore", &r.model.v6}}) {
-        const std::string path = "/tmp/sb-ipt-restore-" + std::to_string(getpid());
-        std::ofstream(path) << iptables::to_restore_text(*model);
-        Command c = run(std::string(binary) + " --noflush " + path);
-        std::remove(path.c_str());
-        INFO(c.out);
-        REQUIRE(c.status == 0);
+TEST_CASE("kernel: render_text loads with iptables-restore --noflush into the same ruleset") {
+    for (const auto& [match, o] : detect_local_variants()) {
+        INFO("local traffic by " << match);
+        fresh_netns();
+        auto backend = iptables::make_backend(o);
+        const Plan plan = sample_plan();
+        REQUIRE(backend->sync(plan, nullptr));
+        const std::string applied4 = save("iptables-legacy-save");
+        const std::string applied6 = save("ip6tables-legacy-save");
+        CHECK(applied4.find(std::string(match) + " ") != std::string::npos);
+
+        fresh_netns();
+        const iptables::RenderResult r = iptables::render(plan, o);
+        for (const auto& [binary, model] : {std::pair{"iptables-legacy-restore", &r.model.v4},
+                                            std::pair{"ip6tables-legacy-restore", &r.model.v6}}) {
+            const std::string path = "/tmp/sb-ipt-restore-" + std::to_string(getpid());
+            std::ofstream(path) << iptables::to_restore_text(*model);
+            Command c = run(std::string(binary) + " --noflush " + path);
+            std::remove(path.c_str());
+            INFO(c.out);
+            REQUIRE(c.status == 0);
+        }
+        // Field by field the same entries: libiptc wrote what iptables would.
+        REQUIRE(save("iptables-legacy-save") == applied4);
+        REQUIRE(save("ip6tables-legacy-save") == applied6);
     }
-    // Field by field the same entries: libiptc wrote what iptables would.
-    REQUIRE(save("iptables-legacy-save") == applied4);
-    REQUIRE(save("ip6tables-legacy-save") == applied6);
 }
 
 TEST_CASE("kernel: a resync deletes stale chains and repairs drift") {

@@ -257,3 +257,33 @@ TEST_CASE("iptables: traffic unrelated to services passes untouched") {
     REQUIRE(single_fate(outcomes) == Fate::kAccept);
     REQUIRE_FALSE(outcomes[0].masquerade);
 }
+
+namespace {
+
+std::vector<Outcome> render_and_trace(const std::vector<ServicePortPlan>& ports,
+                                      const BackendOptions& o, const Packet& p) {
+    return trace(model_of(ports, o), p);
+}
+
+}  // namespace
+
+TEST_CASE("iptables: --detect-local-mode decides ClusterIP masquerade and the short circuit") {
+    for (const LocalTrafficCase& c : local_traffic_cases()) {
+        check_local_traffic(c, render_and_trace);
+    }
+}
+
+TEST_CASE("iptables: --detect-local-mode with no prefix of a family detects nothing") {
+    check_no_local_detector(LocalDetectMode::kNodeCidr, render_and_trace);
+    check_no_local_detector(LocalDetectMode::kClusterCidr, render_and_trace);
+}
+
+TEST_CASE(
+    "iptables: the Local policy short circuit takes the cluster endpoints, whatever the ITP") {
+    check_short_circuit_uses_cluster_endpoints(render_and_trace);
+}
+
+TEST_CASE(
+    "iptables: Local policy without local endpoints: dropped, but local traffic short-circuits") {
+    check_local_policy_without_local_endpoints(render_and_trace);
+}

@@ -50,6 +50,13 @@ int Tracer::eval_rule(const Table& table, const Rule& rule, State& s, int depth)
     Packet& p = s.pkt;
     if (!address_matches(rule.source, rule.source_negate, p.src)) return kNoMatch;
     if (!address_matches(rule.destination, rule.destination_negate, p.dst)) return kNoMatch;
+    if (!rule.in_interface.empty()) {
+        const std::string& name = rule.in_interface;
+        const bool matched = name.back() == '+'
+                                 ? p.iif.rfind(name.substr(0, name.size() - 1), 0) == 0
+                                 : p.iif == name;
+        if (!matched) return kNoMatch;
+    }
     if (rule.proto != 0 && rule.proto != p.proto) return kNoMatch;
     if (rule.dport != 0) {
         if (rule.proto == 0) throw std::runtime_error("--dport without -p");
@@ -157,10 +164,12 @@ Outcome Tracer::run(const Packet& packet, const std::vector<bool>& decisions,
         run_builtin(model_.nat, "POSTROUTING", s);
         return s.out;
     }
+    s.pkt.iif.clear();  // no input interface: -i matches no name
     if (!run_builtin(model_.nat, "OUTPUT", s)) return s.out;
     if (!run_builtin(model_.filter, "OUTPUT", s)) return s.out;
     run_builtin(model_.nat, "POSTROUTING", s);
     // Delivered over lo: filter INPUT runs (nat is bound already).
+    s.pkt.iif = "lo";
     if (is_local(s.pkt.dst)) run_builtin(model_.filter, "INPUT", s);
     return s.out;
 }

@@ -13,6 +13,7 @@
 #include "rules/nftables/nftables_backend.h"
 #include "rules/nftables/render.h"
 #include "tests/unit/kernel_fixtures.h"
+#include "tests/unit/rules_fixtures.h"
 
 using namespace sb;
 using namespace sb::rules;
@@ -158,26 +159,41 @@ TEST_CASE("kernel: a plan is applied in one batch and listed back by nft") {
     REQUIRE(again->objects_sent == 0);
 }
 
+// The options of each --detect-local-mode rendering, with a rule nft lists
+// for it: source prefixes, `iifname "NAME"` and `iifname "NAME*"`.
+std::vector<std::pair<const char*, BackendOptions>> detect_local_variants() {
+    using sb::rules::testing::by_interface;
+    return {{"ip saddr 10.244.0.0/16 return", options()},
+            {"iifname \"cbr0\" return",
+             by_interface(options(), LocalDetectMode::kBridgeInterface, "cbr0")},
+            {"iifname \"veth*\" return",
+             by_interface(options(), LocalDetectMode::kInterfaceNamePrefix, "veth")}};
+}
+
 TEST_CASE("kernel: render_text loads with nft -f into the same ruleset") {
-    fresh_netns();
-    auto backend = nftables::make_backend(options());
-    REQUIRE(backend->sync(sample_plan(), nullptr));
-    const std::string ours = list_table();
-    auto text = backend->render_text(sample_plan());
-    REQUIRE(text);
-    REQUIRE(backend->cleanup());
-    char path[] = "/tmp/switchboard-nft-XXXXXX";
-    const int fd = mkstemp(path);
-    REQUIRE(fd >= 0);
-    REQUIRE(write(fd, text->data(), text->size()) == static_cast<ssize_t>(text->size()));
-    close(fd);
-    Command load = run(std::string("nft -f ") + path);
-    unlink(path);
-    INFO(load.out);
-    REQUIRE(load.status == 0);
-    const std::string theirs = normalised(list_table());
-    INFO(line_diff(normalised(ours), theirs));
-    REQUIRE(theirs == normalised(ours));
+    for (const auto& [rule, o] : detect_local_variants()) {
+        INFO(rule);
+        fresh_netns();
+        auto backend = nftables::make_backend(o);
+        REQUIRE(backend->sync(sample_plan(), nullptr));
+        const std::string ours = list_table();
+        CHECK(ours.find(rule) != std::string::npos);
+        auto text = backend->render_text(sample_plan());
+        REQUIRE(text);
+        REQUIRE(backend->cleanup());
+        char path[] = "/tmp/switchboard-nft-XXXXXX";
+        const int fd = mkstemp(path);
+        REQUIRE(fd >= 0);
+        REQUIRE(write(fd, text->data(), text->size()) == static_cast<ssize_t>(text->size()));
+        close(fd);
+        Command load = run(std::string("nft -f ") + path);
+        unlink(path);
+        INFO(load.out);
+        REQUIRE(load.status == 0);
+        const std::string theirs = normalised(list_table());
+        INFO(line_diff(normalised(ours), theirs));
+        REQUIRE(theirs == normalised(ours));
+    }
 }
 
 TEST_CASE("kernel: an endpoint change is sent incrementally") {

@@ -97,6 +97,40 @@ TEST_CASE("invalid service ports are skipped with an error naming them, others k
     REQUIRE_FALSE(validate_options(zero_mark));
 }
 
+TEST_CASE("the interface modes of --detect-local-mode need a name the kernel could give") {
+    for (const LocalDetectMode mode :
+         {LocalDetectMode::kBridgeInterface, LocalDetectMode::kInterfaceNamePrefix}) {
+        BackendOptions o;
+        o.local_detect_mode = mode;
+        for (const char* good : {"cbr0", "v", "cni-podnet_1.x", "abcdefghijklmno"}) {
+            o.local_interface = good;
+            INFO(good);
+            REQUIRE(validate_options(o));
+        }
+        for (const std::string& bad :
+             {std::string(), std::string("abcdefghijklmnop"), std::string("a/b"),
+              std::string("a b"), std::string("a\tb"), std::string("a\0b", 3), std::string("a:b"),
+              std::string("a\"b"), std::string("veth*"), std::string("veth+"),
+              std::string("a\x7f")}) {
+            o.local_interface = bad;
+            INFO(bad);
+            const Status s = validate_options(o);
+            REQUIRE_FALSE(s);
+            // One printable line, naming the option.
+            REQUIRE(std::none_of(s.error().message.begin(), s.error().message.end(),
+                                 [](char c) { return static_cast<unsigned char>(c) < 0x20; }));
+            REQUIRE(s.error().message.find(mode == LocalDetectMode::kBridgeInterface
+                                               ? "bridge interface"
+                                               : "interface name prefix") != std::string::npos);
+        }
+    }
+    // The CIDR modes do not use the name.
+    BackendOptions cidr;
+    cidr.local_detect_mode = LocalDetectMode::kNodeCidr;
+    cidr.local_interface = "a b";
+    REQUIRE(validate_options(cidr));
+}
+
 TEST_CASE("without affinity a service port has no chain: shared dnat chains and map elements") {
     const Model one = render(plan_of(1, 4), {}).model;
     const Model many = render(plan_of(50, 4), {}).model;

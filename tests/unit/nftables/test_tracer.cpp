@@ -265,3 +265,31 @@ TEST_CASE("an external IP under Local policy with ClientIP affinity keeps local 
                     false);
     require_uniform(trace(m, packet(kPod, ip("198.51.100.7"), 80)), kAllTargets, false);
 }
+
+namespace {
+
+std::vector<Outcome> render_and_trace(const std::vector<ServicePortPlan>& ports,
+                                      const BackendOptions& o, const Packet& p) {
+    return trace(model_of(ports, o), p);
+}
+
+}  // namespace
+
+TEST_CASE("--detect-local-mode decides ClusterIP masquerade and the Local policy short circuit") {
+    for (const LocalTrafficCase& c : local_traffic_cases()) {
+        check_local_traffic(c, render_and_trace);
+    }
+}
+
+TEST_CASE("--detect-local-mode with no prefix of a family detects nothing (no-op detector)") {
+    check_no_local_detector(LocalDetectMode::kNodeCidr, render_and_trace);
+    check_no_local_detector(LocalDetectMode::kClusterCidr, render_and_trace);
+}
+
+TEST_CASE("the Local policy short circuit takes the cluster endpoints, whatever the ITP") {
+    check_short_circuit_uses_cluster_endpoints(render_and_trace);
+}
+
+TEST_CASE("Local policy without local endpoints: dropped, but local traffic short-circuits") {
+    check_local_policy_without_local_endpoints(render_and_trace);
+}

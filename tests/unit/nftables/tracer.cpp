@@ -150,6 +150,12 @@ bool Tracer::run_hook(const std::string& hook, State& s, bool with_nat) const {
                 case ExprKind::kFibSaddrLocal:
                     if (!is_local(p.src)) return {};
                     break;
+                case ExprKind::kIifname:
+                    if (p.iif != e.name) return {};
+                    break;
+                case ExprKind::kIifnamePrefix:
+                    if (p.iif.rfind(e.name, 0) != 0) return {};
+                    break;
                 case ExprKind::kMarkSetOr:
                     st.mark |= e.value;
                     break;
@@ -267,10 +273,12 @@ Outcome Tracer::run(const Packet& packet, const std::vector<uint32_t>& decisions
         run_hook("postrouting", s);
         return s.out;
     }
+    s.pkt.iif.clear();                         // no input interface: meta iifname reads ""
     if (!run_hook("output", s)) return s.out;  // filter -110, then nat -100
     run_hook("postrouting", s);
     if (is_local(s.pkt.dst)) {
         // Delivered over lo: the filter hooks run again (nat is already bound).
+        s.pkt.iif = "lo";
         if (!run_hook("prerouting", s, false)) return s.out;
         run_hook("input", s, false);
     }
