@@ -455,6 +455,8 @@ HttpRoutes Daemon::metrics_routes() {
         return HttpResponse{200, "application/json", debug_json_, {}};
     };
     routes["/proxyMode"] = [this] { return text_response(200, to_string(options_.proxy_mode)); };
+    // kube-proxy's metrics server has the generic /healthz ("ok") too.
+    routes["/healthz"] = [] { return text_response(200, "ok"); };
     routes["/livez"] = [] { return text_response(200, "ok\n"); };
     routes["/readyz"] = [this] {
         return first_sync_done() ? text_response(200, "ok\n")
