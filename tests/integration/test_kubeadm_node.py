@@ -130,12 +130,14 @@ def test_kubeadm_command_line_programs_the_node_without_a_service_address(
     argv = in_ns(bed.nodes["node-a"].ns,
                  ["unshare", "--mount", "--propagation", "private", "sh", "-c", POD_MOUNTS, "sh",
                   str(root), str(switchboard_bin), *KUBEADM_ARGS])
+    started = time.monotonic()
     with open(log_path, "w") as log:
         daemon = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         # Before any rule exists nothing answers the kubernetes ClusterIP.
         wait_for(lambda: node_get(bed, "127.0.0.1:10249", "/readyz")[0] == 200,
                  "/readyz 200 (kubeadm's default metricsBindAddress)", 30, log_path)
+        print(f"kubeadm node programmed {time.monotonic() - started:.2f} s after start")
         assert daemon.poll() is None
         answers = bed.probe("client", SERVICE_IP, 80, count=3)
         assert [a.pod for a in answers] == ["web"] * 3, answers
