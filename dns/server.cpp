@@ -814,16 +814,12 @@ void ServerStats::Histogram::record(double seconds, uint64_t n, bool shared) {
     while (bucket < kBuckets.size() && seconds > kBuckets[bucket]) ++bucket;
     if (shared) {
         buckets[bucket].fetch_add(n, std::memory_order_relaxed);
-        count.fetch_add(n, std::memory_order_relaxed);
         sum.fetch_add(seconds * static_cast<double>(n), std::memory_order_relaxed);
         return;
     }
     // Single writer: plain load+store, no locked instruction on the hot path.
-    auto add = [n](std::atomic<uint64_t>& a) {
-        a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-    };
-    add(buckets[bucket]);
-    add(count);
+    buckets[bucket].store(buckets[bucket].load(std::memory_order_relaxed) + n,
+                          std::memory_order_relaxed);
     sum.store(sum.load(std::memory_order_relaxed) + seconds * static_cast<double>(n),
               std::memory_order_relaxed);
 }

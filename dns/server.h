@@ -64,7 +64,6 @@ struct alignas(64) ServerStats {
                                                         1.024,   2.048,  4.096, 8.192};
     struct Histogram {
         std::atomic<uint64_t> buckets[kBuckets.size() + 1] = {};
-        std::atomic<uint64_t> count{0};
         std::atomic<double> sum{0};
         // `shared`: other threads write too (atomic read-modify-write).
         void record(double seconds, uint64_t n, bool shared);

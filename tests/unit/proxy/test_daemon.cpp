@@ -27,8 +27,11 @@ struct BackendLog {
     struct Call {
         rules::Plan plan;
         bool had_previous = false;
+        size_t backend = 0;  // index in `made` of the backend that was called
     };
     std::vector<Call> calls;
+    // The options of every backend made through recording_factory(), in order.
+    std::vector<rules::BackendOptions> made;
     bool fail_next = false;
 
     // Bounded wait; only a broken daemon reaches the limit.
@@ -40,15 +43,20 @@ struct BackendLog {
         std::lock_guard lock(mutex);
         return calls.at(index);
     }
+    std::vector<rules::BackendOptions> backends_made() {
+        std::lock_guard lock(mutex);
+        return made;
+    }
 };
 
 class FakeBackend final : public rules::Backend {
   public:
-    explicit FakeBackend(std::shared_ptr<BackendLog> log) : log_(std::move(log)) {}
+    explicit FakeBackend(std::shared_ptr<BackendLog> log, size_t index = 0)
+        : log_(std::move(log)), index_(index) {}
     const char* name() const override { return "fake"; }
     Result<rules::SyncStats> sync(const rules::Plan& plan, const rules::Plan* previous) override {
         std::lock_guard lock(log_->mutex);
-        log_->calls.push_back({plan, previous != nullptr});
+        log_->calls.push_back({plan, previous != nullptr, index_});
         log_->changed.notify_all();
         if (std::exchange(log_->fail_next, false)) {
             return make_error(ErrorCode::kKernel, "injected failure");
@@ -60,7 +68,18 @@ class FakeBackend final : public rules::Backend {
 
   private:
     std::shared_ptr<BackendLog> log_;
+    size_t index_;
 };
+
+// A factory that logs the options of each backend it makes (called on the
+// daemon's sync thread).
+BackendFactory recording_factory(std::shared_ptr<BackendLog> log) {
+    return [log](const rules::BackendOptions& options) {
+        std::lock_guard lock(log->mutex);
+        log->made.push_back(options);
+        return std::unique_ptr<rules::Backend>(new FakeBackend(log, log->made.size() - 1));
+    };
+}
 
 std::string service_json(const std::string& name, const std::string& ip) {
     return R"({"apiVersion": "v1", "kind": "Service",
@@ -109,10 +128,11 @@ std::string slice_json(const std::string& name, const std::string& service, cons
       "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]})";
 }
 
-// This node's Node object; `extra_metadata` / `spec` are JSON members.
-std::string node_json(const std::string& extra_metadata = "", const std::string& spec = "{}") {
+// This node's Node object; `extra_metadata` / `spec` / `status` are JSON members.
+std::string node_json(const std::string& extra_metadata = "", const std::string& spec = "{}",
+                      const std::string& status = "{}") {
     return R"({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a")" +
-           extra_metadata + R"(}, "spec": )" + spec + "}";
+           extra_metadata + R"(}, "spec": )" + spec + R"(, "status": )" + status + "}";
 }
 
 // Polls `done` (bounded: only a broken daemon reaches the limit).
@@ -420,4 +440,139 @@ TEST_CASE("pending change gauges rise with changes and are 0 after the sync take
         CHECK(log->calls.size() == 1);  // no sync ran for these changes
     }
     daemon.stop();
+}
+
+namespace {
+
+std::vector<Prefix> prefixes(std::initializer_list<const char*> texts) {
+    std::vector<Prefix> out;
+    for (const char* text : texts) out.push_back(*Prefix::parse(text));
+    return out;
+}
+
+std::string node_with_internal_ip(const std::string& ip) {
+    return node_json("", "{}",
+                     R"({"addresses": [{"type": "InternalIP", "address": ")" + ip + R"("}]})");
+}
+
+// A started daemon on a file source with Service "a" and this Node, whose
+// backends are logged. Each write_node() also adds or removes Service "b",
+// so every write changes the plan and is followed by one backend sync,
+// whether or not a new backend is made.
+class NodeDerivedOptions {
+  public:
+    NodeDerivedOptions(const Options& options, const std::string& node)
+        : log_(std::make_shared<BackendLog>()) {
+        cluster_.write({service_json("a", "10.96.0.1"), node});
+        Options wired = options;
+        wired.source_file = cluster_.file.string();
+        daemon_ = std::make_unique<Daemon>(wired, recording_factory(log_));
+        REQUIRE(daemon_->start().ok());
+        REQUIRE(log_->wait_for_calls(1));
+    }
+    ~NodeDerivedOptions() { daemon_->stop(); }
+
+    // The backend call that follows writing `node`.
+    BackendLog::Call write_node(const std::string& node) {
+        with_b_ = !with_b_;
+        std::vector<std::string> items = {service_json("a", "10.96.0.1"), node};
+        if (with_b_) items.push_back(service_json("b", "10.96.0.2"));
+        cluster_.write(items);
+        REQUIRE(log_->wait_for_calls(++syncs_));
+        return log_->call(syncs_ - 1);
+    }
+    BackendLog& log() { return *log_; }
+
+  private:
+    TempCluster cluster_;
+    std::shared_ptr<BackendLog> log_;
+    std::unique_ptr<Daemon> daemon_;
+    bool with_b_ = false;
+    size_t syncs_ = 1;
+};
+
+Options node_cidr_options() {
+    Options options = daemon_options("");
+    options.backend.local_detect_mode = rules::LocalDetectMode::kNodeCidr;
+    options.backend.cluster_cidrs = prefixes({"10.0.0.0/8"});  // --cluster-cidr: not used
+    return options;
+}
+
+}  // namespace
+
+TEST_CASE("--detect-local-mode=NodeCIDR gives the backend the Node's spec.podCIDRs") {
+    NodeDerivedOptions daemon(
+        node_cidr_options(),
+        node_json("", R"({"podCIDRs": ["10.244.1.0/24", "fd00:10:244:1::/64"]})"));
+    auto made = daemon.log().backends_made();
+    REQUIRE(made.size() == 1);
+    CHECK(made[0].local_detect_mode == rules::LocalDetectMode::kNodeCidr);
+    CHECK(made[0].cluster_cidrs == prefixes({"10.244.1.0/24", "fd00:10:244:1::/64"}));
+    CHECK_FALSE(daemon.log().call(0).had_previous);
+}
+
+TEST_CASE("NodeCIDR: no podCIDRs yet is none; once assigned, a new backend syncs in full") {
+    NodeDerivedOptions daemon(node_cidr_options(), node_json());
+    REQUIRE(daemon.log().backends_made().size() == 1);
+    CHECK(daemon.log().backends_made()[0].cluster_cidrs.empty());  // kube-proxy's no-op detector
+
+    // A partial sync first, so that the new backend's sync is not full
+    // merely because it is the daemon's first.
+    auto partial = daemon.write_node(node_json());
+    CHECK(partial.backend == 0);
+    CHECK(partial.had_previous);
+
+    const std::string assigned = node_json("", R"({"podCIDRs": ["10.244.1.0/24"]})");
+    auto remade = daemon.write_node(assigned);
+    auto made = daemon.log().backends_made();
+    REQUIRE(made.size() == 2);
+    CHECK(made[1].cluster_cidrs == prefixes({"10.244.1.0/24"}));
+    CHECK(remade.backend == 1);
+    CHECK_FALSE(remade.had_previous);  // the new backend repairs what the old one wrote
+
+    // The same podCIDRs again: the backend stays and syncs partially.
+    auto kept = daemon.write_node(assigned);
+    CHECK(daemon.log().backends_made().size() == 2);
+    CHECK(kept.backend == 1);
+    CHECK(kept.had_previous);
+}
+
+TEST_CASE("ClusterCIDR: a Node change does not remake the backend") {
+    Options options = daemon_options("");
+    options.backend.cluster_cidrs = prefixes({"10.0.0.0/8"});
+    NodeDerivedOptions daemon(options, node_json());
+
+    auto after = daemon.write_node(
+        node_json("", R"({"podCIDRs": ["10.244.1.0/24"]})",
+                  R"({"addresses": [{"type": "InternalIP", "address": "192.168.1.5"}]})"));
+    auto made = daemon.log().backends_made();
+    REQUIRE(made.size() == 1);
+    CHECK(made[0].cluster_cidrs == prefixes({"10.0.0.0/8"}));
+    CHECK(made[0].nodeport_addresses.empty());
+    CHECK(after.backend == 0);
+    CHECK(after.had_previous);
+    CHECK(after.plan.services.size() == 2);
+}
+
+TEST_CASE("--nodeport-addresses=primary follows the Node's InternalIP") {
+    Options options = daemon_options("");
+    options.nodeport_primary = true;
+    NodeDerivedOptions daemon(options, node_json());
+    REQUIRE(daemon.log().backends_made().size() == 1);
+    CHECK(daemon.log().backends_made()[0].nodeport_addresses.empty());  // every local address
+    CHECK(daemon.write_node(node_json()).had_previous);
+
+    auto first = daemon.write_node(node_with_internal_ip("192.168.1.5"));
+    auto made = daemon.log().backends_made();
+    REQUIRE(made.size() == 2);
+    CHECK(made[1].nodeport_addresses == prefixes({"192.168.1.5/32"}));
+    CHECK(first.backend == 1);
+    CHECK_FALSE(first.had_previous);
+
+    auto moved = daemon.write_node(node_with_internal_ip("192.168.1.9"));
+    made = daemon.log().backends_made();
+    REQUIRE(made.size() == 3);
+    CHECK(made[2].nodeport_addresses == prefixes({"192.168.1.9/32"}));
+    CHECK(moved.backend == 2);
+    CHECK_FALSE(moved.had_previous);
 }

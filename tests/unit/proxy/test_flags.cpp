@@ -353,16 +353,62 @@ TEST_CASE("--detect-local-mode and its interfaces") {
           "InterfaceNamePrefix");
     CHECK(parse_error({"--detect-local-mode=BridgeInterface", "--pod-bridge-interface=a/b"}) ==
           "--pod-bridge-interface: \"a/b\" is not an interface name (no '/', whitespace or NUL)");
-    CHECK(parse_error(
-              {"--detect-local-mode=BridgeInterface", "--pod-bridge-interface=sixteen-chars-xx"})
-              .rfind("--pod-bridge-interface: \"sixteen-chars-xx\" is not an interface name", 0) ==
-          0);
     CHECK(
         parse_error({"--detect-local-mode=InterfaceNamePrefix", "--pod-interface-name-prefix=a b"})
             .rfind("--pod-interface-name-prefix: ", 0) == 0);
     CHECK(parse_error({"--detect-local-mode=LinkLocal"}) ==
           "--detect-local-mode: \"LinkLocal\" is not one of ClusterCIDR, NodeCIDR, "
           "BridgeInterface, InterfaceNamePrefix");
+}
+
+TEST_CASE("--detect-local-mode: each of its four values, and the interface each needs") {
+    using rules::LocalDetectMode;
+    // ClusterCIDR is the default: set after another value, it is read, not defaulted.
+    Options cluster = parse_ok({"--detect-local-mode=NodeCIDR", "--detect-local-mode=ClusterCIDR",
+                                "--cluster-cidr=10.244.0.0/16"});
+    CHECK(cluster.backend.local_detect_mode == LocalDetectMode::kClusterCidr);
+    CHECK(cluster.backend.cluster_cidrs == std::vector<Prefix>{prefix("10.244.0.0/16")});
+    // NodeCIDR needs no interface; the Node's podCIDRs are read by the daemon.
+    Options node = parse_ok({"--detect-local-mode", "NodeCIDR"});
+    CHECK(node.backend.local_detect_mode == LocalDetectMode::kNodeCidr);
+    CHECK(node.backend.local_interface.empty());
+    // Values are matched exactly, as kube-proxy's validation does.
+    CHECK(parse_error({"--detect-local-mode=nodecidr"})
+              .rfind("--detect-local-mode: \"nodecidr\" is not one of", 0) == 0);
+    // The other mode's interface flag does not stand in for the one needed.
+    CHECK(
+        parse_error({"--detect-local-mode=BridgeInterface", "--pod-interface-name-prefix=veth"}) ==
+        "--pod-bridge-interface: must be set when the detect-local mode is BridgeInterface");
+    CHECK(parse_error({"--detect-local-mode=InterfaceNamePrefix", "--pod-bridge-interface=cbr0"}) ==
+          "--pod-interface-name-prefix: must be set when the detect-local mode is "
+          "InterfaceNamePrefix");
+    // 15 bytes is the longest name the kernel takes.
+    CHECK(
+        parse_ok({"--detect-local-mode=BridgeInterface", "--pod-bridge-interface=fifteen-chars-x"})
+            .backend.local_interface == "fifteen-chars-x");
+}
+
+TEST_CASE("interface names the backends refuse are refused at parse time, naming the flag") {
+    const std::vector<std::pair<std::string, std::string>> modes = {
+        {"BridgeInterface", "--pod-bridge-interface"},
+        {"InterfaceNamePrefix", "--pod-interface-name-prefix"}};
+    for (const auto& [mode, flag] : modes) {
+        INFO(flag);
+        auto refused = [&](const std::string& name) {
+            return parse_error({"--detect-local-mode=" + mode, flag + "=" + name});
+        };
+        // The kernel refuses ':'; '*', '+' and '"' would change the meaning
+        // of the nft and iptables text the backends write.
+        CHECK(refused("eth:0") == flag + ": interface name \"eth:0\" holds the character 0x3a");
+        CHECK(refused("a*") == flag + ": interface name \"a*\" holds the character 0x2a");
+        CHECK(refused("veth+") == flag + ": interface name \"veth+\" holds the character 0x2b");
+        CHECK(refused("a\"b") == flag + ": interface name \"a\"b\" holds the character 0x22");
+        // A control character is shown as '?'.
+        CHECK(refused("a\x01") == flag + ": interface name \"a?\" holds the character 0x01");
+        CHECK(refused("sixteen-chars-xx") ==
+              flag + ": \"sixteen-chars-xx\" is not an interface name (1-15 characters)");
+        CHECK(refused(".") == flag + ": \".\" is not an interface name");
+    }
 }
 
 TEST_CASE("kube-proxy flag rejections name the flag") {
