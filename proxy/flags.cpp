@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "base/file_text.h"
 #include "proxy/kube_proxy_config.h"
 #include "proxy/options_table.h"
 
@@ -37,14 +38,13 @@ Environment current_environment() {
     char hostname[256] = {};
     if (gethostname(hostname, sizeof(hostname) - 1) == 0) environment.hostname = hostname;
     environment.read_file = [](const std::string& path) -> Result<std::string> {
-        std::ifstream file(path, std::ios::binary);
-        if (!file) {
-            return make_error(ErrorCode::kInvalidArgument, path + ": " + std::strerror(errno));
+        auto text = read_file_text(path);
+        if (!text) {
+            // A --config that cannot be read is a configuration error (exit 2).
+            return make_error(ErrorCode::kInvalidArgument,
+                              path + ": " + std::strerror(text.error().errno_value));
         }
-        std::ostringstream text;
-        text << file.rdbuf();
-        if (file.bad()) return make_error(ErrorCode::kInvalidArgument, path + ": read failed");
-        return text.str();
+        return text;
     };
     return environment;
 }

@@ -2,23 +2,19 @@
 
 #include <cctype>
 #include <cstdint>
+#include "base/quote.h"
 
 namespace sb::proxy {
 
 using std::chrono::nanoseconds;
 
-namespace {
-
-std::string in_quotes(std::string_view text) {
-    return "\"" + std::string(text.substr(0, 200)) + "\"";
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Result<nanoseconds> parse_go_duration(std::string_view text) {
     auto bad = [&](const std::string& why) {
-        return make_error(ErrorCode::kInvalidArgument, in_quotes(text) + " is not a duration (" +
-                                                           why + "; e.g. 500ms, 1s, 1m30s)");
+        return make_error(
+            ErrorCode::kInvalidArgument,
+            quote_for_message(text) + " is not a duration (" + why + "; e.g. 500ms, 1s, 1m30s)");
     };
     constexpr uint64_t kMax = uint64_t{1} << 63;  // |min int64|
     std::string_view s = text;
@@ -81,7 +77,7 @@ Result<nanoseconds> parse_go_duration(std::string_view text) {
         } else if (unit_text == "h") {
             unit = 3'600'000'000'000;
         } else {
-            return bad("unknown unit " + in_quotes(unit_text));
+            return bad("unknown unit " + quote_for_message(unit_text));
         }
         if (whole > kMax / unit) return bad("overflow");
         uint64_t value = whole * unit;

@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <map>
+#include "base/quote.h"
 
 namespace sb::proxy {
 
@@ -51,10 +52,6 @@ int line_of(const YAML::Node& node) {
     return node.Mark().line + 1;
 }
 
-std::string in_quotes(std::string_view text) {
-    return "\"" + std::string(text.substr(0, 200)) + "\"";
-}
-
 class Reader {
   public:
     explicit Reader(std::string_view path) : path_(path) {}
@@ -85,7 +82,7 @@ class Reader {
         add_warning(config, "fields switchboard does not use, ignored: ", unused_);
         add_warning(config,
                     std::string("fields kube-proxy does not read in mode ") +
-                        in_quotes(mode_text_) + ", ignored: ",
+                        quote_for_message(mode_text_) + ", ignored: ",
                     other_section_);
         add_warning(
             config,
@@ -105,7 +102,8 @@ class Reader {
             if (!node)
                 return error(1, std::string(key) + " is missing (want " + std::string(want) + ")");
             if (!node.IsScalar() || node.Scalar() != want) {
-                std::string got = node.IsScalar() ? in_quotes(node.Scalar()) : "a non-string value";
+                std::string got =
+                    node.IsScalar() ? quote_for_message(node.Scalar()) : "a non-string value";
                 return error(line_of(node),
                              std::string(key) + ": " + got + " is not " + std::string(want));
             }
@@ -222,7 +220,7 @@ class Reader {
     }
 
     static std::string describe(const YAML::Node& value) {
-        if (value.IsScalar()) return in_quotes(value.Scalar());
+        if (value.IsScalar()) return quote_for_message(value.Scalar());
         return value.IsMap() ? "an object" : "a list";
     }
 

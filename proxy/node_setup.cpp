@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/file_text.h"
 #include "base/log.h"
 
 namespace sb::proxy {
@@ -30,12 +31,11 @@ std::optional<int64_t> parse_int(std::string_view text) {
     return value;
 }
 
+// A /proc or /sys entry's text; nullopt when it cannot be read.
 std::optional<std::string> read_text(const std::string& path) {
-    std::ifstream file(path);
-    if (!file) return std::nullopt;
-    std::ostringstream text;
-    text << file.rdbuf();
-    return text.str();
+    auto text = read_file_text(path);
+    if (!text) return std::nullopt;
+    return std::move(*text);
 }
 
 std::optional<int64_t> read_int(const std::string& path) {

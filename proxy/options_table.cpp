@@ -5,6 +5,7 @@
 #include <charconv>
 #include <initializer_list>
 
+#include "base/quote.h"
 #include "rules/validate.h"
 
 namespace sb::proxy {
@@ -17,15 +18,11 @@ Error invalid(std::string message) {
     return make_error(ErrorCode::kInvalidArgument, std::move(message));
 }
 
-std::string in_quotes(std::string_view text) {
-    return "\"" + std::string(text.substr(0, 200)) + "\"";
-}
-
 Result<int64_t> parse_integer(std::string_view text, int64_t min, int64_t max) {
     int64_t value = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-        return invalid(in_quotes(text) + " is not an integer");
+        return invalid(quote_for_message(text) + " is not an integer");
     }
     if (value < min || value > max) {
         return invalid(std::to_string(value) + " is out of range " + std::to_string(min) + "-" +
@@ -64,7 +61,7 @@ Status check_one_of(std::string_view value, std::initializer_list<std::string_vi
         if (!list.empty()) list += ", ";
         list += candidate;
     }
-    return invalid(in_quotes(value) + " is not one of " + list);
+    return invalid(quote_for_message(value) + " is not one of " + list);
 }
 
 Result<std::vector<Prefix>> parse_prefix_list(std::string_view text) {
@@ -72,7 +69,7 @@ Result<std::vector<Prefix>> parse_prefix_list(std::string_view text) {
     for (const auto& item : split_list(text)) {
         // kube-proxy parses these with ParseCIDRSloppy: host bits are allowed.
         auto prefix = Prefix::parse(item, /*allow_host_bits=*/true);
-        if (!prefix) return invalid(in_quotes(item) + " is not a CIDR");
+        if (!prefix) return invalid(quote_for_message(item) + " is not a CIDR");
         prefixes.push_back(*prefix);
     }
     return prefixes;
@@ -93,7 +90,9 @@ Result<std::optional<HostPort>> parse_bind_address(std::string_view text,
 Result<std::string> parse_domain(std::string_view text) {
     std::string domain = trim_lower(text);
     if (!domain.empty() && domain.back() == '.') domain.pop_back();
-    auto bad = [&](const std::string& why) { return invalid(in_quotes(text) + ": " + why); };
+    auto bad = [&](const std::string& why) {
+        return invalid(quote_for_message(text) + ": " + why);
+    };
     if (domain.empty()) return bad("empty domain");
     if (domain.size() > 253) return bad("longer than 253 characters");
     size_t start = 0;
@@ -116,13 +115,13 @@ Result<std::string> parse_domain(std::string_view text) {
 Result<nanoseconds> parse_period(std::string_view text) {
     auto duration = parse_go_duration(text);
     if (!duration) return duration.error();
-    if (duration->count() < 0) return invalid(in_quotes(text) + " is negative");
+    if (duration->count() < 0) return invalid(quote_for_message(text) + " is negative");
     return *duration;
 }
 
 Result<bool> parse_bool(std::string_view text) {
     auto value = parse_bool_text(text);
-    if (!value) return invalid(in_quotes(text) + " is not a boolean (true or false)");
+    if (!value) return invalid(quote_for_message(text) + " is not a boolean (true or false)");
     return *value;
 }
 
@@ -130,12 +129,13 @@ Result<bool> parse_bool(std::string_view text) {
 // bytes, no '/', no whitespace, no NUL, not "." or "..".
 Status check_interface_name(std::string_view name) {
     if (name.empty() || name.size() > 15) {
-        return invalid(in_quotes(name) + " is not an interface name (1-15 characters)");
+        return invalid(quote_for_message(name) + " is not an interface name (1-15 characters)");
     }
-    if (name == "." || name == "..") return invalid(in_quotes(name) + " is not an interface name");
+    if (name == "." || name == "..")
+        return invalid(quote_for_message(name) + " is not an interface name");
     for (char c : name) {
         if (c == '/' || c == '\0' || std::isspace(static_cast<unsigned char>(c))) {
-            return invalid(in_quotes(name) +
+            return invalid(quote_for_message(name) +
                            " is not an interface name (no '/', whitespace or NUL)");
         }
     }
@@ -266,7 +266,7 @@ std::vector<OptionSpec> build_table() {
                 return {};
             }
             if (text != "kubernetes") {
-                return invalid(in_quotes(text) + " is not one of kubernetes, file:PATH");
+                return invalid(quote_for_message(text) + " is not one of kubernetes, file:PATH");
             }
             context.options.source_file.clear();
             return {};
@@ -316,7 +316,7 @@ std::vector<OptionSpec> build_table() {
             size_t v4 = 0;
             for (const auto& prefix : *cidrs) v4 += prefix.family() == IpFamily::kV4 ? 1 : 0;
             if (v4 > 1 || cidrs->size() - v4 > 1) {
-                return invalid(in_quotes(text) + " has more than one CIDR of a family");
+                return invalid(quote_for_message(text) + " has more than one CIDR of a family");
             }
             context.options.backend.cluster_cidrs = std::move(*cidrs);
             return {};
@@ -518,7 +518,7 @@ std::vector<OptionSpec> build_table() {
         .fields = {{.path = "bindAddress", .zero_is_absent = true}},
         .apply = [](std::string_view text, ApplyContext& context) -> Status {
             auto address = IpAddress::parse(text);
-            if (!address) return invalid(in_quotes(text) + " is not an IP address");
+            if (!address) return invalid(quote_for_message(text) + " is not an IP address");
             context.options.bind_address = *address;
             return {};
         },

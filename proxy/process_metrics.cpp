@@ -8,17 +8,17 @@
 #include <sstream>
 #include <string_view>
 #include <vector>
+#include "base/file_text.h"
 
 namespace sb::proxy {
 
 namespace {
 
+// A /proc or /sys entry's text; nullopt when it cannot be read.
 std::optional<std::string> read_text(const std::string& path) {
-    std::ifstream file(path);
-    if (!file) return std::nullopt;
-    std::ostringstream text;
-    text << file.rdbuf();
-    return text.str();
+    auto text = read_file_text(path);
+    if (!text) return std::nullopt;
+    return std::move(*text);
 }
 
 std::optional<double> parse_number(std::string_view text) {

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <fstream>
 #include <sstream>
+#include "base/file_text.h"
 
 namespace sb::watch::kube {
 
@@ -72,15 +73,6 @@ Result<ServerAddress> parse_server_url(std::string_view url) {
     return address;
 }
 
-Result<std::string> read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error(ErrorCode::kIo, "cannot read " + path, errno);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) return make_error(ErrorCode::kIo, "cannot read " + path, errno);
-    return text.str();
-}
-
 Result<std::string> decode_base64(std::string_view text) {
     std::string out;
     uint32_t bits = 0;
@@ -127,7 +119,7 @@ Result<std::string> decode_base64(std::string_view text) {
 
 Result<std::string> Credentials::bearer_token() const {
     if (token_file.empty()) return token;
-    auto text = read_file(token_file);
+    auto text = read_file_text(token_file);
     if (!text) return text.error();
     std::string value = std::move(*text);
     while (!value.empty() &&
@@ -193,7 +185,7 @@ class KubeconfigReader {
         }
         std::string path = text(map, key.c_str());
         if (path.empty()) return std::string();
-        auto content = read_file(resolve(path));
+        auto content = read_file_text(resolve(path));
         if (!content) return fail(where + "." + key + ": " + content.error().describe());
         return std::move(*content);
     }
@@ -287,7 +279,7 @@ Result<Credentials> parse_kubeconfig(std::string_view text, const std::string& b
 }
 
 Result<Credentials> load_kubeconfig(const std::string& path) {
-    auto text = read_file(path);
+    auto text = read_file_text(path);
     if (!text) {
         return make_error(ErrorCode::kInvalidArgument,
                           "kubeconfig " + path + ": " + text.error().describe());
@@ -319,7 +311,7 @@ Result<Credentials> load_in_cluster(const std::string& sa_dir, const EnvLookup& 
         return make_error(ErrorCode::kInvalidArgument,
                           "in-cluster credentials: " + token.error().describe());
     }
-    auto ca = read_file(sa_dir + "/ca.crt");
+    auto ca = read_file_text(sa_dir + "/ca.crt");
     if (!ca) {
         return make_error(ErrorCode::kInvalidArgument,
                           "in-cluster credentials: " + ca.error().describe());

@@ -57,6 +57,4 @@ inline constexpr const char* kDefaultServiceAccountDir =
 // RFC 4648 base64 (whitespace ignored), for the kubeconfig's *-data fields.
 Result<std::string> decode_base64(std::string_view text);
 
-Result<std::string> read_file(const std::string& path);
-
 }  // namespace sb::watch::kube

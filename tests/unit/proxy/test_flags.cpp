@@ -495,3 +495,12 @@ TEST_CASE("--version and --help answer first") {
     CHECK(usage().find("--feature-gates") != std::string::npos);
     CHECK(usage().find("--write-config-to") != std::string::npos);
 }
+
+TEST_CASE("a value holding control characters is still refused in one line") {
+    // parse_error() checks the single line; the value shows its newline as '?'.
+    CHECK(parse_error({"--conntrack-min=1\n2"}) == "--conntrack-min: \"1?2\" is not an integer");
+    CHECK(parse_error({"--iptables-sync-period=1s\n\x7f"})
+              .rfind("--iptables-sync-period: \"1s??\" is not a duration", 0) == 0);
+    CHECK(parse_error({"--pod-bridge-interface=a\nb", "--detect-local-mode=BridgeInterface"})
+              .find("\"a?b\"") != std::string::npos);
+}
