@@ -197,12 +197,11 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
     std::string waiting;
     for (const auto& listener : impl->server->listeners()) {
         std::string& list = listener.serving ? listening : waiting;
-        list += (list.empty() ? "" : ", ") + std::string(listener.tcp ? "tcp " : "udp ") +
-                listener.address.to_string();
+        list += (list.empty() ? "" : ", ") + listener.name();
     }
-    log::info("dns: serving {} on {}{}{} ({} upstreams)", options.cluster_domain,
-              listening.empty() ? "no address yet" : listening,
-              waiting.empty() ? "" : "; waiting to bind ", waiting, upstreams.size());
+    log::info("dns: serving {} on {} ({} upstreams){}", options.cluster_domain,
+              listening.empty() ? "no address yet" : listening, upstreams.size(),
+              waiting.empty() ? "" : "; waiting to bind " + waiting);
     impl->options = std::move(options);
     return std::unique_ptr<DnsService>(new DnsService(std::move(impl)));
 }
@@ -233,7 +232,7 @@ bool DnsService::serving() const {
 std::string DnsService::status_text() const {
     std::string text;
     for (const auto& listener : impl_->server->listeners()) {
-        text += std::string(listener.tcp ? "tcp " : "udp ") + listener.address.to_string();
+        text += listener.name();
         if (listener.serving) {
             text += " serving\n";
         } else {

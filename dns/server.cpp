@@ -928,6 +928,7 @@ Status Server::bind_listener(size_t index) {
 bool Server::bind_pending(bool late) {
     bool all = true;
     bool bound_late = false;
+    // listeners_'s size is fixed once start() made it: only entries change.
     for (size_t i = 0; i < listeners_.size(); ++i) {
         {
             std::lock_guard lock(mutex_);
@@ -937,8 +938,7 @@ bool Server::bind_pending(bool late) {
         Status status = bind_listener(i);
         std::lock_guard lock(mutex_);
         Listener& listener = listeners_[i];
-        std::string name = std::string(protocol_name(listener.type)) + " " +
-                           addresses_[listener.address_index].to_string();
+        const std::string name = state_of(listener).name();
         if (status) {
             listener.serving = true;
             listener.last_error.clear();
@@ -995,12 +995,13 @@ bool Server::serving() const {
 std::vector<ListenerState> Server::listeners() const {
     std::lock_guard lock(mutex_);
     std::vector<ListenerState> out;
-    for (const auto& listener : listeners_) {
-        out.push_back(ListenerState{addresses_[listener.address_index],
-                                    listener.type == SOCK_STREAM, listener.serving,
-                                    listener.failures, listener.last_error});
-    }
+    for (const auto& listener : listeners_) out.push_back(state_of(listener));
     return out;
+}
+
+ListenerState Server::state_of(const Listener& listener) const {
+    return ListenerState{addresses_[listener.address_index], listener.type == SOCK_STREAM,
+                         listener.serving, listener.failures, listener.last_error};
 }
 
 std::vector<HostPort> Server::bound() const {

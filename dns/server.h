@@ -112,6 +112,8 @@ struct ListenerState {
     bool serving = false;
     uint64_t bind_failures = 0;
     std::string last_error;  // why the last bind failed; empty once serving
+
+    std::string name() const { return (tcp ? "tcp " : "udp ") + address.to_string(); }
 };
 
 class Server {
@@ -151,6 +153,7 @@ class Server {
     bool bind_pending(bool late);
     Status bind_listener(size_t index);
     void retry_binds();
+    ListenerState state_of(const Listener& listener) const;  // mutex_ held
 
     ServerOptions options_;
     const ZoneHolder& zones_;
