@@ -154,9 +154,18 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
     server_options.listen = options.listen;
     server_options.workers =
         options.workers ? options.workers : std::max(1u, std::thread::hardware_concurrency());
+    Impl* raw = impl.get();
+    if (impl->forwarder) {
+        // A listener bound late is one more address a loop could come back to.
+        server_options.on_late_bind = [raw] {
+            raw->forwarder->drop_self(raw->server->bound());
+            raw->forwarder->send_loop_probes();
+        };
+    }
     impl->server = std::make_unique<Server>(server_options, impl->zones, impl->forwarder.get(),
                                             impl->cache.get());
     if (auto status = impl->server->start(); !status) {
+        impl->server->stop();
         if (impl->forwarder) impl->forwarder->stop();
         return status.error();
     }
@@ -177,7 +186,6 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
         builder->dirty = true;
         builder->cv.notify_one();
     });
-    Impl* raw = impl.get();
     {
         // Changes between the first build and the subscription are picked up.
         std::lock_guard lock(impl->builder->mutex);
@@ -186,11 +194,14 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
     }
     impl->builder_thread = std::thread([raw] { raw->run_builder(); });
     std::string listening;
-    for (const auto& address : impl->server->bound()) {
-        listening += (listening.empty() ? "" : ", ") + address.to_string();
+    std::string waiting;
+    for (const auto& listener : impl->server->listeners()) {
+        std::string& list = listener.serving ? listening : waiting;
+        list += (list.empty() ? "" : ", ") + listener.name();
     }
-    log::info("dns: serving {} on {} ({} upstreams)", options.cluster_domain, listening,
-              upstreams.size());
+    log::info("dns: serving {} on {} ({} upstreams){}", options.cluster_domain,
+              listening.empty() ? "no address yet" : listening, upstreams.size(),
+              waiting.empty() ? "" : "; waiting to bind " + waiting);
     impl->options = std::move(options);
     return std::unique_ptr<DnsService>(new DnsService(std::move(impl)));
 }
@@ -212,6 +223,24 @@ void DnsService::stop() {
 
 std::vector<HostPort> DnsService::bound() const {
     return impl_->server->bound();
+}
+
+bool DnsService::serving() const {
+    return impl_->server->serving();
+}
+
+std::string DnsService::status_text() const {
+    std::string text;
+    for (const auto& listener : impl_->server->listeners()) {
+        text += listener.name();
+        if (listener.serving) {
+            text += " serving\n";
+        } else {
+            text += " not serving (" + std::to_string(listener.bind_failures) +
+                    " failed binds): " + listener.last_error + "\n";
+        }
+    }
+    return text;
 }
 
 void DnsService::append_metrics(metrics::TextWriter& out) const {

@@ -6,8 +6,8 @@
 // changes (bursts coalesced) and swapped atomically, so a query never waits
 // for a rebuild. See docs/dns.md.
 //
-// Thread safety: start() and stop() are for one controlling thread;
-// append_metrics() may be called from any thread at any time.
+// Thread safety: start() and stop() are for one controlling thread; the
+// other methods may be called from any thread at any time.
 #pragma once
 
 #include <cstdint>
@@ -43,9 +43,11 @@ Result<PodRecords> parse_pod_records(std::string_view text);  // disabled|insecu
 
 class DnsService {
   public:
-    // Binds UDP+TCP on every listen address and serves from the Store's snapshots
-    // (zone rebuilt off the serving path after Store changes). Error when a bind fails.
-    // The Store must outlive the service.
+    // Serves UDP+TCP on every listen address from the Store's snapshots (zone
+    // rebuilt off the serving path after Store changes). A listener that
+    // cannot bind does not fail start(): it is retried (see Server and
+    // serving()). Error for a bad --cluster-domain, no listen address, or
+    // sockets/threads that cannot be set up. The Store must outlive the service.
     static Result<std::unique_ptr<DnsService>> start(DnsOptions options, watch::Store& store);
     ~DnsService();
     DnsService(const DnsService&) = delete;
@@ -54,8 +56,14 @@ class DnsService {
     void stop();  // idempotent
     void append_metrics(metrics::TextWriter& out) const;
 
-    // The addresses actually bound (a listen port 0 is replaced by the kernel's pick).
+    // The listen addresses, a port 0 replaced by the kernel's pick once made.
     std::vector<HostPort> bound() const;
+    // True once every listener (each address, UDP and TCP) is bound and
+    // serving: what CoreDNS's `ready` plugin reports. Any thread.
+    bool serving() const;
+    // One line per listener: "udp 10.0.0.1:53 serving", or "... not serving
+    // (N failed binds): why". For the daemon's /debug/dns.
+    std::string status_text() const;
 
     struct Impl;
 

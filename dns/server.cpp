@@ -466,47 +466,50 @@ class Server::Worker : public ReplySink {
         if (wake_fd_ >= 0) ::close(wake_fd_);
     }
 
-    Status bind_all(const std::vector<HostPort>& addresses) {
+    // Creates the epoll set and starts the TCP/inbox thread; sockets come
+    // with add_udp() and add_tcp().
+    Status open() {
         epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
         wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (epoll_fd_ < 0 || wake_fd_ < 0) {
             return make_error(ErrorCode::kIo, "epoll/eventfd", errno);
         }
         add_fd(wake_fd_, EPOLLIN, kWakeTag);
-        for (const auto& address : addresses) {
-            auto udp = bind_socket(address, SOCK_DGRAM);
-            if (!udp) return udp.error();
-            int buffer = 4 << 20;
-            ::setsockopt(*udp, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer));
-            // The UDP thread blocks in recvmmsg; the timeout bounds how long
-            // stop() waits should the shutdown() wake-up be missed.
-            timeval timeout{0, 500000};
-            ::setsockopt(*udp, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-            int flags = ::fcntl(*udp, F_GETFL);
-            ::fcntl(*udp, F_SETFL, flags & ~O_NONBLOCK);
-            udp_loops_.push_back(
-                std::make_unique<UdpLoop>(*udp, zones_, forwarder_, cache_, *this));
-            auto tcp = bind_socket(address, SOCK_STREAM);
-            if (!tcp) return tcp.error();
-            tcp_fds_.push_back(*tcp);
-        }
-        for (size_t i = 0; i < tcp_fds_.size(); ++i) add_fd(tcp_fds_[i], EPOLLIN, kListenTag + i);
+        thread_ = std::thread([this] { run(); });
         return {};
     }
 
-    void start() {
-        thread_ = std::thread([this] { run(); });
-        for (auto& loop : udp_loops_) {
-            UdpLoop* raw = loop.get();
-            loop->thread = std::thread([this, raw] { serve_udp(*raw); });
-        }
+    // Takes a bound UDP socket and starts its serving thread. Not after stop().
+    void add_udp(int fd) {
+        int buffer = 4 << 20;
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer));
+        // The UDP thread blocks in recvmmsg; the timeout bounds how long
+        // stop() waits should the shutdown() wake-up be missed.
+        timeval timeout{0, 500000};
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+        int flags = ::fcntl(fd, F_GETFL);
+        ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+        std::lock_guard lock(sockets_mutex_);
+        auto& loop = udp_loops_.emplace_back(
+            std::make_unique<UdpLoop>(fd, zones_, forwarder_, cache_, *this));
+        UdpLoop* raw = loop.get();
+        loop->thread = std::thread([this, raw] { serve_udp(*raw); });
+    }
+
+    // Takes a listening TCP socket; the epoll thread accepts on it from now
+    // on (epoll_ctl is safe while that thread waits). Not after stop().
+    void add_tcp(int fd) {
+        std::lock_guard lock(sockets_mutex_);
+        tcp_fds_.push_back(fd);
+        add_fd(fd, EPOLLIN, kListenTag | static_cast<uint64_t>(fd));
     }
 
     void stop() {
         if (stopping_.exchange(true)) return;
         wake();
-        for (auto& loop : udp_loops_) ::shutdown(loop->fd, SHUT_RD);
         if (thread_.joinable()) thread_.join();
+        std::lock_guard lock(sockets_mutex_);
+        for (auto& loop : udp_loops_) ::shutdown(loop->fd, SHUT_RD);
         for (auto& loop : udp_loops_) {
             if (loop->thread.joinable()) loop->thread.join();
         }
@@ -514,6 +517,7 @@ class Server::Worker : public ReplySink {
 
     template <typename F>
     void for_each_stats(F f) const {
+        std::lock_guard lock(sockets_mutex_);
         f(tcp_engine_.stats());
         for (const auto& loop : udp_loops_) f(loop->engine.stats());
     }
@@ -773,7 +777,7 @@ class Server::Worker : public ReplySink {
                     (void)!::read(wake_fd_, &value, sizeof(value));
                     drain_inbox();
                 } else if ((tag & kTagMask) == kListenTag) {
-                    accept_tcp(tcp_fds_[tag & ~kTagMask]);
+                    accept_tcp(static_cast<int>(tag & ~kTagMask));
                 } else {
                     serve_tcp(tag, events[i].events);
                 }
@@ -793,8 +797,10 @@ class Server::Worker : public ReplySink {
 
     int epoll_fd_ = -1;
     int wake_fd_ = -1;
-    std::vector<std::unique_ptr<UdpLoop>> udp_loops_;
-    std::vector<int> tcp_fds_;
+    // Sockets are added by the server's retry thread while the worker runs.
+    mutable std::mutex sockets_mutex_;
+    std::vector<std::unique_ptr<UdpLoop>> udp_loops_;  // guarded by sockets_mutex_
+    std::vector<int> tcp_fds_;  // guarded by sockets_mutex_; closed at the end
     std::thread thread_;
     std::atomic<bool> stopping_{false};
 
@@ -833,44 +839,170 @@ Server::~Server() {
     stop();
 }
 
-Status Server::start() {
-    // Port 0 asks the kernel for a port: the first worker's UDP socket picks
-    // it, and every other socket (TCP, other workers) binds the same one.
-    std::vector<HostPort> addresses = options_.listen;
-    for (auto& address : addresses) {
-        if (address.port != 0) continue;
-        for (int attempt = 0; attempt < 20 && address.port == 0; ++attempt) {
-            auto probe = bind_socket(address, SOCK_DGRAM);
-            if (!probe) return probe.error();
-            SocketAddress bound;
-            socklen_t length = sizeof(sockaddr_storage);
-            ::getsockname(*probe, reinterpret_cast<sockaddr*>(&bound.storage()), &length);
-            HostPort picked = from_socket_address(bound.storage());
-            auto tcp = bind_socket(picked, SOCK_STREAM);
-            ::close(*probe);
-            if (tcp) {
-                ::close(*tcp);
-                address.port = picked.port;
-            }
-        }
-        if (address.port == 0) {
-            return make_error(ErrorCode::kIo, "no free port for " + address.to_string());
+namespace {
+
+const char* protocol_name(int type) {
+    return type == SOCK_STREAM ? "tcp" : "udp";
+}
+
+// A port 0 listen address: the kernel picks a port free for both UDP and
+// TCP (the UDP socket picks it, TCP must bind the same one).
+Result<uint16_t> pick_port(const HostPort& address) {
+    for (int attempt = 0; attempt < 20; ++attempt) {
+        auto probe = bind_socket(address, SOCK_DGRAM);
+        if (!probe) return probe.error();
+        SocketAddress bound;
+        socklen_t length = sizeof(sockaddr_storage);
+        ::getsockname(*probe, reinterpret_cast<sockaddr*>(&bound.storage()), &length);
+        HostPort picked = from_socket_address(bound.storage());
+        auto tcp = bind_socket(picked, SOCK_STREAM);
+        ::close(*probe);
+        if (tcp) {
+            ::close(*tcp);
+            return picked.port;
         }
     }
+    return make_error(ErrorCode::kIo, "no free port for " + address.to_string());
+}
+
+}  // namespace
+
+Status Server::start() {
     for (unsigned i = 0; i < options_.workers; ++i) {
         auto worker = std::make_unique<Worker>(options_, zones_, forwarder_, cache_);
-        if (auto status = worker->bind_all(addresses); !status) return status;
+        if (auto status = worker->open(); !status) return status;
         workers_.push_back(std::move(worker));
     }
-    bound_ = addresses;
-    for (auto& worker : workers_) worker->start();
+    {
+        std::lock_guard lock(mutex_);
+        addresses_ = options_.listen;
+        for (size_t i = 0; i < options_.listen.size(); ++i) {
+            for (int type : {SOCK_DGRAM, SOCK_STREAM}) {
+                listeners_.push_back(Listener{i, type, false, 0, {}});
+            }
+        }
+    }
+    if (!bind_pending(false)) retry_thread_ = std::thread([this] { retry_binds(); });
     return {};
+}
+
+Status Server::bind_listener(size_t index) {
+    HostPort address;
+    int type = 0;
+    {
+        std::lock_guard lock(mutex_);
+        address = addresses_[listeners_[index].address_index];
+        type = listeners_[index].type;
+    }
+    if (address.port == 0) {
+        auto port = pick_port(address);
+        if (!port) return port.error();
+        address.port = *port;
+        std::lock_guard lock(mutex_);
+        addresses_[listeners_[index].address_index].port = *port;
+    }
+    // Every worker's socket or none: a listener is served by all workers.
+    std::vector<int> fds;
+    for (size_t i = 0; i < workers_.size(); ++i) {
+        auto fd = bind_socket(address, type);
+        if (!fd) {
+            for (int open : fds) ::close(open);
+            return fd.error();
+        }
+        fds.push_back(*fd);
+    }
+    for (size_t i = 0; i < workers_.size(); ++i) {
+        if (type == SOCK_STREAM) {
+            workers_[i]->add_tcp(fds[i]);
+        } else {
+            workers_[i]->add_udp(fds[i]);
+        }
+    }
+    return {};
+}
+
+bool Server::bind_pending(bool late) {
+    bool all = true;
+    bool bound_late = false;
+    // listeners_'s size is fixed once start() made it: only entries change.
+    for (size_t i = 0; i < listeners_.size(); ++i) {
+        {
+            std::lock_guard lock(mutex_);
+            if (stopping_) return true;
+            if (listeners_[i].serving) continue;
+        }
+        Status status = bind_listener(i);
+        std::lock_guard lock(mutex_);
+        Listener& listener = listeners_[i];
+        const std::string name = state_of(listener).name();
+        if (status) {
+            listener.serving = true;
+            listener.last_error.clear();
+            if (listener.failures > 0) {
+                log::info("dns: {} serving after {} failed binds", name, listener.failures);
+            }
+            bound_late = bound_late || late;
+            continue;
+        }
+        all = false;
+        ++listener.failures;
+        listener.last_error = status.error().describe();
+        if (listener.failures == 1) {
+            // Once at warn: an address missing for hours must not flood the log.
+            log::warn("dns: {}; retrying every {}s while the proxy runs", listener.last_error,
+                      std::chrono::duration<double>(options_.bind_retry_interval).count());
+        } else {
+            log::debug("dns: {}: attempt {}: {}", name, listener.failures, listener.last_error);
+        }
+    }
+    if (bound_late && options_.on_late_bind) options_.on_late_bind();
+    return all;
+}
+
+void Server::retry_binds() {
+    std::unique_lock lock(mutex_);
+    while (!retry_cv_.wait_for(lock, options_.bind_retry_interval, [this] { return stopping_; })) {
+        lock.unlock();
+        bool all = bind_pending(true);
+        lock.lock();
+        if (all) return;
+    }
 }
 
 void Server::stop() {
     if (stopped_) return;
     stopped_ = true;
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    retry_cv_.notify_all();
+    // No socket is added to a worker once the retry thread is gone.
+    if (retry_thread_.joinable()) retry_thread_.join();
     for (auto& worker : workers_) worker->stop();
+}
+
+bool Server::serving() const {
+    std::lock_guard lock(mutex_);
+    return !listeners_.empty() && std::all_of(listeners_.begin(), listeners_.end(),
+                                              [](const Listener& l) { return l.serving; });
+}
+
+std::vector<ListenerState> Server::listeners() const {
+    std::lock_guard lock(mutex_);
+    std::vector<ListenerState> out;
+    for (const auto& listener : listeners_) out.push_back(state_of(listener));
+    return out;
+}
+
+ListenerState Server::state_of(const Listener& listener) const {
+    return ListenerState{addresses_[listener.address_index], listener.type == SOCK_STREAM,
+                         listener.serving, listener.failures, listener.last_error};
+}
+
+std::vector<HostPort> Server::bound() const {
+    std::lock_guard lock(mutex_);
+    return addresses_;
 }
 
 void Server::append_metrics(metrics::TextWriter& out) const {
@@ -933,6 +1065,28 @@ void Server::append_metrics(metrics::TextWriter& out) const {
     counter("switchboard_dns_render_cache_hits_total",
             "Zone replies served from a thread's rendered-reply cache.", render_hits);
     counter("switchboard_dns_dropped_total", "Packets not answered (responses, runts).", dropped);
+
+    // Labelled by the listen address as configured, so that a port 0 keeps
+    // one series before and after the kernel picks its port.
+    std::lock_guard lock(mutex_);
+    auto per_listener = [&](metrics::Family family, auto value) {
+        out.family(family);
+        for (const auto& listener : listeners_) {
+            out.sample(
+                {protocol_name(listener.type), options_.listen[listener.address_index].to_string()},
+                value(listener));
+        }
+    };
+    per_listener({"switchboard_dns_bind_failures_total",
+                  "Binds of a DNS listener that failed (each is retried).",
+                  Type::kCounter,
+                  {"proto", "address"}},
+                 [](const Listener& l) { return l.failures; });
+    per_listener({"switchboard_dns_listener_up",
+                  "1 when the DNS listener is bound and serving, else 0.",
+                  Type::kGauge,
+                  {"proto", "address"}},
+                 [](const Listener& l) { return uint64_t{l.serving ? 1u : 0u}; });
 }
 
 }  // namespace sb::dns

@@ -8,13 +8,21 @@
 // new zone is published). Forwarded queries complete on the forwarder's
 // thread and reach their worker through its inbox.
 //
+// Each (address, protocol) is a listener bound on its own: one that cannot
+// bind (the port is taken, the address is not on this host yet) is logged
+// once at warn, counted and retried every `bind_retry_interval` on the
+// server's own retry thread, and the others serve meanwhile.
+//
 // Thread safety: start() and stop() for one controlling thread; the zone
-// holder and metrics may be used from any thread.
+// holder, metrics, serving(), listeners() and bound() may be used from any
+// thread.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -82,11 +90,29 @@ struct alignas(64) ServerStats {
     static size_t type_index(uint16_t qtype);
 };
 
+// How often a listener that could not bind tries again.
+inline constexpr std::chrono::milliseconds kBindRetryInterval{2000};
+
 struct ServerOptions {
     std::vector<HostPort> listen;
     unsigned workers = 1;
     std::chrono::seconds tcp_idle_timeout{10};
     size_t max_tcp_connections = 1024;  // over all workers
+    std::chrono::milliseconds bind_retry_interval = kBindRetryInterval;
+    // Called on the retry thread after a listener bound late (not for those
+    // bound by start()), e.g. to send the forwarder's loop probes again.
+    std::function<void()> on_late_bind;
+};
+
+// One listener's state, for metrics and status pages.
+struct ListenerState {
+    HostPort address;  // port 0 until the kernel picked one
+    bool tcp = false;
+    bool serving = false;
+    uint64_t bind_failures = 0;
+    std::string last_error;  // why the last bind failed; empty once serving
+
+    std::string name() const { return (tcp ? "tcp " : "udp ") + address.to_string(); }
 };
 
 class Server {
@@ -97,21 +123,48 @@ class Server {
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;
 
-    // Binds every socket (error names the address), then starts the workers.
+    // Starts the workers and binds every listener it can; the others are
+    // retried (see above). Error only when a worker cannot be set up (epoll,
+    // eventfd): a bind failure is never one.
     Status start();
-    void stop();  // idempotent
-    std::vector<HostPort> bound() const { return bound_; }
+    void stop();  // idempotent; ends the retries
+    // True once every listener is bound and served.
+    bool serving() const;
+    std::vector<ListenerState> listeners() const;
+    // The listen addresses, a port 0 replaced by the kernel's pick once made
+    // (whether or not each is serving yet: see listeners()).
+    std::vector<HostPort> bound() const;
     void append_metrics(metrics::TextWriter& out) const;
 
     class Worker;
 
   private:
+    struct Listener {
+        size_t address_index = 0;  // in options_.listen
+        int type = 0;              // SOCK_DGRAM or SOCK_STREAM
+        bool serving = false;      // read by any thread: guarded by mutex_
+        uint64_t failures = 0;
+        std::string last_error;
+    };
+
+    // Binds every listener not serving yet; true when all are serving.
+    // start() and then the retry thread, never both at once.
+    bool bind_pending(bool late);
+    Status bind_listener(size_t index);
+    void retry_binds();
+    ListenerState state_of(const Listener& listener) const;  // mutex_ held
+
     ServerOptions options_;
     const ZoneHolder& zones_;
     Forwarder* forwarder_;
     Cache* cache_;
-    std::vector<HostPort> bound_;
     std::vector<std::unique_ptr<Worker>> workers_;
+    mutable std::mutex mutex_;
+    std::vector<HostPort> addresses_;  // guarded by mutex_ (ports picked late)
+    std::vector<Listener> listeners_;  // guarded by mutex_
+    std::condition_variable retry_cv_;
+    bool stopping_ = false;  // guarded by mutex_
+    std::thread retry_thread_;
     bool stopped_ = false;
 };
 

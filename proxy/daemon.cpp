@@ -222,6 +222,8 @@ Status Daemon::start() {
     }
 
     if (!options_.dns.listen.empty()) {
+        // A DNS listener that cannot bind is retried on DNS's own thread
+        // (docs/dns.md): it never stops the proxy. Only set-up errors end here.
         auto service = dns::DnsService::start(options_.dns, store_);
         if (!service) {
             return make_error(ErrorCode::kIo, "--dns-listen: " + service.error().describe());
@@ -458,6 +460,11 @@ HttpRoutes Daemon::metrics_routes() {
     // kube-proxy's metrics server has the generic /healthz ("ok") too.
     routes["/healthz"] = [] { return text_response(200, "ok"); };
     routes["/livez"] = [] { return text_response(200, "ok\n"); };
+    // DNS's own readiness, apart from the proxy's /readyz (docs/dns.md).
+    routes["/debug/dns"] = [this] {
+        if (!dns_) return text_response(404, "DNS is off (no --dns-listen)\n");
+        return text_response(dns_->serving() ? 200 : 503, dns_->status_text());
+    };
     routes["/readyz"] = [this] {
         return first_sync_done() ? text_response(200, "ok\n")
                                  : text_response(503, "waiting for the first sync\n");

@@ -1,5 +1,6 @@
 // The server over loopback sockets: UDP and TCP framing, truncation, the
-// TCP idle timeout and connection bound. Loopback only.
+// TCP idle timeout and connection bound, listeners that cannot bind at
+// first. Loopback only.
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -100,6 +101,53 @@ Message tcp_read(int fd) {
     return parse(in.substr(2));
 }
 
+// A socket holding 127.0.0.1:`port` (0: a free one) without SO_REUSEPORT,
+// so that the server cannot bind it too.
+int hold(int type, uint16_t port) {
+    int fd = ::socket(AF_INET, type | SOCK_CLOEXEC, 0);
+    SocketAddress at = to_socket_address(HostPort{*IpAddress::parse("127.0.0.1"), port});
+    REQUIRE(::bind(fd, at.sockaddr(), at.length()) == 0);
+    if (type == SOCK_STREAM) REQUIRE(::listen(fd, 1) == 0);
+    return fd;
+}
+
+uint16_t port_of(int fd) {
+    SocketAddress bound;
+    socklen_t length = sizeof(sockaddr_storage);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound.storage()), &length);
+    return from_socket_address(bound.storage()).port;
+}
+
+// Polls `done` for up to 10 s.
+template <typename F>
+bool eventually(F done) {
+    for (int i = 0; i < 500; ++i) {
+        if (done()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return done();
+}
+
+std::string metrics_of(const Server& server) {
+    sb::metrics::TextWriter writer;
+    server.append_metrics(writer);
+    return writer.text();
+}
+
+// The value of the sample `series` (name and labels) in `text`; -1 when absent.
+double sample_value(const std::string& text, const std::string& series) {
+    size_t at = text.find("\n" + series + " ");
+    if (at == std::string::npos) return -1;
+    return std::stod(text.substr(at + series.size() + 2));
+}
+
+const ListenerState* find_listener(const std::vector<ListenerState>& all, bool tcp, uint16_t port) {
+    for (const auto& listener : all) {
+        if (listener.tcp == tcp && listener.address.port == port) return &listener;
+    }
+    return nullptr;
+}
+
 struct Running {
     ZoneHolder zones;
     std::unique_ptr<Server> server;
@@ -179,4 +227,111 @@ TEST_CASE("server: idle TCP connections are closed, and their number is bounded"
     r.server->append_metrics(writer);
     const std::string metrics = writer.text();
     CHECK(metrics.find("switchboard_dns_tcp_rejected_total 1") != std::string::npos);
+}
+
+TEST_CASE("server: a taken UDP port is retried while TCP and other addresses serve") {
+    int udp_holder = hold(SOCK_DGRAM, 0);
+    const uint16_t taken = port_of(udp_holder);
+    ZoneHolder zones;
+    zones.publish(zone_with_endpoints(1));
+    ServerOptions options;
+    const HostPort contested{*IpAddress::parse("127.0.0.1"), taken};
+    options.listen = {contested, HostPort{*IpAddress::parse("127.0.0.1"), 0}};
+    options.workers = 2;
+    options.bind_retry_interval = std::chrono::milliseconds(50);
+    Server server(options, zones, nullptr, nullptr);
+    REQUIRE(server.start().ok());
+
+    CHECK_FALSE(server.serving());
+    auto listeners = server.listeners();
+    REQUIRE(listeners.size() == 4);
+    const ListenerState* udp = find_listener(listeners, false, taken);
+    REQUIRE(udp != nullptr);
+    CHECK_FALSE(udp->serving);
+    CHECK(udp->bind_failures >= 1);
+    CHECK(udp->last_error.find("Address already in use") != std::string::npos);
+    const ListenerState* tcp = find_listener(listeners, true, taken);
+    REQUIRE(tcp != nullptr);
+    CHECK(tcp->serving);
+    const HostPort other = server.bound().at(1);
+    REQUIRE(other.port != 0);
+    CHECK(find_listener(listeners, false, other.port)->serving);
+    CHECK(find_listener(listeners, true, other.port)->serving);
+
+    // The TCP listener of the taken address and the other address answer.
+    int fd = tcp_connect(contested);
+    std::string q = framed(query_bytes(4, "many.default.svc.cluster.local"));
+    REQUIRE(::send(fd, q.data(), q.size(), 0) == static_cast<ssize_t>(q.size()));
+    CHECK(tcp_read(fd).header.id == 4);
+    ::close(fd);
+    CHECK(udp_ask(other, query_bytes(5, "many.default.svc.cluster.local")).header.id == 5);
+
+    const std::string udp_series =
+        "switchboard_dns_bind_failures_total{proto=\"udp\",address=\"127.0.0.1:" +
+        std::to_string(taken) + "\"}";
+    const std::string tcp_series =
+        "switchboard_dns_bind_failures_total{proto=\"tcp\",address=\"127.0.0.1:" +
+        std::to_string(taken) + "\"}";
+    const std::string up_series =
+        "switchboard_dns_listener_up{proto=\"udp\",address=\"127.0.0.1:" + std::to_string(taken) +
+        "\"}";
+    std::string before = metrics_of(server);
+    CHECK(sample_value(before, udp_series) >= 1);
+    CHECK(sample_value(before, tcp_series) == 0);
+    CHECK(sample_value(before, up_series) == 0);
+
+    ::close(udp_holder);
+    REQUIRE(eventually([&] { return server.serving(); }));
+    CHECK(udp_ask(contested, query_bytes(6, "many.default.svc.cluster.local")).header.id == 6);
+    std::string after = metrics_of(server);
+    CHECK(sample_value(after, up_series) == 1);
+    CHECK(find_listener(server.listeners(), false, taken)->last_error.empty());
+}
+
+TEST_CASE("server: a port taken for UDP and TCP serves both once freed") {
+    int udp_holder = hold(SOCK_DGRAM, 0);
+    const uint16_t taken = port_of(udp_holder);
+    int tcp_holder = hold(SOCK_STREAM, taken);
+    ZoneHolder zones;
+    zones.publish(zone_with_endpoints(1));
+    ServerOptions options;
+    const HostPort address{*IpAddress::parse("127.0.0.1"), taken};
+    options.listen = {address};
+    options.bind_retry_interval = std::chrono::milliseconds(50);
+    Server server(options, zones, nullptr, nullptr);
+    REQUIRE(server.start().ok());
+    CHECK_FALSE(server.serving());
+    for (const auto& listener : server.listeners()) {
+        CHECK_FALSE(listener.serving);
+        CHECK(listener.bind_failures >= 1);
+    }
+
+    ::close(udp_holder);
+    ::close(tcp_holder);
+    REQUIRE(eventually([&] { return server.serving(); }));
+    CHECK(udp_ask(address, query_bytes(8, "many.default.svc.cluster.local")).header.rcode ==
+          static_cast<uint8_t>(Rcode::kNoError));
+    int fd = tcp_connect(address);
+    std::string q = framed(query_bytes(9, "many.default.svc.cluster.local"));
+    REQUIRE(::send(fd, q.data(), q.size(), 0) == static_cast<ssize_t>(q.size()));
+    CHECK(tcp_read(fd).header.id == 9);
+    ::close(fd);
+}
+
+TEST_CASE("server: stop() ends the retries of a listener that never binds") {
+    int udp_holder = hold(SOCK_DGRAM, 0);
+    ZoneHolder zones;
+    zones.publish(zone_with_endpoints(1));
+    ServerOptions options;
+    options.listen = {HostPort{*IpAddress::parse("127.0.0.1"), port_of(udp_holder)}};
+    options.bind_retry_interval = std::chrono::milliseconds(50);
+    Server server(options, zones, nullptr, nullptr);
+    REQUIRE(server.start().ok());
+    REQUIRE(eventually([&] { return server.listeners().at(0).bind_failures >= 2; }));
+    server.stop();
+    const uint64_t failures = server.listeners().at(0).bind_failures;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(server.listeners().at(0).bind_failures == failures);
+    CHECK_FALSE(server.serving());
+    ::close(udp_holder);
 }
