@@ -190,6 +190,7 @@ TEST_CASE("the daemon syncs the source's state, full first, then partial") {
     CHECK(routes.at("/readyz")().status == 200);
     CHECK(routes.at("/proxyMode")().body == "nftables");
     CHECK(routes.at("/healthz")().body == "ok");  // kube-proxy's healthz.InstallHandler
+    CHECK(routes.at("/debug/dns")().status == 404);  // no --dns-listen: DNS is off
     auto debug = routes.at("/debug/services")();
     CHECK(debug.status == 200);
     CHECK(debug.body == rules::plan_to_json(second.plan));
