@@ -866,6 +866,14 @@ std::string trim_lower(std::string_view text) {
     return result;
 }
 
+std::string one_line(std::string_view text) {
+    std::string result(text);
+    for (char& c : result) {
+        if (std::iscntrl(static_cast<unsigned char>(c))) c = '?';
+    }
+    return result;
+}
+
 std::optional<bool> parse_bool_text(std::string_view text) {
     for (std::string_view yes : {"1", "t", "T", "TRUE", "true", "True"}) {
         if (text == yes) return true;

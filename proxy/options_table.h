@@ -138,6 +138,10 @@ std::optional<bool> parse_bool_text(std::string_view text);
 // normalises --hostname-override.
 std::string trim_lower(std::string_view text);
 
+// `text` with every control character (a newline inside a YAML string, a
+// yaml-cpp message quoting one) replaced by '?': an error stays one line.
+std::string one_line(std::string_view text);
+
 // Whether `text` is the zero value of `kind` ("", "0", "0s", "false"...).
 bool is_zero_text(ValueKind kind, std::string_view text);
 
