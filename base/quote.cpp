@@ -2,14 +2,18 @@
 
 namespace sb {
 
-std::string quote_for_message(std::string_view value) {
-    constexpr size_t kLimit = 200;
-    std::string shown(value.substr(0, kLimit));
+std::string one_line(std::string_view text) {
+    std::string shown(text);
     for (char& c : shown) {
         const auto byte = static_cast<unsigned char>(c);
         if (byte < 0x20 || byte == 0x7f) c = '?';
     }
-    return "\"" + shown + "\"";
+    return shown;
+}
+
+std::string quote_for_message(std::string_view value) {
+    constexpr size_t kLimit = 200;
+    return "\"" + one_line(value.substr(0, kLimit)) + "\"";
 }
 
 }  // namespace sb

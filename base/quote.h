@@ -12,4 +12,9 @@ namespace sb {
 // "\"value\"" as described above. Pure.
 std::string quote_for_message(std::string_view value);
 
+// `text` with every control character (a newline inside a YAML string, a
+// library's message quoting one) replaced by '?': a message stays one line.
+// Not cut. Pure.
+std::string one_line(std::string_view text);
+
 }  // namespace sb

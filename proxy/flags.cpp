@@ -51,8 +51,10 @@ Environment current_environment() {
 
 namespace {
 
+// Values and file names are quoted in messages, so control characters are
+// replaced: the message stays one line.
 Error flag_error(std::string_view prefix, const std::string& message) {
-    return make_error(ErrorCode::kInvalidArgument, std::string(prefix) + ": " + message);
+    return make_error(ErrorCode::kInvalidArgument, one_line(std::string(prefix) + ": " + message));
 }
 
 // One flag of the command line: its row, the spelling used, its value.
@@ -84,8 +86,9 @@ Result<std::vector<Token>> tokenize(const std::vector<std::string>& args,
             if (!rest.empty()) value = rest.front() == '=' ? rest.substr(1) : rest;
         } else {
             return make_error(ErrorCode::kInvalidArgument,
-                              "\"" + arg.substr(0, 200) +
-                                  "\": unexpected argument (only flags follow the command word)");
+                              one_line("\"" + arg.substr(0, 200) +
+                                       "\": unexpected argument (only flags follow the command "
+                                       "word)"));
         }
         const OptionSpec* spec = find_flag(name);
         if (spec == nullptr) return flag_error(name, "unknown flag (see --help)");

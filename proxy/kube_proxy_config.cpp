@@ -1,11 +1,5 @@
 #include "proxy/kube_proxy_config.h"
 
-// GCC 12's -Wdangling-pointer fires inside yaml-cpp 0.7's node code
-// (node/impl.h) where it is inlined into this file: a false positive of
-// that compiler on that header; this file keeps no pointer to a temporary.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wdangling-pointer"
-#endif
 #include <yaml-cpp/yaml.h>
 
 #include <map>
@@ -58,7 +52,7 @@ class Reader {
 
     Error error(int line, const std::string& why) const {
         return make_error(ErrorCode::kInvalidArgument,
-                          path_ + ":" + std::to_string(line) + ": " + why);
+                          one_line(path_ + ":" + std::to_string(line) + ": " + why));
     }
 
     Result<KubeProxyConfig> read(std::string_view text) {
@@ -121,8 +115,10 @@ class Reader {
 
     Status walk(const YAML::Node& map, const std::string& prefix) {
         for (auto it = map.begin(); it != map.end(); ++it) {
-            const YAML::Node& key = it->first;
-            const YAML::Node& value = it->second;
+            // Copies (Nodes are handles): yaml-cpp's operator-> returns a
+            // temporary, so a reference to it->first dangles.
+            YAML::Node key = it->first;
+            YAML::Node value = it->second;
             std::string name = key.IsScalar() ? key.Scalar() : "?";
             std::string path = prefix.empty() ? name : prefix + "." + name;
             int line = line_of(key);
@@ -228,11 +224,23 @@ class Reader {
     // act on: null, a zero value, kube-proxy's default, an empty list or
     // object.
     static bool is_silent(const YAML::Node& value, const OptionSpec& spec) {
+        size_t budget = kSilentNodeBudget;
+        return is_silent_within(value, spec, budget);
+    }
+
+    // Aliases let a file repeat a map (2^N nodes from N lines) or put a map
+    // inside itself, so the walk visits at most kSilentNodeBudget nodes; a
+    // value larger than that counts as set.
+    static constexpr size_t kSilentNodeBudget = 1000;
+
+    static bool is_silent_within(const YAML::Node& value, const OptionSpec& spec, size_t& budget) {
+        if (budget == 0) return false;
+        --budget;
         if (value.IsNull()) return true;
         if (value.IsSequence()) return value.size() == 0;
         if (value.IsMap()) {
             for (auto it = value.begin(); it != value.end(); ++it) {
-                if (!is_silent(it->second, spec)) return false;
+                if (!is_silent_within(it->second, spec, budget)) return false;
             }
             return true;
         }
@@ -278,7 +286,7 @@ class Reader {
         if (fields.empty()) return;
         std::string line = path_ + ": " + what;
         for (size_t i = 0; i < fields.size(); ++i) line += (i ? ", " : "") + fields[i];
-        config.warnings.push_back(line);
+        config.warnings.push_back(one_line(line));
     }
 
     const std::string path_;

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/quote.h"
 #include "base/result.h"
 #include "proxy/flags.h"
 

@@ -219,6 +219,14 @@ TEST_CASE("unknown flags and missing values are rejected on one line") {
     CHECK(parse_error({"stray"}).find("stray") != std::string::npos);
 }
 
+TEST_CASE("control characters of an argument never reach a message (fuzz finding)") {
+    // A carriage return or a terminal escape would rewrite the line printed.
+    CHECK(parse_error({"--proxy-mode=ipvs\r\x1b[2K"}) ==
+          "--proxy-mode: \"ipvs??[2K\" is not one of nftables, iptables, ipvs");
+    CHECK(parse_error({"stray\x1b]0;title\x07"}) ==
+          "\"stray?]0;title?\": unexpected argument (only flags follow the command word)");
+}
+
 TEST_CASE("Go durations") {
     auto ok = [](const char* text) {
         auto duration = parse_go_duration(text);

@@ -400,3 +400,57 @@ TEST_CASE("flags and --config combine as kube-proxy combines them") {
         CHECK(options.error().message == "--frobnicate: unknown flag (see --help)");
     }
 }
+
+// Fuzz findings (tests/fuzz/kube_proxy_config_fuzz.cpp).
+
+TEST_CASE("every key of a map is read with its own value and line") {
+    // Each key and value was read through a reference to yaml-cpp's
+    // temporary iterator proxy: AddressSanitizer's stack-use-after-scope on
+    // any file with a map (GCC's -Wdangling-pointer saw it too).
+    Options options = config_ok(
+        "mode: ipvs\nipvs:\n  scheduler: lc\n  syncPeriod: 45s\n  minSyncPeriod: 2s\n"
+        "clusterCIDR: 10.244.0.0/16\nhostnameOverride: node-b\n");
+    CHECK(options.proxy_mode == ProxyMode::kIpvs);
+    CHECK(options.backend.ipvs_scheduler == "lc");
+    CHECK(options.sync_period == 45s);
+    CHECK(options.min_sync_period == 2s);
+    CHECK(options.node_name == "node-b");
+    CHECK(config_error("mode: ipvs\nipvs:\n  scheduler: lc\n  syncPeriod: 45x\n")
+              .rfind("c.conf:6: ipvs.syncPeriod: \"45x\" is not a duration", 0) == 0);
+}
+
+TEST_CASE("aliases: a map inside itself, or repeated 2^N times, is read in bounded time") {
+    SECTION("a map that contains itself (was: unbounded recursion, stack overflow)") {
+        Options options = config_ok("featureGates: &gates {A: false, B: *gates}\n");
+        REQUIRE(options.warnings.size() == 1);
+        CHECK(options.warnings[0] ==
+              "c.conf: fields switchboard does not use, ignored: featureGates (line 3)");
+    }
+    SECTION("2^40 zero values from 40 lines (was: a walk of every one)") {
+        std::string body = "x0: &x0 {a: 0, b: false}\n";
+        for (int i = 1; i < 40; ++i) {
+            std::string previous = "x" + std::to_string(i - 1);
+            body += "x" + std::to_string(i) + ": &x" + std::to_string(i) + " {a: *" + previous +
+                    ", b: *" + previous + "}\n";
+        }
+        body += "featureGates: *x39\n";
+        Options options = config_ok(body);
+        REQUIRE(options.warnings.size() == 2);
+        CHECK(options.warnings[0] ==
+              "c.conf: fields switchboard does not use, ignored: featureGates (line 43)");
+    }
+}
+
+TEST_CASE("control characters never take a message or a warning onto another line") {
+    // yaml-cpp quotes the character it refuses, here a newline.
+    auto config = parse_kube_proxy_config(std::string("a\x04\0\n", 4), "c.conf");
+    REQUIRE_FALSE(config.ok());
+    CHECK(config.error().message == "c.conf:2: unknown escape character: ?");
+    CHECK(config_error("clusterCIDR: \"10.0.0.0/8\\nx\"\n") ==
+          "c.conf:3: clusterCIDR: \"10.0.0.0/8?x\" is not a CIDR");
+    Options options = config_ok("\"new\\nfield\\e[31m\": 1\n");
+    REQUIRE(options.warnings.size() == 1);
+    CHECK(options.warnings[0] ==
+          "c.conf: unknown fields, ignored (as kube-proxy's lenient v1alpha1 decoding does): "
+          "new?field?[31m (line 3)");
+}
