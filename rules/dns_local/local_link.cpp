@@ -105,8 +105,10 @@ Status create_link(NetlinkSocket& socket, const char* kind) {
     nlh->nlmsg_seq = socket.next_seq();
     auto* ifi = static_cast<ifinfomsg*>(mnl_nlmsg_put_extra_header(nlh, sizeof(ifinfomsg)));
     ifi->ifi_family = AF_UNSPEC;
+    // Multicast off: the link would otherwise send IGMP/MLD reports from the
+    // DNS addresses (a bridge does) for groups nothing on it needs.
     ifi->ifi_flags = IFF_UP;
-    ifi->ifi_change = IFF_UP;
+    ifi->ifi_change = IFF_UP | IFF_MULTICAST;
     mnl_attr_put_strz(nlh, IFLA_IFNAME, kLinkName);
     nlattr* info = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
     mnl_attr_put_strz(nlh, IFLA_INFO_KIND, kind);
