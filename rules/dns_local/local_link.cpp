@@ -13,7 +13,6 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <cstring>
 #include <optional>
 #include <string>
 
@@ -29,7 +28,7 @@ namespace {
 
 using kube_proxy_cleanup::NetlinkSocket;
 
-static_assert(sizeof("sb-dns0") <= IFNAMSIZ);
+static_assert(std::char_traits<char>::length(kLinkName) < IFNAMSIZ);
 
 struct LinkState {
     int index = 0;
@@ -132,8 +131,8 @@ Status set_up(NetlinkSocket& socket, int index) {
 
 // RTM_NEWADDR (idempotent through NLM_F_REPLACE) or RTM_DELADDR of a host
 // address. IPv6 skips duplicate address detection: the address is the
-// node's alone and a port-less bridge has no carrier to probe with, which
-// would leave it tentative (unbindable) for good.
+// node's alone, and while DAD runs (a second or more) it is tentative, which
+// the DNS listener cannot bind.
 Status change_address(NetlinkSocket& socket, uint16_t type, int index, const IpAddress& address) {
     std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE, 0);
     nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());

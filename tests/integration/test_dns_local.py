@@ -20,6 +20,7 @@ MODES = os.environ.get("SWITCHBOARD_PROXY_MODES", "nftables,iptables").split(","
 LAYOUT = {"node-a": ["coredns", "web-1", "client"]}
 KUBE_DNS = "10.96.0.10"
 NODE_LOCAL = "169.254.20.10"
+NODE_LOCAL6 = "fd00:96::53"  # IPv6 on the port-less bridge: no DAD, bindable at once
 KUBERNETES = "10.96.0.1"
 WEB = "10.96.0.20"
 LINK = "sb-dns0"
@@ -59,7 +60,7 @@ def cluster(bed):
 @pytest.fixture
 def proxy(bed, mode, switchboard_bin):
     daemon = netbed.Switchboard(bed, switchboard_bin, mode, extra_args=[
-        f"--dns-local-address={KUBE_DNS},{NODE_LOCAL}",
+        f"--dns-local-address={KUBE_DNS},{NODE_LOCAL},{NODE_LOCAL6}",
         "--dns-upstream=127.0.0.2",  # nothing there: only cluster names are asked
     ])
     daemon.set_cluster(cluster(bed))
@@ -93,7 +94,7 @@ def dns_entries(entries, address):
 
 def test_local_addresses_answer_dns_without_dnat_or_conntrack(bed, proxy):
     proxy.flush_conntrack()
-    for server in (KUBE_DNS, NODE_LOCAL):
+    for server in (KUBE_DNS, NODE_LOCAL, NODE_LOCAL6):
         for tcp in (False, True):
             # The kube-dns endpoint has nothing on port 53: an answer is switchboard's.
             assert dig(bed, server, "kubernetes.default.svc.cluster.local", tcp=tcp) == KUBERNETES, \
@@ -103,13 +104,15 @@ def test_local_addresses_answer_dns_without_dnat_or_conntrack(bed, proxy):
     assert [a.pod for a in answers] == ["web-1"], answers
     entries = conntrack_entries(bed)
     assert f"dst={WEB}" in entries, entries
-    for address in (KUBE_DNS, NODE_LOCAL):
+    for address in (KUBE_DNS, NODE_LOCAL, NODE_LOCAL6):
         assert dns_entries(entries, address) == [], entries
 
 
 def test_link_carries_the_addresses_and_debug_services_leaves_kube_dns_out(bed, proxy):
     shown = node_run(bed, ["ip", "-o", "addr", "show", "dev", LINK]).stdout
-    assert f"{KUBE_DNS}/32" in shown and f"{NODE_LOCAL}/32" in shown, shown
+    for address in (f"{KUBE_DNS}/32", f"{NODE_LOCAL}/32", f"{NODE_LOCAL6}/128"):
+        assert address in shown, shown
+    assert "tentative" not in shown, shown
     status, body = proxy.http_get(proxy.METRICS, "/debug/services")
     assert status == 200, body
     services = {(s["namespace"], s["service"]) for s in json.loads(body)["services"]}
@@ -147,3 +150,15 @@ def test_cleanup_removes_the_link_and_the_notrack_table(bed, mode, switchboard_b
     assert node_run(bed, ["ip", "link", "show", LINK]).returncode != 0
     assert TABLE not in daemon.nft_tables()
     daemon.close()
+
+
+@pytest.mark.parametrize("value, why", [
+    ("127.0.0.53", "loopback"), ("0.0.0.0", "unspecified"), ("224.0.0.251", "multicast"),
+    ("fe80::1", "link-local"), ("10.96.0.10,10.96.0.10", "twice"), ("10.96.0.300", "not an IP"),
+    (",".join(f"10.96.0.{i}" for i in range(1, 10)), "at most 8"),
+])
+def test_bad_addresses_exit_2_with_one_line(switchboard_bin, value, why):
+    proc = netbed.run([switchboard_bin, f"--dns-local-address={value}", "--dry-run"], check=False)
+    assert proc.returncode == 2, proc
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--dns-local-address" in lines[0] and why in lines[0], lines
