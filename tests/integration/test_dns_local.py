@@ -11,6 +11,7 @@ proxy modes run it: the notrack table is the same nftables table in each.
 """
 import json
 import os
+import time
 
 import netbed
 import pytest
@@ -124,8 +125,10 @@ def test_restart_adopts_the_link_and_drops_an_address_no_longer_asked_for(bed, m
     first = netbed.Switchboard(bed, switchboard_bin, mode,
                                extra_args=[f"--dns-local-address={KUBE_DNS},{NODE_LOCAL}"])
     first.set_cluster(cluster(bed))
-    first.start()
-    assert first.stop() == 0
+    try:
+        first.start()
+    finally:
+        assert first.stop() == 0, first.log_tail()
     second = netbed.Switchboard(bed, switchboard_bin, mode,
                                 extra_args=[f"--dns-local-address={NODE_LOCAL}"])
     second.start()
@@ -135,6 +138,28 @@ def test_restart_adopts_the_link_and_drops_an_address_no_longer_asked_for(bed, m
         assert dig(bed, NODE_LOCAL, "kubernetes.default.svc.cluster.local") == KUBERNETES
     finally:
         second.close()
+
+
+def test_a_full_sync_repairs_a_deleted_link_and_table(bed, mode, switchboard_bin):
+    daemon = netbed.Switchboard(bed, switchboard_bin, mode, extra_args=[
+        f"--dns-local-address={NODE_LOCAL}", "--sync-period=1s"])
+    daemon.set_cluster(cluster(bed))
+    daemon.start()
+    try:
+        assert node_run(bed, ["ip", "link", "del", LINK]).returncode == 0
+        assert node_run(bed, ["nft", "delete", "table", *TABLE.split()]).returncode == 0
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            shown = node_run(bed, ["ip", "-o", "addr", "show", "dev", LINK]).stdout
+            if f"{NODE_LOCAL}/32" in shown and TABLE in daemon.nft_tables():
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("link or table not repaired\n" + daemon.log_tail())
+        # The listener bound before the address went away serves it again.
+        assert dig(bed, NODE_LOCAL, "kubernetes.default.svc.cluster.local") == KUBERNETES
+    finally:
+        daemon.close()
 
 
 def test_cleanup_removes_the_link_and_the_notrack_table(bed, mode, switchboard_bin):
