@@ -16,6 +16,7 @@
 #include "proxy/node_setup.h"
 #include "proxy/planner.h"
 #include "proxy/process_metrics.h"
+#include "rules/dns_local/dns_local.h"
 #include "rules/iptables/iptables_backend.h"
 #include "rules/kube_proxy_cleanup/kube_proxy_cleanup.h"
 #include "rules/nftables/nftables_backend.h"
@@ -161,6 +162,16 @@ watch::kube::KubeSourceOptions kube_options(const Options& options) {
     return kube;
 }
 
+// The node-local DNS link, addresses and notrack table (docs/dns.md). DNS
+// fails alone: a refusal is logged and the proxy goes on; the next full sync
+// retries. Called from start() and then from the sync runner's thread only.
+void ensure_dns_local_addresses(const std::vector<IpAddress>& addresses) {
+    if (addresses.empty()) return;
+    if (auto status = rules::dns_local::apply(addresses); !status) {
+        log::warn("--dns-local-address: {}", status.error().describe());
+    }
+}
+
 }  // namespace
 
 Daemon::Daemon(Options options, BackendFactory backend_factory)
@@ -221,10 +232,16 @@ Status Daemon::start() {
         kube_source_->start();
     }
 
-    if (!options_.dns.listen.empty()) {
+    // Before the DNS listeners, which bind the node-local addresses too.
+    ensure_dns_local_addresses(options_.dns_local_addresses);
+    dns::DnsOptions dns = options_.dns;
+    for (const IpAddress& address : options_.dns_local_addresses) {
+        dns.listen.push_back(HostPort{address, rules::dns_local::kDnsPort});
+    }
+    if (!dns.listen.empty()) {
         // A DNS listener that cannot bind is retried on DNS's own thread
         // (docs/dns.md): it never stops the proxy. Only set-up errors end here.
-        auto service = dns::DnsService::start(options_.dns, store_);
+        auto service = dns::DnsService::start(dns, store_);
         if (!service) {
             return make_error(ErrorCode::kIo, "--dns-listen: " + service.error().describe());
         }
@@ -317,7 +334,7 @@ void Daemon::on_store_ready() {
 }
 
 Daemon::Planned Daemon::compute_plan(bool full) {
-    const PlannerOptions planner{options_.node_name};
+    const PlannerOptions planner{options_.node_name, options_.dns_local_addresses};
     const bool replan_all = full || !computed_;
     auto batch = tracker_.take(store_, replan_all);
     const watch::Snapshot& snapshot = *batch.snapshot;
@@ -362,6 +379,7 @@ void Daemon::observe_network_programming(std::chrono::system_clock::time_point n
 
 Status Daemon::sync(bool full) {
     const auto started = std::chrono::steady_clock::now();
+    if (full) ensure_dns_local_addresses(options_.dns_local_addresses);  // drift repair
     auto [plan, snapshot, trigger_times] = compute_plan(full);
     // Kept until the kernel has a plan that includes them (a failed sync is
     // retried in full, whose batch no longer lists these slices).
@@ -550,7 +568,8 @@ int fail(const Error& error) {
 int run_plan(const Options& options) {
     auto state = load_state(options);
     if (!state) return fail(state.error());
-    auto plan = build_plan(*state->store->snapshot(), PlannerOptions{options.node_name});
+    auto plan = build_plan(*state->store->snapshot(),
+                           PlannerOptions{options.node_name, options.dns_local_addresses});
     std::cout << rules::plan_to_json(plan) << std::flush;
     return kExitOk;
 }
@@ -559,7 +578,8 @@ int run_dry_run(const Options& options, const BackendFactory& factory) {
     auto state = load_state(options);
     if (!state) return fail(state.error());
     auto snapshot = state->store->snapshot();
-    auto plan = build_plan(*snapshot, PlannerOptions{options.node_name});
+    auto plan =
+        build_plan(*snapshot, PlannerOptions{options.node_name, options.dns_local_addresses});
     const rules::BackendOptions backend_options = resolved_backend_options(options, *snapshot);
     log_resolution(options, backend_options);
     auto backend = factory(backend_options);
@@ -582,6 +602,11 @@ int run_cleanup(const Options& options) {
                         status.error().describe());
             code = kExitFailure;
         }
+    }
+    // Whatever --dns-local-address says now: an earlier run may have made them.
+    if (auto status = rules::dns_local::cleanup(); !status) {
+        print_error("--cleanup: --dns-local-address: " + status.error().describe());
+        code = kExitFailure;
     }
     return code;
 }

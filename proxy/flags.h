@@ -100,6 +100,10 @@ struct Options {
     // --dns-listen (empty: DNS off), --cluster-domain, --dns-ttl, --dns-pods,
     // --dns-upstream.
     dns::DnsOptions dns;
+    // --dns-local-address: node-local DNS addresses (validated by
+    // rules::dns_local::validate_addresses), served on port 53 besides
+    // --dns-listen; docs/dns.md, "Node-local addresses".
+    std::vector<IpAddress> dns_local_addresses;
     bool dry_run = false;
     bool cleanup = false;
     // --cleanup-kube-proxy: remove kube-proxy's kernel objects and exit.

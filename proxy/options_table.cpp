@@ -6,6 +6,7 @@
 #include <initializer_list>
 
 #include "base/quote.h"
+#include "rules/dns_local/dns_local.h"
 #include "rules/validate.h"
 
 namespace sb::proxy {
@@ -656,6 +657,27 @@ std::vector<OptionSpec> build_table() {
                 if (!address) return address.error();
                 context.options.dns.listen.push_back(*address);
             }
+            return {};
+        },
+    });
+    table.push_back({
+        .names = {"--dns-local-address"},
+        .kind = ValueKind::kList,
+        .role = OptionRole::kCommandLine,
+        .default_text = "",
+        .help = "IP list (comma-separated, at most 8) put on switchboard's own interface and "
+                "answered on port 53 without conntrack or Service DNAT",
+        .apply = [](std::string_view text, ApplyContext& context) -> Status {
+            std::vector<IpAddress> addresses;
+            for (const auto& item : split_list(text)) {
+                auto address = IpAddress::parse(item);
+                if (!address) return invalid(quote_for_message(item) + " is not an IP address");
+                addresses.push_back(*address);
+            }
+            if (auto status = rules::dns_local::validate_addresses(addresses); !status) {
+                return status;
+            }
+            context.options.dns_local_addresses = std::move(addresses);
             return {};
         },
     });

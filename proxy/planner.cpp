@@ -73,6 +73,7 @@ std::vector<T> of_families(const std::vector<T>& values, const Families& familie
 // the endpoints. Fields that only a type uses are left empty for the others
 // (docs/planner.md, "Identity and type-specific fields").
 rules::ServicePortPlan describe_port(const watch::Service& service, const watch::ServicePort& port,
+                                     const std::vector<IpAddress>& cluster_ips,
                                      const Families& families) {
     auto address_family = [](const IpAddress& ip) { return ip.family(); };
     rules::ServicePortPlan plan;
@@ -80,7 +81,7 @@ rules::ServicePortPlan describe_port(const watch::Service& service, const watch:
     plan.service = service.meta.name;
     plan.port_name = port.name;
     plan.protocol = to_rules(port.protocol);
-    plan.cluster_ips = service.cluster_ips;
+    plan.cluster_ips = cluster_ips;
     plan.port = port.port;
     const bool load_balancer = service.type == ServiceType::kLoadBalancer;
     if (load_balancer || service.type == ServiceType::kNodePort) plan.node_port = port.node_port;
@@ -257,6 +258,13 @@ std::vector<rules::ServicePortPlan> plan_service(
     const PlannerOptions& options) {
     std::vector<rules::ServicePortPlan> plans;
     if (!is_proxied(service)) return plans;
+    // docs/dns.md, "Node-local addresses": the node answers these itself.
+    std::vector<IpAddress> cluster_ips;
+    for (const IpAddress& ip : service.cluster_ips) {
+        const auto& local = options.local_dns_addresses;
+        if (std::find(local.begin(), local.end(), ip) == local.end()) cluster_ips.push_back(ip);
+    }
+    if (cluster_ips.empty()) return plans;
 
     std::vector<const watch::EndpointSlice*> usable_slices;
     for (const auto& slice : slices) {
@@ -270,7 +278,7 @@ std::vector<rules::ServicePortPlan> plan_service(
     const Families families = families_of(service.cluster_ips);
     const std::string zone = node ? node->zone() : std::string();
     for (const auto& port : service.ports) {
-        rules::ServicePortPlan plan = describe_port(service, port, families);
+        rules::ServicePortPlan plan = describe_port(service, port, cluster_ips, families);
         const std::vector<Candidate> candidates =
             merge_endpoints(port, usable_slices, families, options.node_name);
         const TopologyMode mode = topology_mode(candidates, options.node_name, zone);

@@ -23,6 +23,10 @@ struct PlannerOptions {
     // equals it are local, and the Node of that name gives the zone for
     // topology hints.
     std::string node_name;
+    // --dns-local-address: addresses this node answers DNS on itself. A
+    // ClusterIP among them gets no rules (the node's own address receives
+    // the traffic); a Service left with no other ClusterIP is not proxied.
+    std::vector<IpAddress> local_dns_addresses = {};
 };
 
 // Label values that take a Service away from the default proxy, as in

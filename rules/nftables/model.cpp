@@ -176,6 +176,27 @@ Expr reject_port_unreachable() {
     return e;
 }
 
+static Expr port_match(ExprKind kind, uint16_t port) {
+    Expr e;
+    e.kind = kind;
+    e.port = port;
+    return e;
+}
+
+Expr th_dport(uint16_t port) {
+    return port_match(ExprKind::kThDport, port);
+}
+
+Expr th_sport(uint16_t port) {
+    return port_match(ExprKind::kThSport, port);
+}
+
+Expr notrack() {
+    Expr e;
+    e.kind = ExprKind::kNotrack;
+    return e;
+}
+
 Expr verdict(VerdictKind kind, std::string chain) {
     Expr e;
     e.kind = ExprKind::kVerdict;
@@ -282,6 +303,12 @@ std::string expr_text(const Expr& e) {
             return "reject with tcp reset";
         case ExprKind::kRejectPortUnreachable:
             return "reject";
+        case ExprKind::kThDport:
+            return fmt::format("th dport {}", e.port);
+        case ExprKind::kThSport:
+            return fmt::format("th sport {}", e.port);
+        case ExprKind::kNotrack:
+            return "notrack";
         case ExprKind::kVerdict:
             return verdict_text(e.verdict);
     }

@@ -64,6 +64,9 @@ enum class ExprKind : uint8_t {
     kMasquerade,      // masquerade
     kRejectTcpReset,  // reject with tcp reset
     kRejectPortUnreachable,  // reject (icmpx port-unreachable)
+    kThDport,                // th dport VALUE (after a kL4proto term)      (port)
+    kThSport,                // th sport VALUE (after a kL4proto term)      (port)
+    kNotrack,                // notrack: the packet gets no conntrack entry
     kVerdict,                // accept | drop | return | jump CHAIN | goto CHAIN
 };
 
@@ -113,12 +116,18 @@ Expr dnat_by_port(IpFamily family, std::string map, uint32_t modulus);
 Expr masquerade();
 Expr reject_tcp_reset();
 Expr reject_port_unreachable();
+// Transport ports; only meaningful after l4proto(tcp|udp), which puts the
+// ports at the start of the transport header.
+Expr th_dport(uint16_t port);
+Expr th_sport(uint16_t port);
+// Valid in a raw-priority (-300) chain of the prerouting or output hook only.
+Expr notrack();
 Expr verdict(VerdictKind kind, std::string chain = {});
 
 struct Hook {
-    std::string type;  // "filter" | "nat"
-    std::string hook;  // "prerouting" | "input" | "forward" | "output" | "postrouting"
-    int32_t priority = 0;
+    std::string type;      // "filter" | "nat"
+    std::string hook;      // "prerouting" | "input" | "forward" | "output" | "postrouting"
+    int32_t priority = 0;  // -300 raw, -110 / -90 filter, -100 / 100 nat
     bool operator==(const Hook&) const = default;
 };
 

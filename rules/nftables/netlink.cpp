@@ -372,6 +372,18 @@ class RuleBuilder {
                 push(x);
                 break;
             }
+            case ExprKind::kThDport:
+            case ExprKind::kThSport: {
+                payload_load(NFT_PAYLOAD_TRANSPORT_HEADER, e.kind == ExprKind::kThSport ? 0 : 2, 2,
+                             NFT_REG_1);
+                const uint8_t port[2] = {static_cast<uint8_t>(e.port >> 8),
+                                         static_cast<uint8_t>(e.port)};
+                cmp(NFT_CMP_EQ, port, 2);
+                break;
+            }
+            case ExprKind::kNotrack:
+                push(expr("notrack"));
+                break;
             case ExprKind::kVerdict: {
                 nftnl_expr* x = expr("immediate");
                 nftnl_expr_set_u32(x, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
@@ -718,18 +730,20 @@ class Batch {
     nftnl_batch* batch_;
 };
 
-void put_table(Batch& b) {
+// `type`: NFT_MSG_NEWTABLE (created when missing) or NFT_MSG_DELTABLE.
+void put_table(Batch& b, const char* table = kTableName, uint16_t type = NFT_MSG_NEWTABLE) {
     nftnl_table* t = nftnl_table_alloc();
-    nftnl_table_set_str(t, NFTNL_TABLE_NAME, kTableName);
+    nftnl_table_set_str(t, NFTNL_TABLE_NAME, table);
     nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, NFPROTO_INET);
-    nftnl_table_nlmsg_build_payload(b.header(NFT_MSG_NEWTABLE, NLM_F_CREATE), t);
+    nftnl_table_nlmsg_build_payload(b.header(type, type == NFT_MSG_NEWTABLE ? NLM_F_CREATE : 0), t);
     nftnl_table_free(t);
     b.commit();
 }
 
-void put_chain(Batch& b, uint16_t type, const std::string& name, const Hook* hook) {
+void put_chain(Batch& b, uint16_t type, const std::string& name, const Hook* hook,
+               const char* table = kTableName) {
     nftnl_chain* c = nftnl_chain_alloc();
-    nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, kTableName);
+    nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, table);
     nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, name.c_str());
     if (hook) {
         nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, hook_number(hook->hook));
@@ -759,9 +773,10 @@ void put_set_flush(Batch& b, const std::string& set) {
     b.commit();
 }
 
-void put_rule(Batch& b, const std::string& chain, const Rule& rule) {
+void put_rule(Batch& b, const std::string& chain, const Rule& rule,
+              const char* table = kTableName) {
     nftnl_rule* r = nftnl_rule_alloc();
-    nftnl_rule_set_str(r, NFTNL_RULE_TABLE, kTableName);
+    nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table);
     nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain.c_str());
     nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, NFPROTO_INET);
     RuleBuilder builder(r);
@@ -1007,16 +1022,30 @@ Result<size_t> NetlinkSocket::delete_affinity_entries(
 }
 
 Status NetlinkSocket::delete_table() {
+    return delete_table(kTableName);
+}
+
+Status NetlinkSocket::delete_table(const std::string& table) {
     Batch b(++impl_->seq);
-    nftnl_table* t = nftnl_table_alloc();
-    nftnl_table_set_str(t, NFTNL_TABLE_NAME, kTableName);
-    nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, NFPROTO_INET);
-    nftnl_table_nlmsg_build_payload(b.header(NFT_MSG_DELTABLE, 0), t);
-    nftnl_table_free(t);
-    b.commit();
+    put_table(b, table.c_str(), NFT_MSG_DELTABLE);
     Status s = send_batch(impl_->socket, impl_->seq, b);
     if (!s && s.error().errno_value == ENOENT) return {};  // already gone
     return s;
+}
+
+Status NetlinkSocket::replace_table(const std::string& table, const Model& model) {
+    Batch b(++impl_->seq);
+    // Created first so that the delete never fails on a missing table.
+    put_table(b, table.c_str());
+    put_table(b, table.c_str(), NFT_MSG_DELTABLE);
+    put_table(b, table.c_str());
+    for (const auto& [name, chain] : model.chains) {
+        put_chain(b, NFT_MSG_NEWCHAIN, name, chain.hook ? &*chain.hook : nullptr, table.c_str());
+    }
+    for (const auto& [name, chain] : model.chains) {
+        for (const Rule& r : chain.rules) put_rule(b, name, r, table.c_str());
+    }
+    return send_batch(impl_->socket, impl_->seq, b);
 }
 
 }  // namespace sb::rules::nftables

@@ -47,6 +47,14 @@ class NetlinkSocket {
     // Deletes the table (and so everything in it). Idempotent.
     Status delete_table();
 
+    // A small `inet TABLE` table of chains and rules only (no sets) beside
+    // switchboard's own, as rules/dns_local's notrack table: replace_table()
+    // makes the kernel's table exactly `model` in one transaction (created
+    // when missing, whatever it held before dropped); delete_table(TABLE) is
+    // idempotent.
+    Status replace_table(const std::string& table, const Model& model);
+    Status delete_table(const std::string& table);
+
   private:
     struct Impl;
     explicit NetlinkSocket(std::unique_ptr<Impl> impl);

@@ -30,6 +30,7 @@ struct Packet {
     IpAddress dst;
     uint8_t proto = IPPROTO_TCP;
     uint16_t dport = 0;
+    uint16_t sport = 0;         // only the notrack rules of answers read it
     bool local_origin = false;  // sent by the node itself (output hook / OUTPUT)
     // The interface a packet arriving at the node comes in on; ignored for
     // local_origin packets, which have none (the tracers use "").

@@ -123,6 +123,11 @@ bool Tracer::run_hook(const std::string& hook, State& s, bool with_nat) const {
     std::stable_sort(chains.begin(), chains.end(), [](const Chain* a, const Chain* b) {
         return a->hook->priority < b->hook->priority;
     });
+    // Sorted by priority, so a raw chain's notrack is decided before the nat
+    // chains come up: the kernel runs no nat hook for an untracked packet.
+    const auto skip = [&](const Chain* chain) {
+        return s.out.untracked && chain->hook->type == "nat";
+    };
     auto eval_rule = [this](const Rule& rule, State& st) -> Step {
         Packet& p = st.pkt;
         for (const Expr& e : rule) {
@@ -134,9 +139,20 @@ bool Tracer::run_hook(const std::string& hook, State& s, bool with_nat) const {
                     if (p.proto != e.proto) return {};
                     break;
                 case ExprKind::kCtStateNew:
-                    break;  // the tracer follows first packets
+                    // The tracer follows first packets, new unless untracked.
+                    if (st.out.untracked) return {};
+                    break;
                 case ExprKind::kCtStatusDnat:
                     if (!st.dnat_done) return {};
+                    break;
+                case ExprKind::kThDport:
+                    if (p.dport != e.port) return {};
+                    break;
+                case ExprKind::kThSport:
+                    if (p.sport != e.port) return {};
+                    break;
+                case ExprKind::kNotrack:
+                    st.out.untracked = true;
                     break;
                 case ExprKind::kSaddr:
                     if (!address_matches(e, p.src)) return {};
@@ -248,6 +264,7 @@ bool Tracer::run_hook(const std::string& hook, State& s, bool with_nat) const {
         return {Flow::kContinue, {}};
     };
     for (const Chain* chain : chains) {
+        if (skip(chain)) continue;
         const Flow f = eval_chain(model_, chain->name, s, eval_rule, 0);
         if (f == Flow::kDrop || f == Flow::kReject) {
             s.out.fate = f == Flow::kDrop ? Fate::kDrop : Fate::kReject;

@@ -1,6 +1,6 @@
 // A packet tracer over a rendered nftables Model (kube-proxy's tracePacket
 // idea): follows the first packet of a connection through the hooks the
-// kernel would run (filter at -110, nat at -100, routing, filter
+// kernel would run (raw at -300, filter at -110, nat at -100, routing, filter
 // input/forward, nat postrouting) and evaluates switchboard's rules the way
 // nf_tables does (jump/goto/return, vmap lookups, terminal nat statements).
 //
@@ -30,6 +30,7 @@ struct Outcome {
     Fate fate = Fate::kAccept;
     std::optional<Destination> dnat;
     bool masquerade = false;
+    bool untracked = false;  // a notrack statement ran: no conntrack entry, no nat
     double probability = 1.0;
     std::vector<std::pair<AffinityKey, Destination>> affinity_updates;
     std::vector<std::string> chains;  // visited, for failure messages

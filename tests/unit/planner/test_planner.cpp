@@ -609,3 +609,41 @@ TEST_CASE("build_plan is deterministic") {
     CHECK(first == build_plan(snapshot, PlannerOptions{kNode}));
     CHECK(first.services.at(0).cluster_endpoints.size() == 2);
 }
+
+// --- node-local DNS addresses (docs/dns.md) -----------------------------
+
+TEST_CASE("a Service whose ClusterIP is a node-local DNS address is not proxied on this node") {
+    watch::Service dns = make_service("kube-system", "kube-dns");
+    dns.ports = {service_port("dns", 53, watch::Protocol::kUDP),
+                 service_port("dns-tcp", 53, watch::Protocol::kTCP)};
+    auto slice =
+        make_slice("kube-dns-1", {{"10.244.1.5"}},
+                   {{"dns", watch::Protocol::kUDP, 53}, {"dns-tcp", watch::Protocol::kTCP, 53}},
+                   watch::AddressType::kIPv4, "kube-dns");
+    auto in_kube_system =
+        std::make_shared<watch::EndpointSlice>(*slice);  // the Service's namespace
+    in_kube_system->meta.ns = "kube-system";
+    const Slices slices{in_kube_system};
+    REQUIRE(plan_service(dns, slices, &kNodeA, PlannerOptions{kNode}).size() == 2);
+    CHECK(plan_service(dns, slices, &kNodeA,
+                       PlannerOptions{kNode, {ip("169.254.20.10"), ip("10.96.0.10")}})
+              .empty());
+    // An address that is not the Service's changes nothing.
+    CHECK(plan_service(dns, slices, &kNodeA, PlannerOptions{kNode, {ip("169.254.20.10")}}).size() ==
+          2);
+}
+
+TEST_CASE("a dual-stack Service keeps the ClusterIP that is not node-local") {
+    watch::Service service = make_service();
+    service.cluster_ips = {ip("10.96.0.10"), ip("fd00:10:96::a")};
+    service.ip_families = {IpFamily::kV4, IpFamily::kV6};
+    auto v4 = make_slice("web-v4", {{"10.244.1.5"}});
+    auto v6 = make_slice("web-v6", {{"fd00:10:244:1::5"}}, {{"http", watch::Protocol::kTCP, 8080}},
+                         watch::AddressType::kIPv6);
+    const auto plans =
+        plan_service(service, {v4, v6}, &kNodeA, PlannerOptions{kNode, {ip("10.96.0.10")}});
+    REQUIRE(plans.size() == 1);
+    CHECK(plans[0].cluster_ips == std::vector<IpAddress>{ip("fd00:10:96::a")});
+    // Endpoints of both families stay: the families follow the Service.
+    CHECK(ips(plans[0].cluster_endpoints) == Strings{"10.244.1.5", "fd00:10:244:1::5"});
+}

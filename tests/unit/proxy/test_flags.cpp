@@ -512,3 +512,19 @@ TEST_CASE("a value holding control characters is still refused in one line") {
     CHECK(parse_error({"--pod-bridge-interface=a\nb", "--detect-local-mode=BridgeInterface"})
               .find("\"a?b\"") != std::string::npos);
 }
+
+TEST_CASE("--dns-local-address takes node-local DNS addresses, refusing the ones no node can own") {
+    auto options = parse_ok({"--dns-local-address=10.96.0.10, 169.254.20.10,fd00:96::53"});
+    REQUIRE(options.dns_local_addresses.size() == 3);
+    CHECK(options.dns_local_addresses[0] == *IpAddress::parse("10.96.0.10"));
+    CHECK(options.dns_local_addresses[2] == *IpAddress::parse("fd00:96::53"));
+    CHECK(parse_ok({}).dns_local_addresses.empty());
+    for (const char* bad : {"10.96.0", "127.0.0.1", "0.0.0.0", "224.0.0.1", "fe80::1", "::1"}) {
+        INFO(bad);
+        CHECK(parse_error({std::string("--dns-local-address=") + bad})
+                  .rfind("--dns-local-address: ", 0) == 0);
+    }
+    CHECK(parse_error({"--dns-local-address=10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.4,10.0.0.5,"
+                       "10.0.0.6,10.0.0.7,10.0.0.8,10.0.0.9"})
+              .rfind("--dns-local-address: ", 0) == 0);
+}
