@@ -702,6 +702,16 @@ std::vector<OptionSpec> build_table() {
             return {};
         },
     });
+    table.push_back({
+        .names = {"--dns-corefile"},
+        .role = OptionRole::kCommandLine,
+        .default_text = "",
+        .help = "CoreDNS Corefile read at start; it wins over the --dns-* flags (docs/corefile.md)",
+        .apply = [](std::string_view text, ApplyContext& context) -> Status {
+            context.options.dns_corefile = std::string(text);
+            return {};
+        },
+    });
     // --- one-shot commands
     table.push_back({
         .names = {"--dry-run"},
