@@ -30,10 +30,6 @@ Error error_at(std::string_view path, int line, const std::string& why) {
                       std::string(path) + ":" + std::to_string(line) + ": " + why);
 }
 
-std::string quote(std::string_view text) {
-    return "\"" + std::string(text.substr(0, 100)) + "\"";
-}
-
 // Caddy's lexer; the one difference is that an unterminated quoted string is
 // an error here rather than a token that silently runs to the end.
 Result<std::vector<Token>> lex(std::string_view text, std::string_view path) {
@@ -169,7 +165,7 @@ class Parser {
                 if (key.empty()) continue;
                 if (key.front() == '(' && key.back() == ')') {
                     return error_at(path_, token.line,
-                                    "snippet " + quote(key) +
+                                    "snippet " + quote_for_message(key) +
                                         " is not supported: snippets are used through import, "
                                         "which is not supported");
                 }
@@ -259,13 +255,35 @@ class Parser {
 
 }  // namespace
 
+std::string quote_for_message(std::string_view text) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out = "\"";
+    for (char c : text.substr(0, 100)) {
+        auto byte = static_cast<unsigned char>(c);
+        if (c == '\n') {
+            out += "\\n";
+        } else if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (byte < 0x20 || byte == 0x7f) {
+            out += "\\x";
+            out += kHex[byte >> 4];
+            out += kHex[byte & 15];
+        } else {
+            out += c;
+        }
+    }
+    return out + "\"";
+}
+
 Result<NormalizedZone> normalize_zone(std::string_view text) {
     std::string_view rest = text;
     if (rest.starts_with("dns://")) {
         rest.remove_prefix(6);
     } else if (size_t scheme = rest.find("://"); scheme != std::string_view::npos) {
         return make_error(ErrorCode::kInvalidArgument,
-                          quote(text) + ": transport " + quote(rest.substr(0, scheme)) +
+                          quote_for_message(text) + ": transport " +
+                              quote_for_message(rest.substr(0, scheme)) +
                               " is not supported; switchboard serves plain DNS (dns://)");
     }
     NormalizedZone result;
@@ -273,7 +291,7 @@ Result<NormalizedZone> normalize_zone(std::string_view text) {
     size_t colon = rest.rfind(':');
     if (colon != std::string_view::npos && colon + 1 == rest.size()) {
         return make_error(ErrorCode::kInvalidArgument,
-                          quote(text) + ": expecting a port after the last colon");
+                          quote_for_message(text) + ": expecting a port after the last colon");
     }
     if (colon != std::string_view::npos) {
         std::string_view digits = rest.substr(colon + 1);
@@ -281,9 +299,9 @@ Result<NormalizedZone> normalize_zone(std::string_view text) {
         auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
         if (ec == std::errc() && end == digits.data() + digits.size()) {
             if (port < 1 || port > 65535) {
-                return make_error(
-                    ErrorCode::kInvalidArgument,
-                    quote(text) + ": port " + std::to_string(port) + " is out of range 1-65535");
+                return make_error(ErrorCode::kInvalidArgument, quote_for_message(text) + ": port " +
+                                                                   std::to_string(port) +
+                                                                   " is out of range 1-65535");
             }
             result.port = static_cast<uint16_t>(port);
             host = rest.substr(0, colon);
@@ -291,7 +309,7 @@ Result<NormalizedZone> normalize_zone(std::string_view text) {
     }
     auto invalid_name = [&] {
         return make_error(ErrorCode::kInvalidArgument,
-                          quote(text) + ": zone is not a valid domain name");
+                          quote_for_message(text) + ": zone is not a valid domain name");
     };
     if (host.empty()) return invalid_name();
     auto wire = name_from_text(host);

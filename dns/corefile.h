@@ -74,4 +74,8 @@ struct NormalizedZone {
 // Errors are one line without the path ("...: zone is not a valid domain name").
 Result<NormalizedZone> normalize_zone(std::string_view text);
 
+// `text` in double quotes for a one-line message: at most 100 bytes, control
+// bytes, quotes and backslashes escaped (\n, \", \xHH).
+std::string quote_for_message(std::string_view text);
+
 }  // namespace sb::dns

@@ -9,8 +9,6 @@
 #include <span>
 #include <tuple>
 
-#include "dns/forward.h"
-
 namespace sb::dns {
 
 namespace {
@@ -36,10 +34,6 @@ const std::set<std::string_view>& coredns_plugins() {
     return names;
 }
 
-std::string quote(std::string_view text) {
-    return "\"" + std::string(text.substr(0, 100)) + "\"";
-}
-
 Error invalid(std::string why) {
     return make_error(ErrorCode::kInvalidArgument, std::move(why));
 }
@@ -48,7 +42,7 @@ Result<uint32_t> parse_number(std::string_view text, int64_t min, int64_t max) {
     int64_t value = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-        return invalid(quote(text) + " is not an integer");
+        return invalid(quote_for_message(text) + " is not an integer");
     }
     if (value < min || value > max) {
         return invalid(std::to_string(value) + " is out of range " + std::to_string(min) + "-" +
@@ -60,10 +54,12 @@ Result<uint32_t> parse_number(std::string_view text, int64_t min, int64_t max) {
 // A Go duration (time.ParseDuration, which CoreDNS's plugins use), not
 // negative, to the millisecond: "5s", "1m30s", "0.5s", "0".
 Result<milliseconds> parse_duration(std::string_view text) {
-    auto bad = [&] { return invalid(quote(text) + " is not a duration (e.g. 500ms, 5s, 1m30s)"); };
+    auto bad = [&] {
+        return invalid(quote_for_message(text) + " is not a duration (e.g. 500ms, 5s, 1m30s)");
+    };
     if (text == "0") return milliseconds(0);
     if (text.empty()) return bad();
-    if (text.front() == '-') return invalid(quote(text) + " is negative");
+    if (text.front() == '-') return invalid(quote_for_message(text) + " is negative");
     if (text.front() == '+') text.remove_prefix(1);
     static const std::map<std::string_view, double> units = {
         {"ns", 1e-6}, {"us", 1e-3}, {"\xC2\xB5s", 1e-3}, {"ms", 1},
@@ -86,7 +82,7 @@ Result<milliseconds> parse_duration(std::string_view text) {
         auto unit = units.find(text.substr(unit_start, i - unit_start));
         if (unit == units.end()) return bad();
         total += std::stod(number) * unit->second;
-        if (total > 1e12) return invalid(quote(text) + " is too long");
+        if (total > 1e12) return invalid(quote_for_message(text) + " is too long");
     }
     return milliseconds(static_cast<int64_t>(total));
 }
@@ -96,16 +92,17 @@ Result<milliseconds> parse_duration(std::string_view text) {
 Result<HttpListen> parse_http_listen(std::string_view text) {
     size_t colon = text.rfind(':');
     if (colon == std::string_view::npos) {
-        return invalid(quote(text) + " is not an address (HOST:PORT or :PORT)");
+        return invalid(quote_for_message(text) + " is not an address (HOST:PORT or :PORT)");
     }
     std::string host(text.substr(0, colon));
     auto port = parse_number(text.substr(colon + 1), 1, 65535);
-    if (!port) return invalid(quote(text) + ": port " + port.error().message);
+    if (!port) return invalid(quote_for_message(text) + ": port " + port.error().message);
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
         host = host.substr(1, host.size() - 2);
     }
     if (!host.empty() && host != "localhost" && !IpAddress::parse(host)) {
-        return invalid(quote(text) + ": " + quote(host) + " is not an IP address or localhost");
+        return invalid(quote_for_message(text) + ": " + quote_for_message(host) +
+                       " is not an IP address or localhost");
     }
     return HttpListen{host, static_cast<uint16_t>(*port)};
 }
@@ -125,10 +122,11 @@ class Mapper {
                 auto [it, fresh] =
                     served.emplace(std::make_tuple(zone.zone, zone.port, server->bind), zone.line);
                 if (!fresh) {
-                    return at(zone.line, "zone " +
-                                             quote(zone.zone + ":" + std::to_string(zone.port)) +
-                                             " is already served by the block at line " +
-                                             std::to_string(it->second));
+                    return at(zone.line,
+                              "zone " +
+                                  quote_for_message(zone.zone + ":" + std::to_string(zone.port)) +
+                                  " is already served by the block at line " +
+                                  std::to_string(it->second));
                 }
             }
             config.servers.push_back(std::move(*server));
@@ -146,11 +144,12 @@ class Mapper {
     }
     // A plugin's option CoreDNS has and switchboard does not: one warning.
     void unsupported_option(std::string_view plugin, const CorefileDirective& option) {
-        warn(option.line,
-             std::string(plugin) + " option " + quote(option.name) + " is not supported; ignored");
+        warn(option.line, std::string(plugin) + " option " + quote_for_message(option.name) +
+                              " is not supported; ignored");
     }
     Status unknown_option(std::string_view plugin, const CorefileDirective& option) const {
-        return at(option.line, std::string(plugin) + ": unknown property " + quote(option.name));
+        return at(option.line,
+                  std::string(plugin) + ": unknown property " + quote_for_message(option.name));
     }
     Status count(const CorefileDirective& directive, size_t min, size_t max) const {
         size_t n = directive.args.size();
@@ -202,7 +201,7 @@ class Mapper {
         for (const auto& directive : block.directives) {
             const std::string& name = directive.name;
             if (!coredns_plugins().contains(name)) {
-                return at(directive.line, "unknown directive " + quote(name));
+                return at(directive.line, "unknown directive " + quote_for_message(name));
             }
             if (name != "forward") {
                 auto [it, fresh] = used.emplace(name, directive.line);
@@ -244,7 +243,7 @@ class Mapper {
             if (auto s = count(d, 0, 1); !s) return s;
             if (auto s = no_block(d); !s) return s;
             if (!d.args.empty() && d.args[0] != "round_robin") {
-                return at(d.line, "loadbalance: policy " + quote(d.args[0]) +
+                return at(d.line, "loadbalance: policy " + quote_for_message(d.args[0]) +
                                       " is not supported (round_robin only)");
             }
             server.loadbalance = true;
@@ -259,7 +258,7 @@ class Mapper {
         if (name == "errors") {
             if (auto s = count(d, 0, 1); !s) return s;
             if (!d.args.empty() && d.args[0] != "stacktrace") {
-                return at(d.line, "errors: unknown argument " + quote(d.args[0]));
+                return at(d.line, "errors: unknown argument " + quote_for_message(d.args[0]));
             }
             server.errors = true;
             return {};
@@ -269,7 +268,8 @@ class Mapper {
             return {};
         }
         if (warned_.insert(name).second) {
-            warn(d.line, "plugin " + quote(name) + " is not supported; the server runs without it");
+            warn(d.line, "plugin " + quote_for_message(name) +
+                             " is not supported; the server runs without it");
         }
         return {};
     }
@@ -297,12 +297,17 @@ class Mapper {
         for (const auto& o : d.block) {
             if (o.name == "pods") {
                 if (auto s = count(o, 1, 1); !s) return s;
-                auto pods = parse_pod_records(o.args[0]);
-                if (!pods) {
-                    return at(o.line, "pods: " + quote(o.args[0]) +
+                const std::string& mode = o.args[0];
+                if (mode == "disabled") {
+                    k.pods = PodRecords::kDisabled;
+                } else if (mode == "insecure") {
+                    k.pods = PodRecords::kInsecure;
+                } else if (mode == "verified") {
+                    k.pods = PodRecords::kVerified;
+                } else {
+                    return at(o.line, "pods: " + quote_for_message(mode) +
                                           " is not one of disabled, insecure, verified");
                 }
-                k.pods = *pods;
             } else if (o.name == "fallthrough") {
                 auto f = fallthrough(o);
                 if (!f) return f.error();
@@ -327,7 +332,7 @@ class Mapper {
 
     Result<ForwardTarget> forward_target(const CorefileDirective& d, std::string_view text) const {
         if (text.starts_with("tls://")) {
-            return at(d.line, "forward: " + quote(text) +
+            return at(d.line, "forward: " + quote_for_message(text) +
                                   ": DNS over TLS upstreams are not supported; use a plain "
                                   "address");
         }
@@ -341,7 +346,8 @@ class Mapper {
         if (plain.find('/') != std::string_view::npos && plain == text) {
             return ForwardTarget{std::nullopt, std::string(plain)};
         }
-        return at(d.line, "forward: " + quote(text) + " is not an IP address or a file");
+        return at(d.line,
+                  "forward: " + quote_for_message(text) + " is not an IP address or a file");
     }
 
     Status forward(const CorefileDirective& d, ServerConfig& server) {
@@ -353,8 +359,8 @@ class Mapper {
         f.from = from->zone;
         for (const auto& other : server.forwards) {
             if (other.from == f.from) {
-                return at(d.line, "forward " + quote(f.from) + " is already defined at line " +
-                                      std::to_string(other.line));
+                return at(d.line, "forward " + quote_for_message(f.from) +
+                                      " is already defined at line " + std::to_string(other.line));
             }
         }
         for (size_t i = 1; i < d.args.size(); ++i) {
@@ -381,7 +387,7 @@ class Mapper {
                 } else if (p == "sequential") {
                     f.policy = ForwardPolicy::kSequential;
                 } else {
-                    return at(o.line, "policy: " + quote(p) +
+                    return at(o.line, "policy: " + quote_for_message(p) +
                                           " is not one of random, round_robin, sequential");
                 }
             } else if (o.name == "health_check") {
@@ -458,15 +464,15 @@ class Mapper {
                     stale = *parsed;
                 }
                 if (o.args.size() > 1 && o.args[1] != "immediate" && o.args[1] != "verify") {
-                    return at(o.line, "serve_stale: " + quote(o.args[1]) +
+                    return at(o.line, "serve_stale: " + quote_for_message(o.args[1]) +
                                           " is not one of immediate, verify");
                 }
                 c.serve_stale = stale;
             } else if (o.name == "disable") {
                 if (auto s = count(o, 1, SIZE_MAX); !s) return s;
                 if (o.args[0] != "success" && o.args[0] != "denial") {
-                    return at(o.line,
-                              "disable: " + quote(o.args[0]) + " is not one of success, denial");
+                    return at(o.line, "disable: " + quote_for_message(o.args[0]) +
+                                          " is not one of success, denial");
                 }
                 auto disabled = zones_of(o, std::span<const std::string>(o.args).subspan(1));
                 if (!disabled) return disabled.error();
@@ -510,19 +516,21 @@ class Mapper {
                 if (!f) return f.error();
                 h.fallthrough = std::move(*f);
             } else if (auto address = IpAddress::parse(o.name)) {
-                if (o.args.empty()) return at(o.line, "hosts: " + quote(o.name) + " has no name");
+                if (o.args.empty())
+                    return at(o.line, "hosts: " + quote_for_message(o.name) + " has no name");
                 HostsEntry entry{*address, {}};
                 for (const auto& arg : o.args) {
                     auto name = normalize_zone(arg);
                     if (!name || name->port) {
-                        return at(o.line, "hosts: " + quote(arg) + " is not a host name");
+                        return at(o.line,
+                                  "hosts: " + quote_for_message(arg) + " is not a host name");
                     }
                     entry.names.push_back(name->zone);
                 }
                 h.inline_entries.push_back(std::move(entry));
             } else {
-                return at(o.line,
-                          "hosts: " + quote(o.name) + " is neither an option nor an IP address");
+                return at(o.line, "hosts: " + quote_for_message(o.name) +
+                                      " is neither an option nor an IP address");
             }
         }
         server.hosts = std::move(h);
@@ -586,7 +594,7 @@ class Mapper {
         for (const auto& arg : d.args) {
             auto address = IpAddress::parse(arg);
             if (!address) {
-                return at(d.line, "bind: " + quote(arg) +
+                return at(d.line, "bind: " + quote_for_message(arg) +
                                       " is not an IP address (interface names are not supported)");
             }
             server.bind.push_back(*address);
@@ -599,88 +607,10 @@ class Mapper {
     std::set<std::string> warned_;
 };
 
-bool is_reverse_zone(const std::string& zone) {
-    return zone.ends_with("in-addr.arpa.") || zone.ends_with("ip6.arpa.");
-}
-
 }  // namespace
 
 Result<CorefileConfig> map_corefile(const Corefile& corefile, std::string_view path) {
     return Mapper(path).map(corefile);
-}
-
-Result<std::vector<std::string>> apply_corefile(std::string_view text, std::string_view path,
-                                                const EnvironmentLookup& lookup,
-                                                DnsOptions& options) {
-    auto parsed = parse_corefile(text, path, lookup);
-    if (!parsed) return parsed.error();
-    auto config = map_corefile(*parsed, path);
-    if (!config) return config.error();
-    auto at = [&](int line, const std::string& why) {
-        return invalid(std::string(path) + ":" + std::to_string(line) + ": " + why);
-    };
-    const ServerConfig* cluster = nullptr;
-    for (const auto& server : config->servers) {
-        if (!server.kubernetes) continue;
-        if (cluster != nullptr) {
-            return at(server.kubernetes->line, "kubernetes is already configured at line " +
-                                                   std::to_string(cluster->kubernetes->line) +
-                                                   "; switchboard serves one cluster zone");
-        }
-        cluster = &server;
-    }
-    if (cluster == nullptr) {
-        return at(1,
-                  "no server block has the kubernetes plugin; switchboard needs it for the "
-                  "cluster zone");
-    }
-    const KubernetesConfig& k = *cluster->kubernetes;
-    auto domain = std::find_if(k.zones.begin(), k.zones.end(),
-                               [](const std::string& zone) { return !is_reverse_zone(zone); });
-    if (domain == k.zones.end() || *domain == ".") {
-        return at(k.line, "kubernetes needs the cluster domain (e.g. cluster.local) as a zone");
-    }
-    std::vector<std::string> warnings = std::move(config->warnings);
-    std::string cluster_domain = domain->substr(0, domain->size() - 1);
-    if (cluster_domain != options.cluster_domain) {
-        warnings.push_back(std::string(path) + ":" + std::to_string(k.line) +
-                           ": the cluster domain is " + cluster_domain + ", not " +
-                           options.cluster_domain + " (--cluster-domain): the Corefile wins");
-    }
-    options.cluster_domain = cluster_domain;
-    options.ttl = k.ttl;
-    options.pods = k.pods;
-    auto root = std::find_if(cluster->forwards.begin(), cluster->forwards.end(),
-                             [](const ForwardConfig& f) { return f.from == "."; });
-    if (root != cluster->forwards.end()) {
-        options.upstreams.clear();
-        if (root->to.size() == 1 && !root->to[0].address) {
-            options.resolv_conf = root->to[0].resolv_conf;
-        } else {
-            for (const auto& target : root->to) {
-                if (target.address) {
-                    options.upstreams.push_back(*target.address);
-                } else {
-                    auto nameservers = resolv_conf_nameservers(target.resolv_conf);
-                    options.upstreams.insert(options.upstreams.end(), nameservers.begin(),
-                                             nameservers.end());
-                }
-            }
-        }
-    }
-    if (!cluster->bind.empty()) {
-        options.listen.clear();
-        for (const auto& address : cluster->bind) {
-            options.listen.push_back(HostPort{address, cluster->port});
-        }
-    } else if (!options.listen.empty()) {
-        for (auto& listen : options.listen) listen.port = cluster->port;
-    } else {
-        warnings.push_back(std::string(path) + ":" + std::to_string(cluster->line) +
-                           ": DNS stays off: the server block has no bind and --dns-listen is "
-                           "empty");
-    }
-    return warnings;
 }
 
 }  // namespace sb::dns

@@ -1,7 +1,6 @@
 // The typed DNS configuration a parsed Corefile stands for: each server
-// block's plugins with CoreDNS's defaults and CoreDNS's argument checks, and
-// how it sets DnsOptions. docs/corefile.md lists what is honoured and what is
-// parsed only.
+// block's plugins with CoreDNS's defaults and CoreDNS's argument checks. docs/corefile.md lists
+// what is honoured and what is parsed only.
 //
 // A plugin CoreDNS has but switchboard does not is a warning (once per
 // plugin name, at its first use); a name CoreDNS does not know either, or a
@@ -136,15 +135,5 @@ struct CorefileConfig {
 };
 
 Result<CorefileConfig> map_corefile(const Corefile& corefile, std::string_view path);
-
-// --dns-corefile at start: parses and maps the Corefile and sets `options`
-// from the server block that has the kubernetes plugin (docs/corefile.md):
-// cluster_domain, ttl, pods, upstreams (its `forward .`), and listen (the
-// block's port on its `bind` addresses, else on the addresses already in
-// options.listen; with neither, listen stays empty: DNS off). Returns the
-// warnings to log.
-Result<std::vector<std::string>> apply_corefile(std::string_view text, std::string_view path,
-                                                const EnvironmentLookup& lookup,
-                                                DnsOptions& options);
 
 }  // namespace sb::dns

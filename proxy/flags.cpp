@@ -10,7 +10,7 @@
 #include <map>
 #include <sstream>
 
-#include "dns/corefile_config.h"
+#include "dns/corefile_options.h"
 #include "proxy/kube_proxy_config.h"
 #include "proxy/options_table.h"
 

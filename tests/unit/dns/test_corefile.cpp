@@ -182,6 +182,12 @@ TEST_CASE("corefile: syntax errors name the line") {
           "/etc/coredns/Corefile:1: \".:\": expecting a port after the last colon");
 }
 
+TEST_CASE("corefile: an error quoting the input stays on one line") {
+    CHECK(parse_error("\"a\n..b\"\t{\n}\n") ==
+          "/etc/coredns/Corefile:1: \"a\\n..b\": zone is not a valid domain name");
+    CHECK(quote_for_message(std::string("x\"\\\x01", 4)) == "\"x\\\"\\\\\\x01\"");
+}
+
 TEST_CASE("corefile: nesting is bounded") {
     std::string text = ".:53 {\n";
     for (int i = 0; i < 40; ++i) text += "a {\n";

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "dns/corefile_config.h"
+#include "dns/corefile_options.h"
 
 using namespace sb;
 using namespace sb::dns;
