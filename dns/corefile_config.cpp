@@ -437,8 +437,11 @@ class Mapper {
         CacheConfig c;
         c.line = d.line;
         std::span<const std::string> rest(d.args);
-        if (!rest.empty() && !rest[0].empty() &&
-            (std::isdigit(static_cast<unsigned char>(rest[0][0])) || rest[0][0] == '-')) {
+        // As CoreDNS: a first argument that is an integer is the TTL,
+        // anything else (10.0.0.0/8 included) is a zone.
+        bool integer = !rest.empty() && !rest[0].empty() &&
+                       rest[0].find_first_not_of("-0123456789") == std::string::npos;
+        if (integer) {
             auto ttl = check(d, parse_number(rest[0], 1, INT32_MAX));
             if (!ttl) return ttl.error();
             c.max_ttl = *ttl;

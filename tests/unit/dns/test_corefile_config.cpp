@@ -262,6 +262,10 @@ TEST_CASE("corefile config: every cache option") {
     CHECK(c.disable_success->empty());
     CHECK_FALSE(c.disable_denial);
     CHECK(block_ok("cache {\n serve_stale\n}").cache->serve_stale == milliseconds(3600000));
+    // A first argument that is not an integer is a zone, even one starting with a digit.
+    auto zones_only = block_ok("cache 10.0.0.0/8 example.org").cache;
+    CHECK(zones_only->max_ttl == 3600);
+    CHECK(zones_only->zones == std::vector<std::string>{"10.in-addr.arpa.", "example.org."});
 }
 
 TEST_CASE("corefile config: prometheus, health, ready, reload, bind, log, errors") {
