@@ -11,9 +11,9 @@
 // Structure: a server block is its keys (`ZONE[:PORT]`, `dns://ZONE[:PORT]`,
 // separated by white space or commas; a trailing comma continues the keys on
 // the next line) then `{ directives }`; a Corefile of one server block may
-// leave out the braces. A directive is a name and the arguments on its line,
-// optionally ending in `{` that opens a block of sub-directives, one per line,
-// closed by a `}` that begins its line. `{$NAME}` (and Windows' `{%NAME%}`)
+// leave out the braces. A directive is a name and the arguments on its line;
+// a `{` on that line opens a block of sub-directives, one per line (the first
+// may follow the `{`), closed by a `}` that begins its line. `{$NAME}` (and Windows' `{%NAME%}`)
 // in keys and arguments is replaced by the environment's value, "" when unset,
 // as Caddy does. `import` and snippets are refused.
 //

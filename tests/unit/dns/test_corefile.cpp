@@ -118,6 +118,19 @@ TEST_CASE("corefile: comments, quoted strings and escapes as Caddy lexes them") 
           "/etc/coredns/Corefile:2: unterminated quoted string");
 }
 
+TEST_CASE("corefile: what follows { on its line is the first sub-directive, as CoreDNS reads it") {
+    auto corefile = parse_ok(".:53 { kubernetes cluster.local { pods insecure\n  ttl 30\n}\n}\n");
+    const auto& kubernetes = corefile.blocks[0].directives.at(0);
+    CHECK(kubernetes.name == "kubernetes");
+    REQUIRE(kubernetes.block.size() == 2);
+    CHECK(kubernetes.block[0].name == "pods");
+    CHECK(kubernetes.block[0].args == std::vector<std::string>{"insecure"});
+    CHECK(kubernetes.block[1].line == 2);
+    // A { alone on the next line opens nothing: CoreDNS's plugins do not see it as a block.
+    CHECK(parse_error(".:53 {\n  health\n  {\n  lameduck 5s\n  }\n}\n") ==
+          "/etc/coredns/Corefile:3: unexpected '{'");
+}
+
 TEST_CASE("corefile: a quoted brace is an argument, not a block") {
     auto corefile = parse_ok(".:53 {\n  log \"{\" \"}\"\n}\n");
     CHECK(corefile.blocks[0].directives[0].args == std::vector<std::string>{"{", "}"});
