@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "base/file_text.h"
+#include "dns/corefile_options.h"
 #include "proxy/kube_proxy_config.h"
 #include "proxy/options_table.h"
 
@@ -45,6 +46,11 @@ Environment current_environment() {
                               path + ": " + std::strerror(text.error().errno_value));
         }
         return text;
+    };
+    environment.lookup_env = [](const std::string& name) -> std::optional<std::string> {
+        const char* value = std::getenv(name.c_str());
+        if (value == nullptr) return std::nullopt;
+        return std::string(value);
     };
     return environment;
 }
@@ -285,6 +291,15 @@ Result<Options> parse_flags(const std::vector<std::string>& args, const Environm
         origins[spec.name()] = std::move(value->origin);
     }
 
+    if (!options.dns_corefile.empty()) {
+        if (!environment.read_file) return flag_error("--dns-corefile", "no file reader");
+        auto text = environment.read_file(options.dns_corefile);
+        if (!text) return flag_error("--dns-corefile", text.error().message);
+        auto warnings =
+            dns::apply_corefile(*text, options.dns_corefile, environment.lookup_env, options.dns);
+        if (!warnings) return warnings.error();
+        options.warnings.insert(options.warnings.end(), warnings->begin(), warnings->end());
+    }
     if (options.node_name.empty()) options.node_name = trim_lower(environment.node_name_env);
     if (options.node_name.empty()) options.node_name = trim_lower(environment.hostname);
     if (options.node_name.empty()) {

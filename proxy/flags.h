@@ -25,6 +25,7 @@
 
 #include "base/ip.h"
 #include "base/result.h"
+#include "dns/corefile.h"
 #include "dns/dns_service.h"
 #include "proxy/go_duration.h"
 #include "rules/backend.h"
@@ -104,6 +105,9 @@ struct Options {
     // rules::dns_local::validate_addresses), served on port 53 besides
     // --dns-listen; docs/dns.md, "Node-local addresses".
     std::vector<IpAddress> dns_local_addresses;
+    // --dns-corefile ("" when none): read by parse_flags, which sets `dns`
+    // from it (docs/corefile.md).
+    std::string dns_corefile;
     bool dry_run = false;
     bool cleanup = false;
     // --cleanup-kube-proxy: remove kube-proxy's kernel objects and exit.
@@ -123,6 +127,8 @@ struct Environment {
     std::string hostname;       // gethostname()
     // Reads the --config file; errors name the path. Unset: --config fails.
     std::function<Result<std::string>(const std::string& path)> read_file = nullptr;
+    // The Corefile's {$NAME} placeholders. Unset: every one expands to "".
+    dns::EnvironmentLookup lookup_env = nullptr;
 };
 Environment current_environment();
 

@@ -6,7 +6,7 @@
 #include <initializer_list>
 
 #include "base/quote.h"
-#include "rules/dns_local/dns_local.h"
+#include "rules/dns_local/addresses.h"
 #include "rules/validate.h"
 
 namespace sb::proxy {
@@ -721,6 +721,16 @@ std::vector<OptionSpec> build_table() {
             auto upstreams = dns::parse_upstreams(text);
             if (!upstreams) return upstreams.error();
             context.options.dns.upstreams = std::move(*upstreams);
+            return {};
+        },
+    });
+    table.push_back({
+        .names = {"--dns-corefile"},
+        .role = OptionRole::kCommandLine,
+        .default_text = "",
+        .help = "CoreDNS Corefile read at start; it wins over the --dns-* flags (docs/corefile.md)",
+        .apply = [](std::string_view text, ApplyContext& context) -> Status {
+            context.options.dns_corefile = std::string(text);
             return {};
         },
     });

@@ -13,6 +13,7 @@
 
 #include "base/ip.h"
 #include "base/result.h"
+#include "rules/dns_local/addresses.h"
 #include "rules/nftables/model.h"
 
 namespace sb::rules::dns_local {
@@ -22,13 +23,6 @@ inline constexpr const char* kNotrackTable = "switchboard-dns";
 inline constexpr const char* kNotrackPrerouting = "notrack-prerouting";
 inline constexpr const char* kNotrackOutput = "notrack-output";
 inline constexpr int32_t kRawPriority = -300;  // before conntrack (-200)
-inline constexpr uint16_t kDnsPort = 53;
-inline constexpr size_t kMaxAddresses = 8;
-
-// The flag's rules: at most kMaxAddresses, no duplicate, none unspecified,
-// loopback, multicast or IPv6 link-local (those cannot be a node-wide
-// service address). The error is one line naming the bad address.
-Status validate_addresses(const std::vector<IpAddress>& addresses);
 
 // The notrack table for `addresses` (pure): chains at raw priority in the
 // prerouting and output hooks; per address and per UDP/TCP one rule for

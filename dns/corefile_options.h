@@ -1,0 +1,30 @@
+// How a Corefile sets DnsOptions at start (--dns-corefile): what is honoured
+// today; the rest of the typed configuration is parsed and validated only
+// (docs/corefile.md).
+//
+// Thread safety: apply_corefile() reads the resolv.conf files a `forward .`
+// names besides addresses; otherwise pure.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "dns/corefile.h"
+#include "dns/corefile_config.h"
+#include "dns/dns_service.h"
+
+namespace sb::dns {
+
+// --dns-corefile at start: parses and maps the Corefile and sets `options`
+// from the server block that has the kubernetes plugin (docs/corefile.md):
+// cluster_domain, ttl, pods, upstreams (its `forward .`), and listen (the
+// block's port on its `bind` addresses, else on the addresses already in
+// options.listen; with neither, listen stays empty: DNS off). Returns the
+// warnings to log.
+Result<std::vector<std::string>> apply_corefile(std::string_view text, std::string_view path,
+                                                const EnvironmentLookup& lookup,
+                                                DnsOptions& options);
+
+}  // namespace sb::dns
