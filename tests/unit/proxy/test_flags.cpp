@@ -528,3 +528,55 @@ TEST_CASE("--dns-local-address takes node-local DNS addresses, refusing the ones
                        "10.0.0.6,10.0.0.7,10.0.0.8,10.0.0.9"})
               .rfind("--dns-local-address: ", 0) == 0);
 }
+
+TEST_CASE("--dns-corefile: kubeadm's Corefile configures DNS; a syntax error is PATH:LINE") {
+    const std::string kubeadm_corefile =
+        ".:53 {\n"
+        "    errors\n"
+        "    health {\n"
+        "       lameduck 5s\n"
+        "    }\n"
+        "    ready\n"
+        "    kubernetes cluster.local in-addr.arpa ip6.arpa {\n"
+        "       pods insecure\n"
+        "       fallthrough in-addr.arpa ip6.arpa\n"
+        "       ttl 30\n"
+        "    }\n"
+        "    prometheus :9153\n"
+        "    forward . 192.0.2.53 {\n"
+        "       max_concurrent 1000\n"
+        "    }\n"
+        "    cache 30\n"
+        "    loop\n"
+        "    reload\n"
+        "    loadbalance\n"
+        "}\n";
+    Environment environment = kEnvironment;
+    std::string served;
+    environment.read_file = [&](const std::string& path) -> Result<std::string> {
+        if (path == "/etc/coredns/Corefile") return served;
+        return make_error(ErrorCode::kInvalidArgument, path + ": No such file or directory");
+    };
+    served = kubeadm_corefile;
+    auto options = parse_ok(
+        {"--dns-corefile=/etc/coredns/Corefile", "--dns-ttl=5", "--dns-listen=127.0.0.1:5300"},
+        environment);
+    CHECK(options.dns.cluster_domain == "cluster.local");
+    CHECK(options.dns.ttl == 30);  // the Corefile wins over --dns-ttl
+    CHECK(options.dns.pods == dns::PodRecords::kInsecure);
+    REQUIRE(options.dns.upstreams.size() == 1);
+    CHECK(options.dns.upstreams[0] == host_port("192.0.2.53:53"));
+    REQUIRE(options.dns.listen.size() == 1);
+    CHECK(options.dns.listen[0] == host_port("127.0.0.1:53"));  // the block's port
+
+    served = ".:53 {\n    kubernetes cluster.local {\n        ttl 99999\n    }\n}\n";
+    auto error = parse_flags({"--dns-corefile=/etc/coredns/Corefile"}, environment);
+    REQUIRE_FALSE(error.ok());
+    CHECK(error.error().code == ErrorCode::kInvalidArgument);
+    CHECK(error.error().message.rfind("/etc/coredns/Corefile:3: ", 0) == 0);
+    CHECK(error.error().message.find('\n') == std::string::npos);
+
+    auto missing = parse_flags({"--dns-corefile=/nope"}, environment);
+    REQUIRE_FALSE(missing.ok());
+    CHECK(missing.error().message.rfind("--dns-corefile: /nope", 0) == 0);
+}
