@@ -5,8 +5,10 @@ Each container's command runs for real, in a network namespace of its own
 (so --init-only's sysctls and --cleanup-kube-proxy touch only that
 namespace): the daemon's with --dry-run on a file source, the init
 containers as they are. Paths the manifests mount (the kube-proxy ConfigMap
-at /var/lib/kube-proxy, /etc/switchboard) are mapped onto copies of the
-manifest's own files or of kubeadm's (tests/data/kubeadm).
+at /var/lib/kube-proxy, the coredns ConfigMap at /etc/coredns,
+/etc/switchboard) are mapped onto copies of the manifest's own files or of
+kubeadm's (tests/data/kubeadm); $(VAR) references get the values kubelet
+would give them.
 """
 import pathlib
 import subprocess
@@ -23,7 +25,14 @@ MANIFESTS = {
     "kubeadm": DEPLOY / "kubeadm" / "switchboard.yaml",
     "standalone": DEPLOY / "switchboard.yaml",
 }
-CAPABILITIES = {"NET_ADMIN", "NET_RAW", "SYS_RESOURCE"}
+# NET_BIND_SERVICE: DNS on port 53 of the node-local addresses.
+CAPABILITIES = {"NET_ADMIN", "NET_RAW", "SYS_RESOURCE", "NET_BIND_SERVICE"}
+# What the daemon answers DNS on, besides the kube-dns ClusterIP: NodeLocal
+# DNSCache's address.
+NODE_LOCAL_DNS = "169.254.20.10"
+# The kube-dns ClusterIP on a default kubeadm cluster, as in
+# deploy/examples/clusterip.json (the file source of the dry runs).
+KUBE_DNS_IP = "10.96.0.10"
 
 
 def documents(path):
@@ -81,15 +90,26 @@ def test_daemonset_is_a_kube_proxy_replacement(name):
     assert "--init-only" in commands["init"]
 
 
-def test_kubeadm_manifest_reuses_kubeadms_configmap_and_service_account():
+def test_kubeadm_manifest_reuses_kubeadms_configmaps_and_service_account():
     ds = daemonset(MANIFESTS["kubeadm"])
     pod = ds["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "kube-proxy"
     _, (main,) = containers(ds)
+    # kube-proxy's command line as kubeadm writes it, then DNS: CoreDNS's
+    # Corefile and the kube-dns ClusterIP from the kube-dns Service's
+    # environment variable, which kubelet sets only with service links.
     assert main["command"] == ["/usr/local/bin/switchboard",
                                "--config=/var/lib/kube-proxy/config.conf",
-                               "--hostname-override=$(NODE_NAME)"]
+                               "--hostname-override=$(NODE_NAME)",
+                               "--dns-corefile=/etc/coredns/Corefile",
+                               f"--dns-local-address=$(KUBE_DNS_SERVICE_HOST),{NODE_LOCAL_DNS}"]
+    assert pod["enableServiceLinks"] is True
+    # Declared env would shadow kubelet's value for the Service.
+    assert "KUBE_DNS_SERVICE_HOST" not in {e["name"] for e in main["env"]}
     assert volume_of(ds, "/var/lib/kube-proxy", main)["configMap"]["name"] == "kube-proxy"
+    # The coredns ConfigMap kubeadm made, mounted as CoreDNS's Pods mount it.
+    assert volume_of(ds, "/etc/coredns", main)["configMap"] == {
+        "name": "coredns", "items": [{"key": "Corefile", "path": "Corefile"}]}
     # Nothing but the DaemonSet: kubeadm already made the RBAC and the ConfigMap.
     assert [doc["kind"] for doc in documents(MANIFESTS["kubeadm"])] == ["DaemonSet"]
 
@@ -115,6 +135,16 @@ def test_standalone_manifest_binds_system_node_proxier_and_nothing_more():
     kube_proxy_config = yaml.safe_load(config["data"]["config.conf"])
     assert kube_proxy_config["kind"] == "KubeProxyConfiguration"
     assert kube_proxy_config["apiVersion"] == "kubeproxy.config.k8s.io/v1alpha1"
+    # DNS: the ConfigMap's Corefile, and the ClusterIP the operator sets in
+    # it, reaching the command through a declared variable.
+    assert "--dns-corefile=/etc/switchboard/Corefile" in main["command"]
+    assert f"--dns-local-address=$(KUBE_DNS_IP),{NODE_LOCAL_DNS}" in main["command"]
+    assert env["KUBE_DNS_IP"]["valueFrom"]["configMapKeyRef"] == {"name": "switchboard",
+                                                                   "key": "kube-dns-ip"}
+    assert config["data"]["kube-dns-ip"] == KUBE_DNS_IP
+    # Only the files are mounted; the address is no file of /etc/switchboard.
+    assert volume_of(ds, "/etc/switchboard", main)["configMap"]["items"] == [
+        {"key": "config.conf", "path": "config.conf"}, {"key": "Corefile", "path": "Corefile"}]
 
 
 @pytest.fixture
@@ -132,20 +162,44 @@ def config_files(name, tmp_path):
         folder.mkdir()
         for file in ("config.conf", "kubeconfig.conf"):
             (folder / file).write_text((KUBEADM_DATA / file).read_text())
-        return {"/var/lib/kube-proxy/": f"{folder}/"}
-    config = next(doc for doc in documents(MANIFESTS[name])
-                  if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] == "switchboard")
+        # kubeadm's coredns ConfigMap, whose `forward . /etc/resolv.conf`
+        # reads this machine's resolv.conf as the Pod's (dnsPolicy Default).
+        coredns = tmp_path / "coredns"
+        coredns.mkdir()
+        (coredns / "Corefile").write_text((KUBEADM_DATA / "Corefile").read_text())
+        return {"/var/lib/kube-proxy/": f"{folder}/", "/etc/coredns/": f"{coredns}/"}
+    config = switchboard_configmap(name)
     folder = tmp_path / "switchboard"
     folder.mkdir()
-    for file, text in config["data"].items():
-        (folder / file).write_text(text)
+    (volume,) = [v for v in daemonset(MANIFESTS[name])["spec"]["template"]["spec"]["volumes"]
+                 if v.get("configMap", {}).get("name") == "switchboard"]
+    for item in volume["configMap"]["items"]:
+        (folder / item["path"]).write_text(config["data"][item["key"]])
     return {"/etc/switchboard/": f"{folder}/"}
 
 
-def localized(command, paths, binary):
+def switchboard_configmap(name):
+    return next(doc for doc in documents(MANIFESTS[name])
+                if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] == "switchboard")
+
+
+def variables(name):
+    """$(VAR) -> the value kubelet gives it in the main container."""
+    values = {"NODE_NAME": "node-a"}
+    if name == "kubeadm":
+        # The kube-dns Service's environment variable (service links).
+        values["KUBE_DNS_SERVICE_HOST"] = KUBE_DNS_IP
+    else:
+        values["KUBE_DNS_IP"] = switchboard_configmap(name)["data"]["kube-dns-ip"]
+    return values
+
+
+def localized(command, paths, binary, values):
     args = []
     for arg in command[1:]:
-        arg = arg.replace("$(NODE_NAME)", "node-a")
+        for variable, value in values.items():
+            arg = arg.replace(f"$({variable})", value)
+        assert "$(" not in arg, arg  # a variable this test does not know
         for mounted, local in paths.items():
             arg = arg.replace(mounted, local)
         args.append(arg)
@@ -155,17 +209,41 @@ def localized(command, paths, binary):
 @pytest.mark.parametrize("name", sorted(MANIFESTS))
 def test_every_command_in_the_manifest_runs(name, netns, switchboard_bin, tmp_path):
     paths = config_files(name, tmp_path)
+    values = variables(name)
     init, (main,) = containers(daemonset(MANIFESTS[name]))
     example = DEPLOY / "examples" / "clusterip.json"
-    runs = [localized(main["command"], paths, switchboard_bin)
-            + ["--dry-run", f"--source=file:{example}"]]
-    runs += [localized(c["command"], paths, switchboard_bin) for c in init]
+    daemon = localized(main["command"], paths, switchboard_bin, values) + [
+        "--dry-run", f"--source=file:{example}"]
+    runs = [daemon] + [localized(c["command"], paths, switchboard_bin, values) for c in init]
     for argv in runs:
         result = subprocess.run(["ip", "netns", "exec", netns, *argv], capture_output=True,
                                 text=True, timeout=60)
         assert result.returncode == 0, (argv, result.stderr[-2000:])
-        if "--dry-run" in argv:
-            assert "switchboard" in result.stdout  # the rendered ruleset
+        if argv is daemon:
+            # The rendered ruleset: the example's kube-dns Service is not
+            # DNATed, its ClusterIP being a node-local DNS address.
+            assert "switchboard" in result.stdout
+            assert KUBE_DNS_IP not in result.stdout, result.stdout
+    # The same command without --dns-local-address DNATs the kube-dns
+    # ClusterIP: the check above sees the flag's effect.
+    without = [arg for arg in daemon if not arg.startswith("--dns-local-address=")]
+    result = subprocess.run(["ip", "netns", "exec", netns, *without], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert KUBE_DNS_IP in result.stdout
+
+
+def test_kubeadm_corefile_is_the_one_kubeadm_ships():
+    """tests/data/kubeadm/Corefile is kubeadm's CoreDNSConfigMap template
+    (cmd/kubeadm/app/phases/addons/dns/manifests.go) rendered with
+    DNSDomain cluster.local, the default; the standalone manifest ships the
+    same text."""
+    corefile = (KUBEADM_DATA / "Corefile").read_text()
+    assert corefile.startswith(".:53 {\n    errors\n")
+    assert "    kubernetes cluster.local in-addr.arpa ip6.arpa {\n" in corefile
+    assert "    forward . /etc/resolv.conf {\n       max_concurrent 1000\n    }\n" in corefile
+    assert corefile.endswith("    loadbalance\n}\n")
+    assert switchboard_configmap("standalone")["data"]["Corefile"] == corefile
 
 
 def test_rollback_manifest_removes_switchboards_objects(netns, switchboard_bin):
@@ -176,7 +254,7 @@ def test_rollback_manifest_removes_switchboards_objects(netns, switchboard_bin):
     # Something of switchboard's to remove: its nftables table (empty here).
     subprocess.run(["ip", "netns", "exec", netns, "nft", "add", "table", "inet", "switchboard"],
                    check=True)
-    argv = localized(cleanup["command"], {}, switchboard_bin)
+    argv = localized(cleanup["command"], {}, switchboard_bin, {})
     result = subprocess.run(["ip", "netns", "exec", netns, *argv], capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 0, result.stderr
