@@ -2,11 +2,13 @@
 # demo.sh BUILD_DIR: a guided tour of switchboard on a throw-away test bed.
 #
 # Builds a netbed.py test bed shaped after the Kubernetes documentation's
-# example Services in deploy/examples/ (clusterip.json, nodeport.json): a
-# namespace per Node at its InternalIP, a pod namespace per endpoint at its
-# address, an "outside" client on the LAN. Runs one nginx per pod (a page
-# naming the pod and the address it saw), switchboard in nftables mode on
-# node-a, and shows each command with its output.
+# example Services in deploy/examples/ (clusterip.json, nodeport.json,
+# headless-statefulset.json, externalname.json): a namespace per Node at its
+# InternalIP, a pod namespace per endpoint at its address, an "outside"
+# client on the LAN. Runs one nginx per pod (a page naming the pod and the
+# address it saw), switchboard in nftables mode on node-a with kubeadm's
+# Corefile and the kube-dns ClusterIP as a node-local DNS address, and shows
+# each command with its output, DNS from a Pod's resolv.conf included.
 # Needs root. Everything it makes is removed on exit, also on Ctrl-C.
 set -euo pipefail
 
@@ -14,9 +16,21 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=${1:-$HERE/../../build}
 BIN=$BUILD/proxy/switchboard
 PYTHON=/usr/bin/python3
-EXAMPLES=("$HERE/../../deploy/examples/clusterip.json" "$HERE/../../deploy/examples/nodeport.json")
+EXAMPLES=("$HERE/../../deploy/examples/clusterip.json" "$HERE/../../deploy/examples/nodeport.json"
+  "$HERE/../../deploy/examples/headless-statefulset.json" "$HERE/../../deploy/examples/externalname.json")
+# The coredns ConfigMap's Corefile as kubeadm ships it.
+COREFILE=$(cd "$HERE/../data/kubeadm" && pwd)/Corefile
 PREFIX=sbdemo$$
 NODE_NS=$PREFIX-node-a
+CLIENT_NS=$PREFIX-client
+# kubelet's clusterDNS on kubeadm (the kube-dns Service of clusterip.json),
+# and NodeLocal DNSCache's address: node-a answers both itself.
+KUBE_DNS_IP=10.96.0.10
+NODE_LOCAL_DNS=169.254.20.10
+# `ip netns exec` bind-mounts the files here over /etc: the client Pod's
+# resolv.conf, and node-a's (the Corefile's `forward . /etc/resolv.conf`).
+CLIENT_ETC=/etc/netns/$CLIENT_NS
+NODE_ETC=/etc/netns/$NODE_NS
 
 if [[ $(id -u) -ne 0 ]]; then
   echo "demo: needs root (it creates network namespaces); run: sudo ./dev demo" >&2
@@ -45,7 +59,7 @@ cleanup() {
   fi
   # Stops what runs in the bed's namespaces (nginx) and deletes them.
   "$PYTHON" "$HERE/netbed.py" down --prefix "$PREFIX" >/dev/null 2>&1
-  rm -rf "$WORK"
+  rm -rf "$WORK" "$CLIENT_ETC" "$NODE_ETC"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -63,7 +77,7 @@ show() {
   ip netns exec "$ns" "$@" || echo "(exit $?)"
 }
 
-step "A small cluster in network namespaces, shaped after deploy/examples/{clusterip,nodeport}.json"
+step "A small cluster in network namespaces, shaped after deploy/examples/{clusterip,nodeport,headless-statefulset,externalname}.json"
 mkdir -p "$WORK/cluster"
 cp "${EXAMPLES[@]}" "$WORK/cluster/"
 # One line per pod: NAME NAMESPACE NODE IPV4 TCP-PORTS.
@@ -130,19 +144,27 @@ for item in items:
             + f"/{p['protocol']} -> {p.get('targetPort', p['port'])}"
             for p in spec.get("ports", [])
         )
+        address = spec.get("clusterIP") or f"-> {spec.get('externalName')}"
         print(f"{meta.get('namespace', 'default')}/{meta['name']}: {spec.get('type', 'ClusterIP')} "
-              f"{spec.get('clusterIP')} {ports}", file=sys.stderr)
+              f"{address} {ports}", file=sys.stderr)
         for ep in endpoints.get(meta["name"], []):
             print(f"    {ep}", file=sys.stderr)
-service = {i["metadata"]["name"]: i["spec"] for i in items if i["kind"] == "Service"}
+service = {i["metadata"]["name"]: i["spec"] for i in items
+           if i["kind"] == "Service" and i["metadata"].get("namespace", "default") == "default"}
 print(service["nginx-service"]["clusterIP"], service["my-service"]["ports"][0]["nodePort"])
 PYTHON
 )
 
-step "switchboard in nftables mode on node-a, fed from those files"
+step "switchboard in nftables mode on node-a, fed from those files, DNS from kubeadm's Corefile"
+# Names outside the cluster go to node-a's resolv.conf (the Corefile's
+# `forward . /etc/resolv.conf`): the outside client's address, where nothing
+# answers DNS, so the demo never leaves the bed.
+mkdir -p "$NODE_ETC"
+echo "nameserver $OUTSIDE_IP" >"$NODE_ETC/resolv.conf"
 ARGS=(--proxy-mode=nftables "--source=file:$WORK/cluster" --hostname-override=node-a
   --cluster-cidr=10.244.0.0/16 --metrics-bind-address=127.0.0.1:10249
-  --healthz-bind-address=127.0.0.1:10256)
+  --healthz-bind-address=127.0.0.1:10256
+  "--dns-corefile=$COREFILE" "--dns-local-address=$KUBE_DNS_IP,$NODE_LOCAL_DNS")
 printf '\033[36m$ ip netns exec %s %s &\033[0m\n' "$NODE_NS" "switchboard ${ARGS[*]}"
 ip netns exec "$NODE_NS" "$BIN" "${ARGS[@]}" >"$WORK/switchboard.log" 2>&1 &
 SWITCHBOARD_PID=$!
@@ -174,7 +196,35 @@ for _ in 1 2 3 4; do
   show "$PREFIX-outside" curl -s --max-time 2 "http://$NODE_IP:$NODE_PORT/"
 done
 
-step "3. The Plan switchboard computed: the JSON of \`switchboard plan\` (nginx-service shown)"
+step "3. DNS from a Pod, as kubelet writes its resolv.conf (clusterDNS = the kube-dns ClusterIP)"
+mkdir -p "$CLIENT_ETC"
+printf 'search default.svc.cluster.local svc.cluster.local cluster.local\nnameserver %s\noptions ndots:5\n' \
+  "$KUBE_DNS_IP" >"$CLIENT_ETC/resolv.conf"
+# Only DNS counts below: the HTTP flows of steps 1 and 2 go.
+ip netns exec "$NODE_NS" conntrack -F >/dev/null 2>&1 || true
+show "$CLIENT_NS" cat /etc/resolv.conf
+echo "   node-a carries $KUBE_DNS_IP on its own link and answers it; no CoreDNS Pod is asked"
+show "$NODE_NS" ip -br addr show dev sb-dns0
+echo "   the full name, then the short one through the search path:"
+show "$CLIENT_NS" wget -q -O- nginx-service.default.svc.cluster.local
+show "$CLIENT_NS" curl -s --max-time 2 http://nginx-service
+echo "   the headless Service's StatefulSet Pod by name, and the Service's records:"
+show "$CLIENT_NS" getent hosts web-0.nginx.default.svc.cluster.local
+show "$CLIENT_NS" curl -s --max-time 2 http://web-0.nginx
+show "$CLIENT_NS" getent ahostsv4 nginx.default.svc.cluster.local
+echo "   the ExternalName Service prod/my-service: a CNAME to its externalName"
+echo "   (asked as CNAME: an A query would chase my.database.example.com upstream, outside the bed)"
+show "$CLIENT_NS" dig +noall +answer my-service.prod.svc.cluster.local CNAME
+echo "   over TCP too, and NodeLocal DNSCache's address answers the same:"
+show "$CLIENT_NS" dig +tcp +short nginx-service.default.svc.cluster.local
+show "$CLIENT_NS" dig +short "@$NODE_LOCAL_DNS" nginx-service.default.svc.cluster.local
+echo "   and node-a's conntrack table has no entry for any of that DNS traffic, UDP or TCP"
+show "$NODE_NS" conntrack -L -d "$KUBE_DNS_IP"
+show "$NODE_NS" conntrack -L -d "$NODE_LOCAL_DNS"
+echo "   while the HTTP flows to nginx-service's ClusterIP, DNATed, have theirs:"
+show "$NODE_NS" conntrack -L -d "$CLUSTER_IP"
+
+step "4. The Plan switchboard computed: the JSON of \`switchboard plan\` (nginx-service shown)"
 printf '\033[36m$ ip netns exec %s curl -s http://127.0.0.1:10249/debug/services\033[0m\n' "$NODE_NS"
 ip netns exec "$NODE_NS" curl -s --max-time 2 http://127.0.0.1:10249/debug/services >"$WORK/plan.json"
 "$PYTHON" - "$WORK/plan.json" <<'PYTHON'
@@ -184,7 +234,7 @@ print(f"(node {plan['node']}, {len(plan['services'])} service ports; the nginx-s
 print(json.dumps([s for s in plan["services"] if s["service"] == "nginx-service"], indent=2))
 PYTHON
 
-step "And what it put in the kernel: its own nftables table, nothing else"
+step "And what it put in the kernel: its own nftables tables (switchboard-dns holds the notrack rules), nothing else"
 show "$NODE_NS" nft list tables
 
 echo
