@@ -206,7 +206,16 @@ show "$CLIENT_NS" cat /etc/resolv.conf
 echo "   node-a carries $KUBE_DNS_IP on its own link and answers it; no CoreDNS Pod is asked"
 show "$NODE_NS" ip -br addr show dev sb-dns0
 echo "   the full name, then the short one through the search path:"
-show "$CLIENT_NS" wget -q -O- nginx-service.default.svc.cluster.local
+# wget as the Kubernetes docs type it: busybox's (what most images have),
+# else GNU wget, else curl (the one ./dev setup installs).
+if busybox wget --help >/dev/null 2>&1; then
+  WGET=(busybox wget -q -O-)
+elif command -v wget >/dev/null; then
+  WGET=(wget -q -O-)
+else
+  WGET=(curl -s --max-time 2)
+fi
+show "$CLIENT_NS" "${WGET[@]}" nginx-service.default.svc.cluster.local
 show "$CLIENT_NS" curl -s --max-time 2 http://nginx-service
 echo "   the headless Service's StatefulSet Pod by name, and the Service's records:"
 show "$CLIENT_NS" getent hosts web-0.nginx.default.svc.cluster.local
