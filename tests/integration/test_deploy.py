@@ -3,7 +3,8 @@ every command line they give is one the binary accepts.
 
 Each container's command runs for real, in a network namespace of its own
 (so --init-only's sysctls and --cleanup-kube-proxy touch only that
-namespace): the daemon's with --dry-run on a file source, the init
+namespace): the daemon's with --dry-run on a file source, and once for
+real there to see its DNS answer on the node-local addresses; the init
 containers as they are. Paths the manifests mount (the kube-proxy ConfigMap
 at /var/lib/kube-proxy, the coredns ConfigMap at /etc/coredns,
 /etc/switchboard) are mapped onto copies of the manifest's own files or of
@@ -12,6 +13,7 @@ would give them.
 """
 import pathlib
 import subprocess
+import time
 import uuid
 
 import pytest
@@ -261,3 +263,45 @@ def test_rollback_manifest_removes_switchboards_objects(netns, switchboard_bin):
     tables = subprocess.run(["ip", "netns", "exec", netns, "nft", "list", "tables"],
                             capture_output=True, text=True, check=True).stdout
     assert "switchboard" not in tables
+
+
+def dig_in(netns, server, name):
+    argv = ["ip", "netns", "exec", netns, "dig", "+short", "+time=1", "+tries=1", f"@{server}", name]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
+
+
+@pytest.mark.parametrize("name", sorted(MANIFESTS))
+def test_the_daemons_command_answers_dns_on_the_kube_dns_address(name, netns, switchboard_bin,
+                                                                  tmp_path):
+    """The main container's command for real (a file source instead of the
+    API server): the Corefile's cluster answered on the kube-dns ClusterIP
+    and on 169.254.20.10, with no conntrack entry for it. The Corefile's
+    `forward . /etc/resolv.conf` reads this machine's resolv.conf, whose
+    nameserver the namespace cannot reach: only cluster names are asked."""
+    subprocess.run(["ip", "-n", netns, "link", "set", "lo", "up"], check=True)
+    _, (main,) = containers(daemonset(MANIFESTS[name]))
+    example = DEPLOY / "examples" / "clusterip.json"
+    argv = localized(main["command"], config_files(name, tmp_path), switchboard_bin,
+                     variables(name)) + [f"--source=file:{example}"]
+    log = (tmp_path / "switchboard.log").open("w")
+    daemon = subprocess.Popen(["ip", "netns", "exec", netns, *argv], stdout=log,
+                              stderr=subprocess.STDOUT)
+    try:
+        nginx_service = "nginx-service.default.svc.cluster.local"
+        answer = ""
+        # Polled, bounded (10 s): the link and the listeners come up right
+        # after start; dig fails fast until the address is there.
+        for _ in range(100):
+            answer = dig_in(netns, KUBE_DNS_IP, nginx_service)
+            if answer == "10.96.45.12" or daemon.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert answer == "10.96.45.12", (tmp_path / "switchboard.log").read_text()[-2000:]
+        assert dig_in(netns, NODE_LOCAL_DNS, nginx_service) == "10.96.45.12"
+        flows = subprocess.run(["ip", "netns", "exec", netns, "conntrack", "-L", "-d", KUBE_DNS_IP],
+                               capture_output=True, text=True)
+        assert "0 flow entries" in flows.stderr, flows.stdout + flows.stderr
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=30)
+        log.close()
