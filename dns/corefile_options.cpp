@@ -20,7 +20,7 @@ bool is_reverse_zone(const std::string& zone) {
 
 Result<std::vector<std::string>> apply_corefile(std::string_view text, std::string_view path,
                                                 const EnvironmentLookup& lookup,
-                                                DnsOptions& options) {
+                                                DnsOptions& options, bool local_addresses_serve) {
     auto parsed = parse_corefile(text, path, lookup);
     if (!parsed) return parsed.error();
     auto config = map_corefile(*parsed, path);
@@ -84,7 +84,7 @@ Result<std::vector<std::string>> apply_corefile(std::string_view text, std::stri
         }
     } else if (!options.listen.empty()) {
         for (auto& listen : options.listen) listen.port = cluster->port;
-    } else {
+    } else if (!local_addresses_serve) {
         warnings.push_back(std::string(path) + ":" + std::to_string(cluster->line) +
                            ": DNS stays off: the server block has no bind and --dns-listen is "
                            "empty");

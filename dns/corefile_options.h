@@ -21,10 +21,13 @@ namespace sb::dns {
 // from the server block that has the kubernetes plugin (docs/corefile.md):
 // cluster_domain, ttl, pods, upstreams (its `forward .`), and listen (the
 // block's port on its `bind` addresses, else on the addresses already in
-// options.listen; with neither, listen stays empty: DNS off). Returns the
+// options.listen; with neither, listen stays empty: DNS off, said in a
+// warning unless `local_addresses_serve`: --dns-local-address's addresses,
+// which the daemon serves on port 53 besides `listen`). Returns the
 // warnings to log.
 Result<std::vector<std::string>> apply_corefile(std::string_view text, std::string_view path,
                                                 const EnvironmentLookup& lookup,
-                                                DnsOptions& options);
+                                                DnsOptions& options,
+                                                bool local_addresses_serve = false);
 
 }  // namespace sb::dns

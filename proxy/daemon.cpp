@@ -642,6 +642,15 @@ int run(const Options& options) {
         return kExitOk;
     }
 
+    // Without --dns-local-address, a link and notrack table left by an earlier
+    // run with it would keep the kube-dns ClusterIP local and untracked (so
+    // never DNATed) with nothing answering: removing the flag is the rollback.
+    if (options.dns_local_addresses.empty()) {
+        if (auto status = rules::dns_local::cleanup(); !status) {
+            log::warn("removing the node-local DNS addresses of an earlier run: {}",
+                      status.error().describe());
+        }
+    }
     Daemon daemon(options, *factory);
     if (auto status = daemon.start(); !status) {
         daemon.stop();

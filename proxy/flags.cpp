@@ -296,7 +296,8 @@ Result<Options> parse_flags(const std::vector<std::string>& args, const Environm
         auto text = environment.read_file(options.dns_corefile);
         if (!text) return flag_error("--dns-corefile", text.error().message);
         auto warnings =
-            dns::apply_corefile(*text, options.dns_corefile, environment.lookup_env, options.dns);
+            dns::apply_corefile(*text, options.dns_corefile, environment.lookup_env, options.dns,
+                                /*local_addresses_serve=*/!options.dns_local_addresses.empty());
         if (!warnings) return warnings.error();
         options.warnings.insert(options.warnings.end(), warnings->begin(), warnings->end());
     }

@@ -140,6 +140,29 @@ def test_restart_adopts_the_link_and_drops_an_address_no_longer_asked_for(bed, m
         second.close()
 
 
+def test_a_restart_without_the_flag_gives_the_kube_dns_address_back_to_dnat(bed, mode,
+                                                                            switchboard_bin):
+    """The rollback of docs/migrating-from-coredns.md: remove the flag, restart."""
+    first = netbed.Switchboard(bed, switchboard_bin, mode,
+                               extra_args=[f"--dns-local-address={KUBE_DNS},{NODE_LOCAL}"])
+    first.set_cluster(cluster(bed))
+    try:
+        first.start()
+        assert LINK in node_run(bed, ["ip", "-o", "link", "show"]).stdout
+    finally:
+        assert first.stop() == 0, first.log_tail()
+    second = netbed.Switchboard(bed, switchboard_bin, mode)
+    second.set_cluster(cluster(bed))
+    second.start()
+    try:
+        assert LINK not in node_run(bed, ["ip", "-o", "link", "show"]).stdout
+        assert TABLE not in second.nft_tables()
+        status, body = second.http_get(netbed.Switchboard.METRICS, "/debug/services")
+        assert status == 200 and KUBE_DNS in body, body[:2000]  # DNATed again
+    finally:
+        second.close()
+
+
 def test_a_full_sync_repairs_a_deleted_link_and_table(bed, mode, switchboard_bin):
     daemon = netbed.Switchboard(bed, switchboard_bin, mode, extra_args=[
         f"--dns-local-address={NODE_LOCAL}", "--sync-period=1s"])
