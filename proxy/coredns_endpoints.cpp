@@ -45,6 +45,15 @@ HostPort bind_address(const dns::HttpListen& listen, bool kernel_has_ipv6) {
     return HostPort{*IpAddress::parse(host), listen.port};
 }
 
+void write_coredns_build_info(metrics::TextWriter& out, const BuildInfo& build) {
+    out.family({"coredns_build_info",
+                "A metric with a constant '1' value labeled by version, revision, and goversion "
+                "from which CoreDNS was built.",
+                metrics::Type::kGauge,
+                {"version", "revision", "goversion"}});
+    out.sample({build.version, "", build.compiler + " " + build.compiler_version}, uint64_t{1});
+}
+
 CorednsEndpoints::CorednsEndpoints(HttpServer& http, CorednsEndpointsConfig config, Probes probes)
     : http_(http), config_(std::move(config)), probes_(std::move(probes)) {
     const bool has_ipv6 = std::filesystem::exists("/proc/net/if_inet6");

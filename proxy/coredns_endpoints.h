@@ -16,8 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "base/metrics.h"
 #include "dns/corefile_config.h"
 #include "proxy/http_server.h"
+#include "proxy/metrics.h"
 
 namespace sb::proxy {
 
@@ -42,6 +44,12 @@ CorednsEndpointsConfig coredns_endpoints_config(const dns::CorefileConfig& coref
 // IPv4 too, as Go's ":PORT" does, or 0.0.0.0 when the kernel has no IPv6;
 // "localhost" is 127.0.0.1, the first address Go's resolver gives.
 HostPort bind_address(const dns::HttpListen& listen, bool kernel_has_ipv6);
+
+// coredns_build_info{version,revision,goversion} = 1, as CoreDNS's metrics
+// plugin writes it: switchboard's version; the revision it does not know is
+// empty; goversion names the C++ toolchain (as kubernetes_build_info's
+// go_version does, proxy/metrics.cpp).
+void write_coredns_build_info(metrics::TextWriter& out, const BuildInfo& build);
 
 class CorednsEndpoints {
   public:

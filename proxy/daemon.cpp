@@ -468,6 +468,7 @@ std::string Daemon::metrics_text() const {
 
 std::string Daemon::coredns_metrics_text() const {
     metrics::TextWriter out;
+    write_coredns_build_info(out, build_info_);
     if (dns_) dns_->append_metrics(out);
     write_process_metrics(out, read_process_stats());
     return out.text();

@@ -81,7 +81,8 @@ class Daemon {
     bool first_sync_done() const { return runner_.ever_succeeded(); }
     std::shared_ptr<const rules::Plan> last_plan() const;
     std::string metrics_text() const;
-    // What the Corefile's prometheus serves: the DNS and process families.
+    // What the Corefile's prometheus serves: coredns_build_info, the DNS
+    // and process families.
     std::string coredns_metrics_text() const;
     watch::Store& store() { return store_; }
 

@@ -94,6 +94,8 @@ def test_ready_health_and_metrics_answer_as_corednss(daemon):
                 if line.startswith("coredns_dns_requests_total{") and 'proto="udp"' in line
                 and 'type="A"' in line]
     assert len(requests) == 1 and float(requests[0].split()[-1]) >= 1, metrics
+    assert any(line.startswith("coredns_build_info{version=") and line.endswith(" 1")
+               for line in metrics.splitlines()), metrics
     # Only the DNS side: the proxy's families stay on --metrics-bind-address.
     assert "kubeproxy_" not in metrics
     # Each endpoint serves its own path only.

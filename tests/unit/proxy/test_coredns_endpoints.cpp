@@ -187,3 +187,10 @@ TEST_CASE("lameduck: /health goes on answering for the lameduck before the calle
     http.stop();
     REQUIRE(get(port, "/health").empty());
 }
+
+TEST_CASE("coredns_build_info: switchboard's version, no revision, the C++ toolchain") {
+    metrics::TextWriter out;
+    write_coredns_build_info(out, BuildInfo{"0.3.0", "clang", "16.0.6", "linux/amd64"});
+    REQUIRE(out.text().find("coredns_build_info{version=\"0.3.0\",revision=\"\","
+                            "goversion=\"clang 16.0.6\"} 1\n") != std::string::npos);
+}
