@@ -75,9 +75,17 @@ def curl(namespace, url):
     return int(status or 0), body
 
 
-def dig(namespace, name):
-    result = netns_exec(namespace, "dig", "+short", "+time=2", "+tries=1", "@127.0.0.1", name)
+def dig(namespace, *args):
+    result = netns_exec(namespace, "dig", "+short", "+time=2", "+tries=1", "@127.0.0.1", *args)
     return result.stdout.strip()
+
+
+def sample(text, series):
+    """The value of one exposition series; fails when it is absent."""
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    pytest.fail(f"{series} not in {text}")
 
 
 def test_ready_health_and_metrics_answer_as_corednss(daemon):
@@ -88,12 +96,22 @@ def test_ready_health_and_metrics_answer_as_corednss(daemon):
     assert curl(netns, "http://127.0.0.1:8080/health") == (200, "OK")
     assert dig(netns, "web.default.svc.cluster.local") == "10.96.0.10"
 
+    assert dig(netns, "+tcp", "web.default.svc.cluster.local") == "10.96.0.10"
+    assert dig(netns, "nope.default.svc.cluster.local") == ""  # NXDOMAIN
+
     status, metrics = curl(netns, "http://127.0.0.1:9153/metrics")
     assert status == 200
-    requests = [line for line in metrics.splitlines()
-                if line.startswith("coredns_dns_requests_total{") and 'proto="udp"' in line
-                and 'type="A"' in line]
-    assert len(requests) == 1 and float(requests[0].split()[-1]) >= 1, metrics
+    # CoreDNS's labels: kubeadm's `.:53` block is server "dns://:53", zone ".".
+    labels = 'server="dns://:53",zone=".",view=""'
+    assert sample(metrics, f'coredns_dns_requests_total{{{labels},proto="udp",family="1",'
+                           'type="A"}') == 2
+    assert sample(metrics, f'coredns_dns_requests_total{{{labels},proto="tcp",family="1",'
+                           'type="A"}') == 1
+    assert sample(metrics, f'coredns_dns_responses_total{{{labels},rcode="NOERROR",'
+                           'plugin="kubernetes"}') == 2
+    assert sample(metrics, f'coredns_dns_responses_total{{{labels},rcode="NXDOMAIN",'
+                           'plugin="kubernetes"}') == 1
+    assert sample(metrics, f'coredns_dns_request_duration_seconds_count{{{labels}}}') >= 3
     assert any(line.startswith("coredns_build_info{version=") and line.endswith(" 1")
                for line in metrics.splitlines()), metrics
     # Only the DNS side: the proxy's families stay on --metrics-bind-address.
