@@ -68,8 +68,6 @@ class Daemon {
     // Before stop() on SIGTERM: the Corefile's health `lameduck`, during
     // which DNS and every endpoint go on serving. Blocks.
     void lameduck() const;
-    // CoreDNS's endpoints (null without prometheus, health or ready), for tests.
-    const CorednsEndpoints* coredns_endpoints() const { return coredns_.get(); }
 
     // The routes served on --metrics-bind-address and --healthz-bind-address.
     HttpRoutes metrics_routes();
