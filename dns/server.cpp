@@ -250,8 +250,9 @@ class Engine {
                    std::string& out) {
         QuickQuery quick;
         if (quick_parse(p, n, quick, key_)) {
-            bump(stats_
-                     ->requests[proto][family_index(client)][ServerStats::type_index(quick.qtype)]);
+            const size_t family = family_index(client);
+            bump(stats_->requests[proto][family][ServerStats::type_index(quick.qtype)]);
+            if (quick.dnssec_ok) bump(stats_->do_requests);
             size_t limit = proto == kTcp ? 65535
                            : quick.edns
                                ? std::clamp<size_t>(quick.udp_size, kClassicUdpSize, kEdnsUdpSize)
@@ -338,6 +339,7 @@ class Engine {
         if (!render_key) {
             uint16_t qtype = query.questions.size() == 1 ? query.questions[0].qtype : 0;
             bump(stats_->requests[proto][family_index(client)][ServerStats::type_index(qtype)]);
+            if (query.edns && query.edns->dnssec_ok) bump(stats_->do_requests);
         }
         if (forwarder_ && query.questions.size() == 1 &&
             forwarder_->loop_detected(name_lower(query.questions[0].name))) {
@@ -1022,6 +1024,7 @@ std::vector<HostPort> Server::bound() const {
 
 void Server::append_metrics(metrics::TextWriter& out) const {
     uint64_t requests[2][2][ServerStats::kTypes] = {};
+    uint64_t do_requests = 0;
     // [answerer][rcode]; the last answerer row is the forwarded replies.
     uint64_t responses[ServerStats::kAnswerers + 1][ServerStats::kRcodes] = {};
     uint64_t buckets[ServerStats::kBuckets.size() + 1] = {};
@@ -1049,6 +1052,7 @@ void Server::append_metrics(metrics::TextWriter& out) const {
                     buckets[b] += get(h->buckets[b]);
                 sum += h->sum.load(std::memory_order_relaxed);
             }
+            do_requests += get(s.do_requests);
             truncated += get(s.truncated) + get(s.forwarded_truncated);
             tcp_rejected += get(s.tcp_rejected);
             dropped += get(s.dropped);
@@ -1076,6 +1080,11 @@ void Server::append_metrics(metrics::TextWriter& out) const {
             }
         }
     }
+    out.family({"coredns_dns_do_requests_total",
+                "Counter of DNS requests with DO bit set per zone.",
+                Type::kCounter,
+                {"server", "zone", "view"}});
+    out.sample({server, zone, view}, do_requests);
     out.family({"coredns_dns_responses_total",
                 "Counter of response status codes.",
                 Type::kCounter,

@@ -82,6 +82,7 @@ struct alignas(64) ServerStats {
     std::atomic<uint64_t> requests[2][2][kTypes] = {};  // [udp, tcp][IPv4, IPv6 client][type]
     std::atomic<uint64_t> responses[kAnswerers][kRcodes] = {};
     std::atomic<uint64_t> forwarded_responses[kRcodes] = {};
+    std::atomic<uint64_t> do_requests{0};  // queries with EDNS's DO bit set
     Histogram duration;
     Histogram forwarded_duration;
     std::atomic<uint64_t> truncated{0};

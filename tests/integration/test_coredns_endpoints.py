@@ -98,20 +98,22 @@ def test_ready_health_and_metrics_answer_as_corednss(daemon):
 
     assert dig(netns, "+tcp", "web.default.svc.cluster.local") == "10.96.0.10"
     assert dig(netns, "nope.default.svc.cluster.local") == ""  # NXDOMAIN
+    assert dig(netns, "+dnssec", "web.default.svc.cluster.local") == "10.96.0.10"
 
     status, metrics = curl(netns, "http://127.0.0.1:9153/metrics")
     assert status == 200
     # CoreDNS's labels: kubeadm's `.:53` block is server "dns://:53", zone ".".
     labels = 'server="dns://:53",zone=".",view=""'
     assert sample(metrics, f'coredns_dns_requests_total{{{labels},proto="udp",family="1",'
-                           'type="A"}') == 2
+                           'type="A"}') == 3
     assert sample(metrics, f'coredns_dns_requests_total{{{labels},proto="tcp",family="1",'
                            'type="A"}') == 1
     assert sample(metrics, f'coredns_dns_responses_total{{{labels},rcode="NOERROR",'
-                           'plugin="kubernetes"}') == 2
+                           'plugin="kubernetes"}') == 3
+    assert sample(metrics, f'coredns_dns_do_requests_total{{{labels}}}') == 1
     assert sample(metrics, f'coredns_dns_responses_total{{{labels},rcode="NXDOMAIN",'
                            'plugin="kubernetes"}') == 1
-    assert sample(metrics, f'coredns_dns_request_duration_seconds_count{{{labels}}}') >= 3
+    assert sample(metrics, f'coredns_dns_request_duration_seconds_count{{{labels}}}') >= 4
     assert any(line.startswith("coredns_build_info{version=") and line.endswith(" 1")
                for line in metrics.splitlines()), metrics
     # Only the DNS side: the proxy's families stay on --metrics-bind-address.
