@@ -250,7 +250,9 @@ class Engine {
                    std::string& out) {
         QuickQuery quick;
         if (quick_parse(p, n, quick, key_)) {
-            bump(stats_->requests[proto][ServerStats::type_index(quick.qtype)]);
+            const size_t family = family_index(client);
+            bump(stats_->requests[proto][family][ServerStats::type_index(quick.qtype)]);
+            if (quick.dnssec_ok) bump(stats_->do_requests);
             size_t limit = proto == kTcp ? 65535
                            : quick.edns
                                ? std::clamp<size_t>(quick.udp_size, kClassicUdpSize, kEdnsUdpSize)
@@ -270,7 +272,7 @@ class Engine {
                             quick.name_end - kHeaderSize);
                 shuffle(out, r->shuffle_offset, r->shuffle_size, r->shuffle_count);
                 bump(stats_->render_hits);
-                count_response(static_cast<uint8_t>(out[3] & 0x0f));
+                count_response(ServerStats::kKubernetes, static_cast<uint8_t>(out[3] & 0x0f));
                 return Outcome::kReply;
             }
             return handle_full(p, n, proto, client, out, &key_, key_hash, limit);
@@ -306,8 +308,14 @@ class Engine {
         return random_ * 0x2545F4914F6CDD1Dull;
     }
 
-    void count_response(uint8_t rcode) {
-        bump(stats_->responses[std::min<size_t>(rcode, ServerStats::kRcodes - 1)]);
+    void count_response(ServerStats::Answerer answerer, uint8_t rcode) {
+        bump(stats_->responses[answerer][std::min<size_t>(rcode, ServerStats::kRcodes - 1)]);
+    }
+
+    // CoreDNS's `family` label: the client's address family (a TCP client's
+    // is its connection's).
+    static size_t family_index(const ClientRef& client) {
+        return client.address.ss_family == AF_INET6 ? 1 : 0;
     }
 
     Outcome handle_full(const uint8_t* p, size_t n, Proto proto, const ClientRef& client,
@@ -316,19 +324,22 @@ class Engine {
         auto packet = std::span<const uint8_t>(p, n);
         auto parsed = parse_message(packet);
         if (!parsed) {
-            if (!render_key) bump(stats_->requests[proto][ServerStats::kTypes - 1]);
+            if (!render_key) {
+                bump(stats_->requests[proto][family_index(client)][ServerStats::kTypes - 1]);
+            }
             out = error_reply(packet, Rcode::kFormErr);
             if (out.empty()) {
                 bump(stats_->dropped);
                 return Outcome::kNone;
             }
-            count_response(static_cast<uint8_t>(Rcode::kFormErr));
+            count_response(ServerStats::kServerItself, static_cast<uint8_t>(Rcode::kFormErr));
             return Outcome::kReply;
         }
         Message& query = *parsed;
         if (!render_key) {
             uint16_t qtype = query.questions.size() == 1 ? query.questions[0].qtype : 0;
-            bump(stats_->requests[proto][ServerStats::type_index(qtype)]);
+            bump(stats_->requests[proto][family_index(client)][ServerStats::type_index(qtype)]);
+            if (query.edns && query.edns->dnssec_ok) bump(stats_->do_requests);
         }
         if (forwarder_ && query.questions.size() == 1 &&
             forwarder_->loop_detected(name_lower(query.questions[0].name))) {
@@ -338,7 +349,7 @@ class Engine {
             refused.header.rcode = static_cast<uint8_t>(Rcode::kRefused);
             refused.questions = query.questions;
             out = write_message(refused).bytes;
-            count_response(refused.header.rcode);
+            count_response(ServerStats::kServerItself, refused.header.rcode);
             return Outcome::kReply;
         }
         ResolverOptions resolver_options;
@@ -358,7 +369,7 @@ class Engine {
         if (render_key && limit == quick_limit) rendered_.insert(*render_key, key_hash, written);
         out = std::move(written.bytes);
         shuffle(out, written.shuffle_offset, written.shuffle_size, written.shuffle_count);
-        count_response(resolution.response.header.rcode);
+        count_response(ServerStats::kKubernetes, resolution.response.header.rcode);
         return Outcome::kReply;
     }
 
@@ -391,7 +402,7 @@ class Engine {
                 bool truncated = false;
                 out = merge_upstream(query, std::move(resolution.response), proto, *hit, truncated);
                 if (truncated) bump(stats_->truncated);
-                count_response(static_cast<uint8_t>(out[3] & 0x0f));
+                count_response(ServerStats::kCache, static_cast<uint8_t>(out[3] & 0x0f));
                 return Outcome::kReply;
             }
         }
@@ -549,6 +560,7 @@ class Server::Worker : public ReplySink {
 
     struct Connection {
         int fd = -1;
+        sa_family_t family = AF_UNSPEC;  // the client's, for the metrics' family label
         std::string in;
         std::string out;
         std::chrono::steady_clock::time_point last_active;
@@ -649,7 +661,10 @@ class Server::Worker : public ReplySink {
 
     void accept_tcp(int listen_fd) {
         while (true) {
-            int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            sockaddr_storage peer{};
+            socklen_t peer_length = sizeof(peer);
+            int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer), &peer_length,
+                               SOCK_NONBLOCK | SOCK_CLOEXEC);
             if (fd < 0) return;
             if (connections_.size() >= max_connections_) {
                 Engine::bump(tcp_engine_.stats().tcp_rejected);
@@ -659,6 +674,7 @@ class Server::Worker : public ReplySink {
             uint64_t id = next_connection_++;
             Connection& conn = connections_[id];
             conn.fd = fd;
+            conn.family = peer.ss_family;
             conn.last_active = std::chrono::steady_clock::now();
             add_fd(fd, EPOLLIN | EPOLLRDHUP, id);
         }
@@ -735,6 +751,7 @@ class Server::Worker : public ReplySink {
                 ClientRef client;
                 client.proto = kTcp;
                 client.connection = id;
+                client.address.ss_family = conn.family;
                 const auto* p = reinterpret_cast<const uint8_t*>(conn.in.data() + pos + 2);
                 Engine::Outcome outcome = tcp_engine_.handle(p, length, kTcp, client, reply);
                 if (outcome == Engine::Outcome::kReply) {
@@ -1006,8 +1023,10 @@ std::vector<HostPort> Server::bound() const {
 }
 
 void Server::append_metrics(metrics::TextWriter& out) const {
-    uint64_t requests[2][ServerStats::kTypes] = {};
-    uint64_t responses[ServerStats::kRcodes] = {};
+    uint64_t requests[2][2][ServerStats::kTypes] = {};
+    uint64_t do_requests = 0;
+    // [answerer][rcode]; the last answerer row is the forwarded replies.
+    uint64_t responses[ServerStats::kAnswerers + 1][ServerStats::kRcodes] = {};
     uint64_t buckets[ServerStats::kBuckets.size() + 1] = {};
     double sum = 0;
     uint64_t truncated = 0;
@@ -1018,43 +1037,73 @@ void Server::append_metrics(metrics::TextWriter& out) const {
     for (const auto& worker : workers_) {
         worker->for_each_stats([&](const ServerStats& s) {
             for (size_t p = 0; p < 2; ++p) {
-                for (size_t t = 0; t < ServerStats::kTypes; ++t)
-                    requests[p][t] += get(s.requests[p][t]);
+                for (size_t f = 0; f < 2; ++f) {
+                    for (size_t t = 0; t < ServerStats::kTypes; ++t)
+                        requests[p][f][t] += get(s.requests[p][f][t]);
+                }
             }
             for (size_t r = 0; r < ServerStats::kRcodes; ++r) {
-                responses[r] += get(s.responses[r]) + get(s.forwarded_responses[r]);
+                for (size_t a = 0; a < ServerStats::kAnswerers; ++a)
+                    responses[a][r] += get(s.responses[a][r]);
+                responses[ServerStats::kAnswerers][r] += get(s.forwarded_responses[r]);
             }
             for (const auto* h : {&s.duration, &s.forwarded_duration}) {
                 for (size_t b = 0; b <= ServerStats::kBuckets.size(); ++b)
                     buckets[b] += get(h->buckets[b]);
                 sum += h->sum.load(std::memory_order_relaxed);
             }
+            do_requests += get(s.do_requests);
             truncated += get(s.truncated) + get(s.forwarded_truncated);
             tcp_rejected += get(s.tcp_rejected);
             dropped += get(s.dropped);
             render_hits += get(s.render_hits);
         });
     }
+    // CoreDNS's labels. One server block answers every name: zone ".", no
+    // view; `server` is "dns://:PORT" of the first listen address, every
+    // listener summed into it (docs/dns.md, "Metrics").
+    const std::string server =
+        "dns://:" + std::to_string(options_.listen.empty() ? 53 : options_.listen[0].port);
+    const std::string zone = ".";
+    const std::string view;
     using metrics::Type;
     out.family({"coredns_dns_requests_total",
-                "DNS queries received, by protocol and type.",
+                "Counter of DNS requests made per zone, protocol and family.",
                 Type::kCounter,
-                {"proto", "type"}});
+                {"server", "zone", "view", "proto", "family", "type"}});
     for (size_t p = 0; p < 2; ++p) {
-        for (size_t t = 0; t < ServerStats::kTypes; ++t) {
-            out.sample({p == 0 ? "udp" : "tcp", type_name(kTypeOfIndex[t])}, requests[p][t]);
+        for (size_t f = 0; f < 2; ++f) {
+            for (size_t t = 0; t < ServerStats::kTypes; ++t) {
+                out.sample({server, zone, view, p == 0 ? "udp" : "tcp", f == 0 ? "1" : "2",
+                            type_name(kTypeOfIndex[t])},
+                           requests[p][f][t]);
+            }
         }
     }
-    out.family(
-        {"coredns_dns_responses_total", "DNS replies sent, by rcode.", Type::kCounter, {"rcode"}});
-    for (size_t r = 0; r < ServerStats::kRcodes; ++r) {
-        out.sample({r < 6 ? to_string(static_cast<Rcode>(r)) : "other"}, responses[r]);
+    out.family({"coredns_dns_do_requests_total",
+                "Counter of DNS requests with DO bit set per zone.",
+                Type::kCounter,
+                {"server", "zone", "view"}});
+    out.sample({server, zone, view}, do_requests);
+    out.family({"coredns_dns_responses_total",
+                "Counter of response status codes.",
+                Type::kCounter,
+                {"server", "zone", "view", "rcode", "plugin"}});
+    static constexpr const char* kPlugins[ServerStats::kAnswerers + 1] = {"kubernetes", "cache", "",
+                                                                          "forward"};
+    for (size_t a = 0; a <= ServerStats::kAnswerers; ++a) {
+        for (size_t r = 0; r < ServerStats::kRcodes; ++r) {
+            out.sample({server, zone, view, r < 6 ? to_string(static_cast<Rcode>(r)) : "other",
+                        kPlugins[a]},
+                       responses[a][r]);
+        }
     }
     out.family({"coredns_dns_request_duration_seconds",
-                "Time from receiving a query to its reply.",
+                "Histogram of the time (in seconds) each request took per zone.",
                 Type::kHistogram,
-                {}});
-    out.histogram({}, metrics::HistogramData{ServerStats::kBuckets, buckets, sum});
+                {"server", "zone", "view"}});
+    out.histogram({server, zone, view},
+                  metrics::HistogramData{ServerStats::kBuckets, buckets, sum});
     auto counter = [&out](const char* name, const char* help, uint64_t value) {
         out.family({name, help, Type::kCounter, {}});
         out.sample({}, value);

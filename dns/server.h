@@ -76,9 +76,13 @@ struct alignas(64) ServerStats {
         // `shared`: other threads write too (atomic read-modify-write).
         void record(double seconds, uint64_t n, bool shared);
     };
-    std::atomic<uint64_t> requests[2][kTypes] = {};  // [udp, tcp][type]
-    std::atomic<uint64_t> responses[kRcodes] = {};
+    // Who wrote a reply, as CoreDNS's `plugin` label of responses_total
+    // names it; forwarded replies are "forward".
+    enum Answerer : size_t { kKubernetes, kCache, kServerItself, kAnswerers };
+    std::atomic<uint64_t> requests[2][2][kTypes] = {};  // [udp, tcp][IPv4, IPv6 client][type]
+    std::atomic<uint64_t> responses[kAnswerers][kRcodes] = {};
     std::atomic<uint64_t> forwarded_responses[kRcodes] = {};
+    std::atomic<uint64_t> do_requests{0};  // queries with EDNS's DO bit set
     Histogram duration;
     Histogram forwarded_duration;
     std::atomic<uint64_t> truncated{0};

@@ -247,6 +247,13 @@ Status Daemon::start() {
         }
         dns_ = std::move(*service);
     }
+    if (auto config = coredns_endpoints_config(options_.dns_corefile_config); !config.empty()) {
+        coredns_ = std::make_unique<CorednsEndpoints>(
+            http_, std::move(config),
+            CorednsEndpoints::Probes{[this] { return store_.snapshot()->synced; },
+                                     [this] { return dns_ && dns_->serving(); },
+                                     [this] { return coredns_metrics_text(); }});
+    }
 
     // Serving starts only now: the handlers read file_source_, kube_source_
     // and dns_, which are set above (connections wait in the backlog).
@@ -301,6 +308,7 @@ void Daemon::stop() {
     if (dns_) dns_->stop();
     runner_.stop();
     http_.stop();
+    coredns_.reset();
 }
 
 void Daemon::on_store_changes(const std::vector<watch::Change>& changes) {
@@ -456,6 +464,18 @@ std::string Daemon::metrics_text() const {
     if (kube_source_) kube_source_->append_metrics(out);
     if (dns_) dns_->append_metrics(out);
     return out.text();
+}
+
+std::string Daemon::coredns_metrics_text() const {
+    metrics::TextWriter out;
+    write_coredns_build_info(out, build_info_);
+    if (dns_) dns_->append_metrics(out);
+    write_process_metrics(out, read_process_stats());
+    return out.text();
+}
+
+void Daemon::lameduck() const {
+    if (coredns_) coredns_->lameduck();
 }
 
 HttpRoutes Daemon::metrics_routes() {
@@ -658,6 +678,7 @@ int run(const Options& options) {
     }
     apply_settings();
     wait_unless_signalled([] { return false; });
+    daemon.lameduck();
     daemon.stop();
     return kExitOk;
 }

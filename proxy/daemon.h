@@ -18,6 +18,7 @@
 #include "base/result.h"
 #include "dns/dns_service.h"
 #include "proxy/change_tracker.h"
+#include "proxy/coredns_endpoints.h"
 #include "proxy/flags.h"
 #include "proxy/health.h"
 #include "proxy/http_server.h"
@@ -64,6 +65,9 @@ class Daemon {
     // Stops everything; the kernel rules stay in place (as kube-proxy
     // leaves them on exit). Idempotent.
     void stop();
+    // Before stop() on SIGTERM: the Corefile's health `lameduck`, during
+    // which DNS and every endpoint go on serving. Blocks.
+    void lameduck() const;
 
     // The routes served on --metrics-bind-address and --healthz-bind-address.
     HttpRoutes metrics_routes();
@@ -75,6 +79,9 @@ class Daemon {
     bool first_sync_done() const { return runner_.ever_succeeded(); }
     std::shared_ptr<const rules::Plan> last_plan() const;
     std::string metrics_text() const;
+    // What the Corefile's prometheus serves: coredns_build_info, the DNS
+    // and process families.
+    std::string coredns_metrics_text() const;
     watch::Store& store() { return store_; }
 
   private:
@@ -113,6 +120,7 @@ class Daemon {
     std::unique_ptr<watch::FileSource> file_source_;
     std::unique_ptr<watch::kube::KubeSource> kube_source_;
     std::unique_ptr<dns::DnsService> dns_;
+    std::unique_ptr<CorednsEndpoints> coredns_;  // on http_, read dns_ and store_
     std::atomic<bool> store_ready_{false};
     bool started_ = false;
 

@@ -300,6 +300,12 @@ Result<Options> parse_flags(const std::vector<std::string>& args, const Environm
                                 /*local_addresses_serve=*/!options.dns_local_addresses.empty());
         if (!warnings) return warnings.error();
         options.warnings.insert(options.warnings.end(), warnings->begin(), warnings->end());
+        // apply_corefile() parsed and mapped the same text without error.
+        auto corefile = dns::parse_corefile(*text, options.dns_corefile, environment.lookup_env);
+        if (!corefile) return corefile.error();
+        auto config = dns::map_corefile(*corefile, options.dns_corefile);
+        if (!config) return config.error();
+        options.dns_corefile_config = std::move(*config);
     }
     if (options.node_name.empty()) options.node_name = trim_lower(environment.node_name_env);
     if (options.node_name.empty()) options.node_name = trim_lower(environment.hostname);

@@ -26,6 +26,7 @@
 #include "base/ip.h"
 #include "base/result.h"
 #include "dns/corefile.h"
+#include "dns/corefile_config.h"
 #include "dns/dns_service.h"
 #include "proxy/go_duration.h"
 #include "rules/backend.h"
@@ -108,6 +109,9 @@ struct Options {
     // --dns-corefile ("" when none): read by parse_flags, which sets `dns`
     // from it (docs/corefile.md).
     std::string dns_corefile;
+    // Its typed configuration (no servers without --dns-corefile): the
+    // daemon opens CoreDNS's prometheus, health and ready listeners from it.
+    dns::CorefileConfig dns_corefile_config;
     bool dry_run = false;
     bool cleanup = false;
     // --cleanup-kube-proxy: remove kube-proxy's kernel objects and exit.

@@ -467,9 +467,11 @@ def test_file_change_reaches_dns(bed):
 def test_metrics(bed):
     bed.dig("web.default.svc.cluster.local")
     text = bed.metrics()
-    requests = re.search(r'coredns_dns_requests_total\{proto="udp",type="A"\} (\d+)', text)
+    requests = re.search(r'coredns_dns_requests_total\{server="dns://:\d+",zone="\.",view="",'
+                         r'proto="udp",family="1",type="A"\} (\d+)', text)
     assert requests and int(requests.group(1)) > 0
-    assert re.search(r'coredns_dns_responses_total\{rcode="NXDOMAIN"\} [1-9]', text)
+    assert re.search(r'coredns_dns_responses_total\{server="dns://:\d+",zone="\.",view="",'
+                     r'rcode="NXDOMAIN",plugin="[a-z]*"\} [1-9]', text)
     assert "coredns_dns_request_duration_seconds_bucket" in text
     for name in ("coredns_cache_hits_total", "coredns_cache_misses_total", "coredns_cache_entries",
                  "coredns_forward_requests_total", "coredns_forward_responses_total"):

@@ -568,6 +568,13 @@ TEST_CASE("--dns-corefile: kubeadm's Corefile configures DNS; a syntax error is 
     CHECK(options.dns.upstreams[0] == host_port("192.0.2.53:53"));
     REQUIRE(options.dns.listen.size() == 1);
     CHECK(options.dns.listen[0] == host_port("127.0.0.1:53"));  // the block's port
+    // The typed configuration reaches the daemon, for CoreDNS's endpoints.
+    REQUIRE(options.dns_corefile_config.servers.size() == 1);
+    const auto& server = options.dns_corefile_config.servers[0];
+    CHECK(server.prometheus == dns::HttpListen{"", 9153});
+    REQUIRE(server.health);
+    CHECK(server.health->lameduck == std::chrono::seconds(5));
+    CHECK(server.ready == dns::HttpListen{"", 8181});
 
     served = ".:53 {\n    kubernetes cluster.local {\n        ttl 99999\n    }\n}\n";
     auto error = parse_flags({"--dns-corefile=/etc/coredns/Corefile"}, environment);
