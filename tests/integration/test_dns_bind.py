@@ -8,12 +8,12 @@ while every rule sync fails. `dig` asks from the client pod or the node.
 """
 import re
 import subprocess
-import time
 
 import pytest
 
 import netbed
 from netbed import endpoint, endpoint_slice, service, service_port
+from test_daemon import wait_for
 
 CLUSTER_IP = "10.96.0.10"
 NOT_YET_ON_NODE = "169.254.20.10"  # NodeLocal DNSCache's address
@@ -67,16 +67,6 @@ def web_service(bed):
         service("web", [CLUSTER_IP], [service_port(80, name="http", target=8080)]),
         endpoint_slice("web", [endpoint(bed.pods["web-1"])], [("http", 8080, "TCP")]),
     ]
-
-
-def wait_for(predicate, what, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 def dig(bed, who, server, *options):
