@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "dns/forward.h"
+#include "dns/wire.h"
 
 namespace sb::dns {
 
@@ -14,6 +15,65 @@ Error invalid(std::string why) {
 
 bool is_reverse_zone(const std::string& zone) {
     return zone.ends_with("in-addr.arpa.") || zone.ends_with("ip6.arpa.");
+}
+
+// forward's TO list as addresses: files (resolv.conf) read now, their
+// nameservers in their place.
+std::vector<HostPort> target_addresses(const std::vector<ForwardTarget>& targets) {
+    std::vector<HostPort> addresses;
+    for (const auto& target : targets) {
+        if (target.address) {
+            addresses.push_back(*target.address);
+        } else {
+            auto nameservers = resolv_conf_nameservers(target.resolv_conf);
+            addresses.insert(addresses.end(), nameservers.begin(), nameservers.end());
+        }
+    }
+    return addresses;
+}
+
+// Every server block but the cluster block is a stub domain: each of its
+// zones forwards to the block's `forward .` (or `forward ZONE`). What
+// switchboard cannot serve that way is warned and left out.
+std::vector<StubZone> stub_zones(const CorefileConfig& config, const ServerConfig& cluster,
+                                 const std::string& cluster_wire, std::string_view path,
+                                 std::vector<std::string>& warnings) {
+    std::vector<StubZone> stubs;
+    auto warn = [&](int line, const std::string& why) {
+        warnings.push_back(std::string(path) + ":" + std::to_string(line) + ": " + why);
+    };
+    for (const auto& server : config.servers) {
+        if (&server == &cluster) continue;
+        if (server.port != cluster.port) {
+            warn(server.line, "server block on port " + std::to_string(server.port) +
+                                  " is not served: switchboard answers only the kubernetes "
+                                  "block's port " +
+                                  std::to_string(cluster.port));
+            continue;
+        }
+        for (const auto& zone : server.zones) {
+            auto wire = name_from_text(zone);
+            if (!wire) continue;  // map_corefile normalised every zone
+            std::string lower = name_lower(*wire);
+            if (name_is_under(lower, cluster_wire)) {
+                warn(server.line, "zone " + zone +
+                                      " is inside the cluster zone, which is answered from the "
+                                      "cluster; block ignored for it");
+                continue;
+            }
+            auto forward = std::find_if(
+                server.forwards.begin(), server.forwards.end(),
+                [&](const ForwardConfig& f) { return f.from == "." || f.from == zone; });
+            if (forward == server.forwards.end()) {
+                warn(server.line, "zone " + zone +
+                                      " has no forward: its names go to the kubernetes block's "
+                                      "upstreams");
+                continue;
+            }
+            stubs.push_back(StubZone{lower, target_addresses(forward->to)});
+        }
+    }
+    return stubs;
 }
 
 }  // namespace
@@ -66,17 +126,12 @@ Result<std::vector<std::string>> apply_corefile(std::string_view text, std::stri
         if (root->to.size() == 1 && !root->to[0].address) {
             options.resolv_conf = root->to[0].resolv_conf;
         } else {
-            for (const auto& target : root->to) {
-                if (target.address) {
-                    options.upstreams.push_back(*target.address);
-                } else {
-                    auto nameservers = resolv_conf_nameservers(target.resolv_conf);
-                    options.upstreams.insert(options.upstreams.end(), nameservers.begin(),
-                                             nameservers.end());
-                }
-            }
+            options.upstreams = target_addresses(root->to);
         }
     }
+    auto cluster_wire = name_from_text(cluster_domain);
+    if (!cluster_wire) return at(k.line, "kubernetes: " + cluster_wire.error().message);
+    options.stubs = stub_zones(*config, *cluster, name_lower(*cluster_wire), path, warnings);
     if (!cluster->bind.empty()) {
         options.listen.clear();
         for (const auto& address : cluster->bind) {

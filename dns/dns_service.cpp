@@ -1,5 +1,6 @@
 #include "dns/dns_service.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <thread>
 
@@ -138,9 +139,12 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
 
     std::vector<HostPort> upstreams = options.upstreams;
     if (upstreams.empty()) upstreams = resolv_conf_nameservers(options.resolv_conf);
-    if (!upstreams.empty()) {
+    bool stub_upstreams = std::any_of(options.stubs.begin(), options.stubs.end(),
+                                      [](const StubZone& stub) { return !stub.upstreams.empty(); });
+    if (!upstreams.empty() || stub_upstreams) {
         ForwarderOptions forward_options;
         forward_options.upstreams = upstreams;
+        forward_options.stubs = options.stubs;
         impl->forwarder = std::make_unique<Forwarder>(forward_options);
         impl->forwarder->drop_self(options.listen);
         if (auto status = impl->forwarder->start(); !status) return status.error();
@@ -199,9 +203,9 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
         std::string& list = listener.serving ? listening : waiting;
         list += (list.empty() ? "" : ", ") + listener.name();
     }
-    log::info("dns: serving {} on {} ({} upstreams){}", options.cluster_domain,
+    log::info("dns: serving {} on {} ({} upstreams, {} stub zones){}", options.cluster_domain,
               listening.empty() ? "no address yet" : listening, upstreams.size(),
-              waiting.empty() ? "" : "; waiting to bind " + waiting);
+              options.stubs.size(), waiting.empty() ? "" : "; waiting to bind " + waiting);
     impl->options = std::move(options);
     return std::unique_ptr<DnsService>(new DnsService(std::move(impl)));
 }

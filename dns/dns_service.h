@@ -19,6 +19,7 @@
 #include "base/ip.h"
 #include "base/metrics.h"
 #include "base/result.h"
+#include "dns/forward.h"
 #include "watch/store.h"
 
 namespace sb::dns {
@@ -32,7 +33,10 @@ struct DnsOptions {
     uint32_t ttl = 30;                        // --dns-ttl
     PodRecords pods = PodRecords::kInsecure;  // --dns-pods
     std::vector<HostPort> upstreams;  // --dns-upstream; empty: nameservers of /etc/resolv.conf
-    unsigned workers = 0;             // 0: one per core
+    // Stub domains (the Corefile's other server blocks): their names go to
+    // their own upstreams, longest zone first. Zones outside cluster_domain.
+    std::vector<StubZone> stubs;
+    unsigned workers = 0;  // 0: one per core
     // Where the default upstreams come from when `upstreams` is empty.
     std::string resolv_conf = "/etc/resolv.conf";
 };

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -27,6 +28,7 @@ constexpr size_t kMaxPending = 60000;
 constexpr const char* kProbeDomain = "switchboard.invalid";
 constexpr auto kTcpTimeout = std::chrono::milliseconds(2000);
 constexpr auto kTick = std::chrono::milliseconds(50);
+constexpr size_t kNoUpstream = SIZE_MAX;
 
 bool same_question(const Message& reply, const Question& question) {
     return reply.questions.size() == 1 && reply.questions[0].qtype == question.qtype &&
@@ -129,11 +131,18 @@ Forwarder::Forwarder(ForwarderOptions options) : options_(std::move(options)) {
     uint64_t seed = 0;
     if (::getrandom(&seed, sizeof(seed), 0) != sizeof(seed)) seed = 0x9e3779b97f4a7c15ull;
     random_state_ = seed | 1;
-    for (const auto& address : options_.upstreams) {
-        Upstream upstream;
-        upstream.address = address;
-        upstreams_.push_back(upstream);
-    }
+    auto add_set = [this](const std::vector<HostPort>& addresses) {
+        size_t set = preferred_.size();
+        preferred_.push_back(addresses.empty() ? kNoUpstream : upstreams_.size());
+        for (const auto& address : addresses) {
+            Upstream upstream;
+            upstream.address = address;
+            upstream.set = set;
+            upstreams_.push_back(upstream);
+        }
+    };
+    add_set(options_.upstreams);
+    for (const auto& stub : options_.stubs) add_set(stub.upstreams);
     usable_ = upstreams_.size();
 }
 
@@ -286,12 +295,33 @@ int Forwarder::socket_for(const HostPort& upstream) const {
 }
 
 size_t Forwarder::next_upstream(size_t after) const {
-    // Caller holds mutex_. Returns `after` itself when it is the only usable one.
+    // Caller holds mutex_. Returns `after` itself when it is the only usable
+    // one of its set.
     for (size_t step = 1; step <= upstreams_.size(); ++step) {
         size_t i = (after + step) % upstreams_.size();
-        if (!upstreams_[i].dropped) return i;
+        if (!upstreams_[i].dropped && upstreams_[i].set == upstreams_[after].set) return i;
     }
     return after;
+}
+
+size_t Forwarder::set_for(std::string_view lower_name) const {
+    size_t set = 0;
+    size_t longest = 0;
+    for (size_t i = 0; i < options_.stubs.size(); ++i) {
+        const std::string& zone = options_.stubs[i].zone;
+        if (zone.size() > longest && name_is_under(lower_name, zone)) {
+            set = i + 1;
+            longest = zone.size();
+        }
+    }
+    return set;
+}
+
+size_t Forwarder::usable_in(size_t set) const {
+    // Caller holds mutex_.
+    size_t usable = 0;
+    for (const auto& upstream : upstreams_) usable += upstream.set == set && !upstream.dropped;
+    return usable;
 }
 
 void Forwarder::complete(Callback& done, Result<Message> result) {
@@ -330,12 +360,14 @@ void Forwarder::retry_or_fail(uint16_t id, const char* reason) {
     auto it = pending_.find(id);
     if (it == pending_.end()) return;
     Pending& pending = it->second;
-    bool usable = usable_.load() > 0;
-    if (pending.attempts < options_.max_attempts && usable) {
-        {
-            std::lock_guard lock(mutex_);
-            pending.upstream = next_upstream(pending.upstream);
-        }
+    bool retry = false;
+    {
+        std::lock_guard lock(mutex_);
+        retry = pending.attempts < options_.max_attempts &&
+                usable_in(upstreams_[pending.upstream].set) > 0;
+        if (retry) pending.upstream = next_upstream(pending.upstream);
+    }
+    if (retry) {
         send_attempt(pending);
         return;
     }
@@ -363,9 +395,11 @@ void Forwarder::handle_reply(int fd) {
         if (it == pending_.end()) continue;  // late, a probe's answer, or spoofed
         Pending& pending = it->second;
         HostPort upstream;
+        size_t usable_in_set = 0;
         {
             std::lock_guard lock(mutex_);
             upstream = upstreams_[pending.upstream].address;
+            usable_in_set = usable_in(upstreams_[pending.upstream].set);
         }
         if (!(from_socket_address(from) == upstream) || !same_question(*reply, pending.question)) {
             continue;
@@ -383,14 +417,14 @@ void Forwarder::handle_reply(int fd) {
         }
         auto rcode = static_cast<Rcode>(reply->header.rcode);
         if ((rcode == Rcode::kServFail || rcode == Rcode::kRefused) &&
-            pending.attempts < options_.max_attempts && usable_.load() > 1) {
+            pending.attempts < options_.max_attempts && usable_in_set > 1) {
             errors_.fetch_add(1, std::memory_order_relaxed);
             retry_or_fail(reply->header.id, to_string(rcode));
             continue;
         }
         {
             std::lock_guard lock(mutex_);
-            preferred_ = pending.upstream;
+            preferred_[upstreams_[pending.upstream].set] = pending.upstream;
         }
         Callback done = std::move(pending.done);
         pending_.erase(it);
@@ -417,7 +451,16 @@ void Forwarder::run() {
             submissions.swap(submissions_);
         }
         for (auto& [question, done] : submissions) {
-            if (pending_.size() >= kMaxPending || usable_.load() == 0) {
+            size_t upstream = kNoUpstream;
+            {
+                std::lock_guard lock(mutex_);
+                size_t preferred = preferred_[set_for(name_lower(question.name))];
+                if (preferred != kNoUpstream) {
+                    upstream = upstreams_[preferred].dropped ? next_upstream(preferred) : preferred;
+                    if (upstreams_[upstream].dropped) upstream = kNoUpstream;
+                }
+            }
+            if (pending_.size() >= kMaxPending || upstream == kNoUpstream) {
                 complete(done, make_error(ErrorCode::kUnavailable, "no upstream available"));
                 continue;
             }
@@ -427,12 +470,7 @@ void Forwarder::run() {
             pending.question = question;
             pending.packet = query_packet(id, question);
             pending.done = std::move(done);
-            {
-                std::lock_guard lock(mutex_);
-                size_t preferred = preferred_.load();
-                pending.upstream =
-                    upstreams_[preferred].dropped ? next_upstream(preferred) : preferred;
-            }
+            pending.upstream = upstream;
             send_attempt(pending);
         }
         auto now = std::chrono::steady_clock::now();

@@ -1,5 +1,8 @@
 // Forwarder: asks upstream servers about names outside the cluster zone.
 //
+// Each name goes to one upstream set: the set of the longest stub zone it is
+// at or under, else the default set (CoreDNS's choice of server block).
+// Fail-over, loop drops and the preferred upstream stay within that set.
 // UDP first (EDNS0, payload 1232), the same upstream again over TCP when the
 // reply is truncated, the next upstream on a timeout, SERVFAIL or REFUSED.
 // Replies are matched by upstream address, ID and question (case-insensitive).
@@ -32,8 +35,16 @@ namespace sb::dns {
 // The nameservers of a resolv.conf file (port 53); empty when unreadable.
 std::vector<HostPort> resolv_conf_nameservers(const std::string& path);
 
-struct ForwarderOptions {
+// A stub domain: names at or under `zone` go to `upstreams` instead of the
+// default ones (a Corefile server block of its own, docs/corefile.md).
+struct StubZone {
+    std::string zone;  // wire form, lower-case
     std::vector<HostPort> upstreams;
+};
+
+struct ForwarderOptions {
+    std::vector<HostPort> upstreams;  // the default set
+    std::vector<StubZone> stubs;      // zones distinct
     std::chrono::milliseconds attempt_timeout{1000};
     unsigned max_attempts = 3;
     unsigned tcp_threads = 2;
@@ -60,11 +71,12 @@ class Forwarder {
     // True (and the upstream is dropped) when `lower_name` is one of our probes.
     bool loop_detected(std::string_view lower_name);
 
-    // At least one upstream is usable.
+    // At least one upstream (of any set) is usable.
     bool enabled() const { return usable_.load(std::memory_order_relaxed) > 0; }
 
-    // Asks the upstreams; `done` receives the reply (its rcode may be any) or
-    // an error when every attempt failed.
+    // Asks the upstreams of the question's set; `done` receives the reply (its
+    // rcode may be any) or an error when every attempt failed or the set has
+    // no usable upstream.
     void submit(const Question& question, Callback done);
 
     void append_metrics(metrics::TextWriter& out) const;
@@ -72,6 +84,7 @@ class Forwarder {
   private:
     struct Upstream {
         HostPort address;
+        size_t set = 0;  // 0: the default set; i + 1: options_.stubs[i]
         bool dropped = false;
         std::string probe;  // lower-cased wire name of its loop probe
     };
@@ -96,15 +109,18 @@ class Forwarder {
     void retry_or_fail(uint16_t id, const char* reason);
     void handle_reply(int fd);
     size_t next_upstream(size_t after) const;
+    size_t set_for(std::string_view lower_name) const;
+    size_t usable_in(size_t set) const;
     void complete(Callback& done, Result<Message> result);
     uint16_t new_id();
     int socket_for(const HostPort& upstream) const;
 
     ForwarderOptions options_;
-    mutable std::mutex mutex_;  // guards upstreams_, pending_, submissions_
+    mutable std::mutex mutex_;  // guards upstreams_, preferred_, pending_, submissions_
     std::vector<Upstream> upstreams_;
     std::atomic<size_t> usable_{0};
-    std::atomic<size_t> preferred_{0};
+    // Per set, the index in upstreams_ to try first; kNoUpstream for an empty set.
+    std::vector<size_t> preferred_;
     std::map<uint16_t, Pending> pending_;
     std::deque<std::pair<Question, Callback>> submissions_;
 

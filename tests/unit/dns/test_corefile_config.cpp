@@ -441,14 +441,53 @@ TEST_CASE("corefile apply: the Corefile's domain, bind, port and forward win") {
         },
         options);
     REQUIRE(warnings.ok());
-    CHECK(*warnings == std::vector<std::string>{"Corefile:6: the cluster domain is example.test, "
-                                                "not cluster.local (--cluster-domain): the "
-                                                "Corefile wins"});
+    CHECK(*warnings ==
+          std::vector<std::string>{"Corefile:6: the cluster domain is example.test, not "
+                                   "cluster.local (--cluster-domain): the Corefile wins",
+                                   "Corefile:1: server block on port 53 is not served: "
+                                   "switchboard answers only the kubernetes block's port 5353"});
+    CHECK(options.stubs.empty());
     CHECK(options.cluster_domain == "example.test");
     CHECK(options.ttl == 5);
     CHECK(options.pods == PodRecords::kDisabled);
     CHECK(options.upstreams == std::vector<HostPort>{hp("10.0.0.1"), hp("[fd00::1]:5353")});
     CHECK(options.listen == std::vector<HostPort>{hp("127.0.0.2:5353"), hp("[::1]:5353")});
+}
+
+TEST_CASE("corefile apply: other server blocks on the port are stub domains") {
+    DnsOptions options;
+    options.listen = {hp("127.0.0.1:5300")};
+    options.upstreams = {hp("9.9.9.9")};
+    auto warnings = apply_corefile(
+        ".:53 {\n kubernetes cluster.local in-addr.arpa\n forward . 10.0.0.1\n}\n"
+        "Consul.Local dc1.consul.local {\n errors\n cache 30\n forward . 10.0.0.5 "
+        "10.0.0.6:8600\n}\n"
+        "corp.example:53 {\n forward corp.example 10.0.0.7\n}\n"
+        "10.in-addr.arpa {\n forward . 10.0.0.8\n}\n"
+        "svc.cluster.local {\n forward . 10.0.0.9\n}\n"
+        "hosts.example {\n errors\n}\n"
+        "other.example:5353 {\n forward . 10.0.0.10\n}\n",
+        "Corefile", nullptr, options);
+    REQUIRE(warnings.ok());
+    CHECK(*warnings == std::vector<std::string>{
+                           "Corefile:16: zone svc.cluster.local. is inside the cluster zone, "
+                           "which is answered from the cluster; block ignored for it",
+                           "Corefile:19: zone hosts.example. has no forward: its names go to "
+                           "the kubernetes block's upstreams",
+                           "Corefile:22: server block on port 5353 is not served: switchboard "
+                           "answers only the kubernetes block's port 53"});
+    auto wire = [](const char* text) { return *name_from_text(text); };
+    std::vector<HostPort> consul = {hp("10.0.0.5"), hp("10.0.0.6:8600")};
+    REQUIRE(options.stubs.size() == 4);
+    CHECK(options.stubs[0].zone == wire("consul.local"));
+    CHECK(options.stubs[0].upstreams == consul);
+    CHECK(options.stubs[1].zone == wire("dc1.consul.local"));
+    CHECK(options.stubs[1].upstreams == consul);
+    CHECK(options.stubs[2].zone == wire("corp.example"));
+    CHECK(options.stubs[2].upstreams == std::vector<HostPort>{hp("10.0.0.7")});
+    CHECK(options.stubs[3].zone == wire("10.in-addr.arpa"));
+    CHECK(options.stubs[3].upstreams == std::vector<HostPort>{hp("10.0.0.8")});
+    CHECK(options.upstreams == std::vector<HostPort>{hp("10.0.0.1")});
 }
 
 TEST_CASE("corefile apply: a forward to several files and addresses reads the files") {

@@ -49,10 +49,36 @@ struct FakeUpstream {
         ::sendto(fd, bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&client),
                  client_length);
     }
+    // A query is waiting now (no wait: for "nothing was sent here" once every
+    // submitted query has completed).
+    bool has_query() const {
+        pollfd p{fd, POLLIN, 0};
+        return ::poll(&p, 1, 0) == 1;
+    }
 };
 
 Question question(const char* name) {
     return {*name_from_text(name), type::kA, kClassIN};
+}
+
+StubZone stub(const char* zone, std::vector<HostPort> upstreams) {
+    return {name_lower(*name_from_text(zone)), std::move(upstreams)};
+}
+
+// Submits `name`, expects it at `upstream`, answers NOERROR there and
+// returns the forwarder's result.
+Result<Message> ask_at(Forwarder& forwarder, const char* name, FakeUpstream& upstream) {
+    std::promise<Result<Message>> done;
+    forwarder.submit(question(name),
+                     [&done](Result<Message> reply) { done.set_value(std::move(reply)); });
+    Message query = upstream.receive();
+    CHECK(query.questions.at(0).name == *name_from_text(name));
+    Message reply = query;
+    reply.header.qr = true;
+    upstream.send(reply);
+    auto future = done.get_future();
+    REQUIRE(future.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+    return future.get();
 }
 
 }  // namespace
@@ -139,4 +165,73 @@ TEST_CASE("forwarder: an upstream that is our own listen address is dropped") {
     CHECK(forwarder.enabled());
     forwarder.drop_self({*parse_host_port("10.0.0.1:53")});
     CHECK_FALSE(forwarder.enabled());
+}
+
+TEST_CASE("forwarder: a stub zone's names go to its upstreams, the longest zone wins") {
+    FakeUpstream fallback;
+    FakeUpstream consul;
+    FakeUpstream dc1;
+    ForwarderOptions options;
+    options.upstreams = {fallback.address};
+    options.stubs = {stub("dc1.consul.local", {dc1.address}),
+                     stub("consul.local", {consul.address})};
+    Forwarder forwarder(options);
+    REQUIRE(forwarder.start().ok());
+    CHECK(ask_at(forwarder, "web.service.Consul.Local", consul).ok());
+    CHECK(ask_at(forwarder, "consul.local", consul).ok());
+    CHECK(ask_at(forwarder, "db.dc1.consul.local", dc1).ok());
+    // A label boundary: "notconsul.local" is not under "consul.local".
+    CHECK(ask_at(forwarder, "notconsul.local", fallback).ok());
+    CHECK(ask_at(forwarder, "www.example.com", fallback).ok());
+    // Every query above went to exactly one upstream.
+    CHECK_FALSE(fallback.has_query());
+    CHECK_FALSE(consul.has_query());
+    CHECK_FALSE(dc1.has_query());
+    forwarder.stop();
+}
+
+TEST_CASE("forwarder: a stub zone never falls back to the default upstreams") {
+    FakeUpstream fallback;
+    FakeUpstream silent;
+    ForwarderOptions options;
+    options.upstreams = {fallback.address};
+    options.stubs = {stub("consul.local", {silent.address}), stub("corp.example", {})};
+    options.attempt_timeout = std::chrono::milliseconds(100);
+    options.max_attempts = 3;
+    Forwarder forwarder(options);
+    REQUIRE(forwarder.start().ok());
+    auto fails = [&forwarder](const char* name) {
+        std::promise<Result<Message>> done;
+        forwarder.submit(question(name),
+                         [&done](Result<Message> reply) { done.set_value(std::move(reply)); });
+        auto future = done.get_future();
+        REQUIRE(future.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+        return !future.get().ok();
+    };
+    // Its only upstream is silent: every attempt goes there, then an error.
+    CHECK(fails("a.consul.local"));
+    silent.receive();
+    // No upstream at all, and its only upstream dropped as our own address.
+    CHECK(fails("b.corp.example"));
+    forwarder.drop_self({silent.address});
+    CHECK(forwarder.enabled());
+    CHECK(fails("c.consul.local"));
+    CHECK_FALSE(fallback.has_query());
+    CHECK(ask_at(forwarder, "www.example.com", fallback).ok());
+    forwarder.stop();
+}
+
+TEST_CASE("forwarder: a root stub zone takes every name no longer stub zone has") {
+    FakeUpstream fallback;
+    FakeUpstream root;
+    FakeUpstream consul;
+    ForwarderOptions options;
+    options.upstreams = {fallback.address};
+    options.stubs = {stub(".", {root.address}), stub("consul.local", {consul.address})};
+    Forwarder forwarder(options);
+    REQUIRE(forwarder.start().ok());
+    CHECK(ask_at(forwarder, "www.example.com", root).ok());
+    CHECK(ask_at(forwarder, "a.consul.local", consul).ok());
+    CHECK_FALSE(fallback.has_query());
+    forwarder.stop();
 }
