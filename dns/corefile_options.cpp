@@ -80,7 +80,8 @@ std::vector<StubZone> stub_zones(const CorefileConfig& config, const ServerConfi
 
 Result<std::vector<std::string>> apply_corefile(std::string_view text, std::string_view path,
                                                 const EnvironmentLookup& lookup,
-                                                DnsOptions& options, bool local_addresses_serve) {
+                                                DnsOptions& options, bool local_addresses_serve,
+                                                CorefileConfig* typed) {
     auto parsed = parse_corefile(text, path, lookup);
     if (!parsed) return parsed.error();
     auto config = map_corefile(*parsed, path);
@@ -144,6 +145,7 @@ Result<std::vector<std::string>> apply_corefile(std::string_view text, std::stri
                            ": DNS stays off: the server block has no bind and --dns-listen is "
                            "empty");
     }
+    if (typed != nullptr) *typed = std::move(*config);
     return warnings;
 }
 

@@ -25,10 +25,13 @@ namespace sb::dns {
 // options.listen; with neither, listen stays empty: DNS off, said in a
 // warning unless `local_addresses_serve`: --dns-local-address's addresses,
 // which the daemon serves on port 53 besides `listen`). Returns the
-// warnings to log.
+// warnings to log. `typed`, when given, receives the whole typed
+// configuration (for what is served beside DnsOptions: the CoreDNS HTTP
+// endpoints); its warnings are moved into the returned list.
 Result<std::vector<std::string>> apply_corefile(std::string_view text, std::string_view path,
                                                 const EnvironmentLookup& lookup,
                                                 DnsOptions& options,
-                                                bool local_addresses_serve = false);
+                                                bool local_addresses_serve = false,
+                                                CorefileConfig* typed = nullptr);
 
 }  // namespace sb::dns

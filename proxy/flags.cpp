@@ -295,17 +295,13 @@ Result<Options> parse_flags(const std::vector<std::string>& args, const Environm
         if (!environment.read_file) return flag_error("--dns-corefile", "no file reader");
         auto text = environment.read_file(options.dns_corefile);
         if (!text) return flag_error("--dns-corefile", text.error().message);
-        auto warnings =
-            dns::apply_corefile(*text, options.dns_corefile, environment.lookup_env, options.dns,
-                                /*local_addresses_serve=*/!options.dns_local_addresses.empty());
+        dns::CorefileConfig config;
+        auto warnings = dns::apply_corefile(
+            *text, options.dns_corefile, environment.lookup_env, options.dns,
+            /*local_addresses_serve=*/!options.dns_local_addresses.empty(), &config);
         if (!warnings) return warnings.error();
         options.warnings.insert(options.warnings.end(), warnings->begin(), warnings->end());
-        // apply_corefile() parsed and mapped the same text without error.
-        auto corefile = dns::parse_corefile(*text, options.dns_corefile, environment.lookup_env);
-        if (!corefile) return corefile.error();
-        auto config = dns::map_corefile(*corefile, options.dns_corefile);
-        if (!config) return config.error();
-        options.dns_corefile_config = std::move(*config);
+        options.dns_corefile_config = std::move(config);
     }
     if (options.node_name.empty()) options.node_name = trim_lower(environment.node_name_env);
     if (options.node_name.empty()) options.node_name = trim_lower(environment.hostname);
