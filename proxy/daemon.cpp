@@ -378,6 +378,9 @@ void Daemon::record_plan_metrics(const rules::Plan& plan) {
     metrics_.plan_service_ports.set(static_cast<double>(plan.services.size()));
 }
 
+// At most this many EndpointSlice trigger times wait for an accepted sync.
+constexpr size_t kMaxUnobservedTriggerTimes = 100'000;
+
 void Daemon::observe_network_programming(std::chrono::system_clock::time_point now) {
     for (const auto& trigger : unobserved_trigger_times_) {
         metrics_.observe_network_programming(Seconds(now - trigger).count());
@@ -390,9 +393,15 @@ Status Daemon::sync(bool full) {
     if (full) ensure_dns_local_addresses(options_.dns_local_addresses);  // drift repair
     auto [plan, snapshot, trigger_times] = compute_plan(full);
     // Kept until the kernel has a plan that includes them (a failed sync is
-    // retried in full, whose batch no longer lists these slices).
-    unobserved_trigger_times_.insert(unobserved_trigger_times_.end(), trigger_times.begin(),
-                                     trigger_times.end());
+    // retried in full, whose batch no longer lists these slices). Bounded:
+    // while syncs keep failing, EndpointSlice churn must not grow memory;
+    // past the bound the newest are not observed (the oldest are the ones
+    // the latency is about).
+    const size_t room = kMaxUnobservedTriggerTimes -
+                        std::min(kMaxUnobservedTriggerTimes, unobserved_trigger_times_.size());
+    unobserved_trigger_times_.insert(
+        unobserved_trigger_times_.end(), trigger_times.begin(),
+        trigger_times.begin() + static_cast<std::ptrdiff_t>(std::min(room, trigger_times.size())));
     auto node = snapshot->nodes.find(watch::ObjectKey{"", options_.node_name});
     health_.set_node(node == snapshot->nodes.end() ? nullptr : node->second.get());
     const bool unchanged = !full && plan == computed_ && plan == applied_;
