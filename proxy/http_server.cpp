@@ -240,10 +240,14 @@ struct HttpServer::Impl {
             {
                 std::lock_guard lock(mutex);
                 if (ports.count(id) == 0) return;  // closed between the checks
-                ports[id] = port;
             }
             serve(id, std::move(*acceptor), retry->routes);
             retry->on_bound(retry->failures);
+            // The port is published last, so port(id) != 0 means on_bound
+            // has run. A close() meanwhile erased the entry (its io task,
+            // queued behind this handler, then closes the listener).
+            std::lock_guard lock(mutex);
+            if (ports.count(id) != 0) ports[id] = port;
         });
     }
 };

@@ -56,7 +56,7 @@ class HttpServer {
     // `on_failure(error, attempt)` runs after each failed attempt (attempt 1
     // inside this call), `on_bound(attempts)` once the port is bound after
     // one or more failures; both may run on the io thread and must be quick.
-    // port(id) is 0 until bound.
+    // port(id) is 0 until bound, and turns non-zero only after on_bound ran.
     using BindFailureHandler = std::function<void(const Error& error, unsigned attempt)>;
     using BoundHandler = std::function<void(unsigned failed_attempts)>;
     int listen_retrying(const HostPort& address, HttpRoutes routes,
