@@ -5,8 +5,6 @@
 #include <tuple>
 #include <utility>
 
-#include "base/timestamp.h"
-
 namespace sb::proxy {
 
 bool ServiceInputs::operator==(const ServiceInputs& other) const {
@@ -26,13 +24,6 @@ ServiceInputs inputs_of(const watch::Snapshot& snapshot, const watch::ObjectKey&
     std::sort(inputs.slices.begin(), inputs.slices.end(),
               [](const auto& a, const auto& b) { return a->meta.key() < b->meta.key(); });
     return inputs;
-}
-
-std::optional<std::chrono::system_clock::time_point> last_change_trigger_time(
-    const watch::EndpointSlice& slice) {
-    auto it = slice.meta.annotations.find(kLastChangeTriggerTimeAnnotation);
-    if (it == slice.meta.annotations.end()) return std::nullopt;
-    return parse_rfc3339(it->second);
 }
 
 ChangeTracker::ChangeTracker(std::string node_name, time_point started)
@@ -85,7 +76,7 @@ ChangeTracker::Batch ChangeTracker::take(const watch::Store& store, bool full) {
                 std::any_of(previous.slices.begin(), previous.slices.end(),
                             [&](const auto& old) { return old == slice || *old == *slice; });
             if (unchanged) continue;
-            auto time = last_change_trigger_time(*slice);
+            auto time = watch::last_change_trigger_time(*slice);
             if (time && *time >= started_) batch.trigger_times.push_back(*time);
         }
     };

@@ -23,7 +23,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -47,11 +46,6 @@ struct ServiceChange {
     ServiceInputs previous;
     ServiceInputs current;
 };
-
-// The annotation the EndpointSlice controller stamps with the time of the
-// change that triggered the slice's update (RFC 3339).
-inline constexpr const char* kLastChangeTriggerTimeAnnotation =
-    "endpoints.kubernetes.io/last-change-trigger-time";
 
 // Changes recorded since the last take().
 struct PendingChanges {
@@ -108,11 +102,6 @@ class ChangeTracker {
 
 // The inputs of one Service in a snapshot.
 ServiceInputs inputs_of(const watch::Snapshot& snapshot, const watch::ObjectKey& key);
-
-// The last-change-trigger-time annotation of `slice`; nullopt when absent or
-// not RFC 3339 (kube-proxy ignores such values too).
-std::optional<std::chrono::system_clock::time_point> last_change_trigger_time(
-    const watch::EndpointSlice& slice);
 
 // `previous` (a plan computed from an earlier snapshot) updated for the
 // changed Services only, with plan_service(): equal to

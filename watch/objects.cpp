@@ -1,5 +1,7 @@
 #include "watch/objects.h"
 
+#include "base/timestamp.h"
+
 namespace sb::watch {
 
 const char* to_string(Protocol protocol) {
@@ -42,6 +44,13 @@ const char* to_string(AddressType type) {
             return "FQDN";
     }
     return "IPv4";
+}
+
+std::optional<std::chrono::system_clock::time_point> last_change_trigger_time(
+    const EndpointSlice& slice) {
+    auto it = slice.meta.annotations.find(kLastChangeTriggerTimeAnnotation);
+    if (it == slice.meta.annotations.end()) return std::nullopt;
+    return parse_rfc3339(it->second);
 }
 
 }  // namespace sb::watch

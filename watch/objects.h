@@ -5,6 +5,7 @@
 // so consumers never re-interpret nil.
 #pragma once
 
+#include <chrono>
 #include <compare>
 #include <cstdint>
 #include <map>
@@ -173,6 +174,17 @@ struct EndpointSlice {
     std::vector<EndpointPort> ports;
     bool operator==(const EndpointSlice&) const = default;
 };
+
+// The annotation the EndpointSlice controller stamps with the time of the
+// change that triggered the slice's update (RFC 3339): where kube-proxy's
+// network and CoreDNS's DNS programming latencies start.
+inline constexpr const char* kLastChangeTriggerTimeAnnotation =
+    "endpoints.kubernetes.io/last-change-trigger-time";
+
+// The last-change-trigger-time annotation of `slice`; nullopt when absent or
+// not RFC 3339 (kube-proxy and CoreDNS ignore such values too).
+std::optional<std::chrono::system_clock::time_point> last_change_trigger_time(
+    const EndpointSlice& slice);
 
 struct NodeAddress {
     std::string type;  // InternalIP, ExternalIP, Hostname, ...

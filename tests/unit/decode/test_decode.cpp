@@ -1,6 +1,7 @@
 // Decoding valid objects, API defaults, documents and watch events.
 #include <catch.hpp>
 
+#include "base/timestamp.h"
 #include "tests/unit/decode/fixtures.h"
 #include "watch/decode.h"
 
@@ -428,4 +429,15 @@ TEST_CASE("RFC 1123 labels and subdomains") {
     REQUIRE(longest.size() == 253);
     CHECK(is_dns_subdomain(longest));
     CHECK_FALSE(is_dns_subdomain(longest + "a"));  // 254 characters
+}
+
+TEST_CASE("last_change_trigger_time reads the annotation as RFC 3339") {
+    EndpointSlice slice;
+    CHECK_FALSE(last_change_trigger_time(slice));
+    slice.meta.annotations[kLastChangeTriggerTimeAnnotation] = "2024-05-01T12:00:00.25+02:00";
+    auto time = last_change_trigger_time(slice);
+    REQUIRE(time);
+    CHECK(format_rfc3339_nano(*time) == "2024-05-01T10:00:00.25Z");
+    slice.meta.annotations[kLastChangeTriggerTimeAnnotation] = "yesterday";
+    CHECK_FALSE(last_change_trigger_time(slice));
 }
