@@ -7,6 +7,8 @@
 #include "base/log.h"
 #include "dns/cache.h"
 #include "dns/forward.h"
+#include "dns/panic_guard.h"
+#include "dns/programming_latency.h"
 #include "dns/server.h"
 #include "dns/zone.h"
 
@@ -75,12 +77,16 @@ struct DnsService::Impl {
     std::unique_ptr<Cache> cache;
     std::unique_ptr<Forwarder> forwarder;
     std::unique_ptr<Server> server;
+    // Shared with the Store's listener, which may outlive the service.
+    std::shared_ptr<ProgrammingLatency> latency =
+        std::make_shared<ProgrammingLatency>(std::chrono::system_clock::now());
     std::atomic<uint64_t> rebuilds{0};
     std::atomic<uint64_t> zone_names{0};
     std::atomic<uint64_t> zone_serial{0};
     bool stopped = false;
 
     void rebuild() {
+        auto changed = latency->take();  // before the snapshot: see ProgrammingLatency
         auto snapshot = store->snapshot();
         auto zone = Zone::build(*snapshot, zone_config);
         if (!zone) {
@@ -90,6 +96,7 @@ struct DnsService::Impl {
         zone_names = (*zone)->name_count();
         zone_serial = (*zone)->serial();
         zones.publish(std::move(*zone));
+        latency->observe(changed, *snapshot, std::chrono::system_clock::now());
         rebuilds.fetch_add(1, std::memory_order_relaxed);
     }
 
@@ -110,7 +117,8 @@ struct DnsService::Impl {
             if (b.stopping) return;
             b.dirty = false;
             lock.unlock();
-            rebuild();
+            // A zone that cannot be built keeps the last one; the next change retries.
+            run_guarded("dns zone builder", [this] { rebuild(); });
             lock.lock();
         }
     }
@@ -179,6 +187,10 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
         impl->forwarder->send_loop_probes();
     }
 
+    std::weak_ptr<ProgrammingLatency> weak_latency = impl->latency;
+    store.subscribe([weak_latency](const std::vector<watch::Change>& changes) {
+        if (auto latency = weak_latency.lock()) latency->record(changes);
+    });
     std::weak_ptr<ZoneBuilder> weak = impl->builder;
     store.subscribe([weak](const std::vector<watch::Change>&) {
         auto builder = weak.lock();
@@ -263,6 +275,9 @@ void DnsService::append_metrics(metrics::TextWriter& out) const {
     line("coredns_cache_evictions_total", Type::kCounter,
          "Cache entries evicted by the size bound.", cache ? cache->evictions() : 0);
     if (impl_->forwarder) impl_->forwarder->append_metrics(out);
+    line("coredns_panics_total", Type::kCounter, "A metrics that counts the number of panics.",
+         panics_total());
+    impl_->latency->append_metrics(out);
     line("switchboard_dns_zone_rebuilds_total", Type::kCounter,
          "Zones rebuilt after Store changes.", impl_->rebuilds.load());
     line("switchboard_dns_zone_names", Type::kGauge, "Names in the published zone.",

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "base/log.h"
+#include "dns/panic_guard.h"
 #include "dns/socket_util.h"
 
 namespace sb::dns {
@@ -245,8 +246,28 @@ class Engine {
     }
 
     // Handles one query: kReply with `out` set when the reply is ready now,
-    // kForwarded when it will be posted to the sink, kNone when dropped.
+    // kForwarded when it will be posted to the sink, kNone when dropped. An
+    // exception while answering is counted (run_guarded) and answered
+    // SERVFAIL, as CoreDNS answers a plugin's panic.
     Outcome handle(const uint8_t* p, size_t n, Proto proto, const ClientRef& client,
+                   std::string& out) {
+        stats_->request_size[proto].record(n, false);
+        Outcome outcome = Outcome::kNone;
+        if (!run_guarded("dns query", [&] { outcome = answer(p, n, proto, client, out); })) {
+            out = error_reply(std::span<const uint8_t>(p, n), Rcode::kServFail);
+            outcome = out.empty() ? Outcome::kNone : Outcome::kReply;
+        }
+        if (outcome == Outcome::kReply) stats_->response_size[proto].record(out.size(), false);
+        return outcome;
+    }
+
+    static void bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
+        // One writer per Engine: a plain load+store avoids a locked RMW.
+        counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
+
+  private:
+    Outcome answer(const uint8_t* p, size_t n, Proto proto, const ClientRef& client,
                    std::string& out) {
         QuickQuery quick;
         if (quick_parse(p, n, quick, key_)) {
@@ -280,12 +301,6 @@ class Engine {
         return handle_full(p, n, proto, client, out, nullptr, 0, 0);
     }
 
-    static void bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
-        // One writer per Engine: a plain load+store avoids a locked RMW.
-        counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-    }
-
-  private:
     void shuffle(std::string& bytes, size_t offset, size_t size, size_t count) {
         if (count < 2 || offset + size * count > bytes.size()) return;
         char temp[64];
@@ -343,13 +358,8 @@ class Engine {
         }
         if (forwarder_ && query.questions.size() == 1 &&
             forwarder_->loop_detected(name_lower(query.questions[0].name))) {
-            Message refused;
-            refused.header = query.header;
-            refused.header.qr = true;
-            refused.header.rcode = static_cast<uint8_t>(Rcode::kRefused);
-            refused.questions = query.questions;
-            out = write_message(refused).bytes;
-            count_response(ServerStats::kServerItself, refused.header.rcode);
+            out = rcode_reply(query, Rcode::kRefused);
+            count_response(ServerStats::kServerItself, static_cast<uint8_t>(Rcode::kRefused));
             return Outcome::kReply;
         }
         ResolverOptions resolver_options;
@@ -371,6 +381,16 @@ class Engine {
         shuffle(out, written.shuffle_offset, written.shuffle_size, written.shuffle_count);
         count_response(ServerStats::kKubernetes, resolution.response.header.rcode);
         return Outcome::kReply;
+    }
+
+    // A reply with no records: `query`'s header and question, `rcode`.
+    static std::string rcode_reply(const Message& query, Rcode rcode) {
+        Message reply;
+        reply.header = query.header;
+        reply.header.qr = true;
+        reply.header.rcode = static_cast<uint8_t>(rcode);
+        reply.questions = query.questions;
+        return write_message(reply).bytes;
     }
 
     // The reply to `query` given the resolver's partial reply and the upstream's.
@@ -412,9 +432,13 @@ class Engine {
         Cache* cache = cache_;
         ReplySink* sink = &sink_;
         Question question = resolution.forward;
-        forwarder_->submit(question, [sink, stats, cache, query = std::move(query), proto, client,
-                                      question, now, reply = std::move(resolution.response)](
-                                         Result<Message> upstream) mutable {
+        // For the SERVFAIL should on_reply throw: the client (and a TCP
+        // connection's count of pending replies) still gets its answer.
+        Message asked;
+        asked.header = query.header;
+        asked.questions = query.questions;
+        auto on_reply = [sink, stats, cache, query = std::move(query), proto, client, question, now,
+                         reply = std::move(resolution.response)](Result<Message> upstream) mutable {
             Result<CachedAnswer> answer = make_error(ErrorCode::kUnavailable, "");
             if (upstream) {
                 if (cache) cache->insert(question, *upstream, Cache::Clock::now());
@@ -434,7 +458,14 @@ class Engine {
                 .fetch_add(1);
             stats->forwarded_duration.record(
                 std::chrono::duration<double>(Cache::Clock::now() - now).count(), 1, true);
+            stats->forwarded_response_size[proto].record(bytes.size(), true);
             sink->post(client, std::move(bytes));
+        };
+        forwarder_->submit(question, [on_reply = std::move(on_reply), asked = std::move(asked),
+                                      sink, client](Result<Message> upstream) mutable {
+            if (run_guarded("dns forwarded reply", [&] { on_reply(std::move(upstream)); })) return;
+            run_guarded("dns forwarded reply",
+                        [&] { sink->post(client, rcode_reply(asked, Rcode::kServFail)); });
         });
         return Outcome::kForwarded;
     }
@@ -610,7 +641,8 @@ class Server::Worker : public ReplySink {
         std::array<mmsghdr, kBatch> out{};
         std::array<iovec, kBatch> out_iov{};
         ServerStats& stats = loop.engine.stats();
-        while (!stopping_.load(std::memory_order_relaxed)) {
+        // One batch; Engine::handle guards each query, this guards the rest.
+        auto serve_batch = [&] {
             for (size_t i = 0; i < kBatch; ++i) {
                 in_iov[i] = {buffers[i].data(), kUdpBuffer};
                 in[i].msg_hdr = {};
@@ -620,7 +652,7 @@ class Server::Worker : public ReplySink {
                 in[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
             }
             int received = ::recvmmsg(loop.fd, in.data(), kBatch, MSG_WAITFORONE, nullptr);
-            if (received <= 0) continue;  // timeout, signal or shutdown: check stopping_
+            if (received <= 0) return;  // timeout, signal or shutdown: check stopping_
             auto start = std::chrono::steady_clock::now();
             loop.engine.refresh_zone();
             size_t replies_ready = 0;
@@ -656,7 +688,9 @@ class Server::Worker : public ReplySink {
                 if (n <= 0) break;  // a full socket buffer drops replies, as UDP does
                 sent += static_cast<size_t>(n);
             }
-        }
+        };
+        while (!stopping_.load(std::memory_order_relaxed))
+            run_guarded("dns udp worker", serve_batch);
     }
 
     void accept_tcp(int listen_fd) {
@@ -792,11 +826,15 @@ class Server::Worker : public ReplySink {
                 if (tag == kWakeTag) {
                     uint64_t value = 0;
                     (void)!::read(wake_fd_, &value, sizeof(value));
-                    drain_inbox();
+                    run_guarded("dns worker inbox", [this] { drain_inbox(); });
                 } else if ((tag & kTagMask) == kListenTag) {
-                    accept_tcp(static_cast<int>(tag & ~kTagMask));
-                } else {
-                    serve_tcp(tag, events[i].events);
+                    run_guarded("dns tcp accept",
+                                [this, tag] { accept_tcp(static_cast<int>(tag & ~kTagMask)); });
+                } else if (!run_guarded("dns tcp connection", [this, tag, &events, i] {
+                               serve_tcp(tag, events[i].events);
+                           })) {
+                    // Its buffered frames would throw again on the next event.
+                    close_connection(tag);
                 }
             }
             auto now = std::chrono::steady_clock::now();
@@ -845,6 +883,22 @@ void ServerStats::Histogram::record(double seconds, uint64_t n, bool shared) {
                           std::memory_order_relaxed);
     sum.store(sum.load(std::memory_order_relaxed) + seconds * static_cast<double>(n),
               std::memory_order_relaxed);
+}
+
+void ServerStats::SizeHistogram::record(size_t bytes, bool shared) {
+    size_t bucket = 0;
+    while (bucket < kSizeBuckets.size() && static_cast<double>(bytes) > kSizeBuckets[bucket]) {
+        ++bucket;
+    }
+    if (shared) {
+        buckets[bucket].fetch_add(1, std::memory_order_relaxed);
+        sum.fetch_add(bytes, std::memory_order_relaxed);
+        return;
+    }
+    // Single writer: plain load+store, no locked instruction on the hot path.
+    buckets[bucket].store(buckets[bucket].load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
+    sum.store(sum.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
 }
 
 Server::Server(ServerOptions options, const ZoneHolder& zones, Forwarder* forwarder, Cache* cache)
@@ -972,7 +1026,7 @@ bool Server::bind_pending(bool late) {
             log::debug("dns: {}: attempt {}: {}", name, listener.failures, listener.last_error);
         }
     }
-    if (bound_late && options_.on_late_bind) options_.on_late_bind();
+    if (bound_late && options_.on_late_bind) run_guarded("dns late bind", options_.on_late_bind);
     return all;
 }
 
@@ -1033,6 +1087,11 @@ void Server::append_metrics(metrics::TextWriter& out) const {
     uint64_t tcp_rejected = 0;
     uint64_t dropped = 0;
     uint64_t render_hits = 0;
+    // [udp, tcp]: summed request and response sizes.
+    struct SizeSums {
+        uint64_t buckets[ServerStats::kSizeBuckets.size() + 1] = {};
+        uint64_t sum = 0;
+    } request_sizes[2], response_sizes[2];
     auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
     for (const auto& worker : workers_) {
         worker->for_each_stats([&](const ServerStats& s) {
@@ -1057,6 +1116,16 @@ void Server::append_metrics(metrics::TextWriter& out) const {
             tcp_rejected += get(s.tcp_rejected);
             dropped += get(s.dropped);
             render_hits += get(s.render_hits);
+            for (size_t p = 0; p < 2; ++p) {
+                auto add = [&](SizeSums& to, const ServerStats::SizeHistogram& from) {
+                    for (size_t b = 0; b <= ServerStats::kSizeBuckets.size(); ++b)
+                        to.buckets[b] += get(from.buckets[b]);
+                    to.sum += get(from.sum);
+                };
+                add(request_sizes[p], s.request_size[p]);
+                add(response_sizes[p], s.response_size[p]);
+                add(response_sizes[p], s.forwarded_response_size[p]);
+            }
         });
     }
     // CoreDNS's labels. One server block answers every name: zone ".", no
@@ -1104,6 +1173,26 @@ void Server::append_metrics(metrics::TextWriter& out) const {
                 {"server", "zone", "view"}});
     out.histogram({server, zone, view},
                   metrics::HistogramData{ServerStats::kBuckets, buckets, sum});
+    auto sizes = [&](metrics::Family family, const SizeSums(&per_proto)[2]) {
+        out.family(family);
+        for (size_t p = 0; p < 2; ++p) {
+            out.histogram({server, zone, view, p == 0 ? "udp" : "tcp"},
+                          metrics::HistogramData{ServerStats::kSizeBuckets, per_proto[p].buckets,
+                                                 static_cast<double>(per_proto[p].sum)});
+        }
+    };
+    // CoreDNS's help texts, word for word (its request size is the
+    // request's length, whatever the help says).
+    sizes({"coredns_dns_request_size_bytes",
+           "Size of the EDNS0 UDP buffer in bytes (64K for TCP) per zone and protocol.",
+           Type::kHistogram,
+           {"server", "zone", "view", "proto"}},
+          request_sizes);
+    sizes({"coredns_dns_response_size_bytes",
+           "Size of the returned response in bytes.",
+           Type::kHistogram,
+           {"server", "zone", "view", "proto"}},
+          response_sizes);
     auto counter = [&out](const char* name, const char* help, uint64_t value) {
         out.family({name, help, Type::kCounter, {}});
         out.sample({}, value);

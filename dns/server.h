@@ -8,6 +8,11 @@
 // new zone is published). Forwarded queries complete on the forwarder's
 // thread and reach their worker through its inbox.
 //
+// An exception while serving (a query, a forwarded reply, a TCP connection,
+// a UDP batch) is caught by run_guarded (dns/panic_guard.h): counted in
+// coredns_panics_total, the query answered SERVFAIL where there is one, the
+// TCP connection closed, and the thread goes on serving.
+//
 // Each (address, protocol) is a listener bound on its own: one that cannot
 // bind (the port is taken, the address is not on this host yet) is logged
 // once at warn, counted and retried every `bind_retry_interval` on the
@@ -76,6 +81,15 @@ struct alignas(64) ServerStats {
         // `shared`: other threads write too (atomic read-modify-write).
         void record(double seconds, uint64_t n, bool shared);
     };
+    // CoreDNS's request and response size buckets, in bytes.
+    static constexpr std::array<double, 14> kSizeBuckets = {
+        0, 100, 200, 300, 400, 511, 1023, 2047, 4095, 8291, 16e3, 32e3, 48e3, 64e3};
+    struct SizeHistogram {
+        std::atomic<uint64_t> buckets[kSizeBuckets.size() + 1] = {};
+        std::atomic<uint64_t> sum{0};  // bytes
+        // `shared`: other threads write too (atomic read-modify-write).
+        void record(size_t bytes, bool shared);
+    };
     // Who wrote a reply, as CoreDNS's `plugin` label of responses_total
     // names it; forwarded replies are "forward".
     enum Answerer : size_t { kKubernetes, kCache, kServerItself, kAnswerers };
@@ -85,6 +99,9 @@ struct alignas(64) ServerStats {
     std::atomic<uint64_t> do_requests{0};  // queries with EDNS's DO bit set
     Histogram duration;
     Histogram forwarded_duration;
+    SizeHistogram request_size[2];             // [udp, tcp]
+    SizeHistogram response_size[2];            // [udp, tcp]
+    SizeHistogram forwarded_response_size[2];  // [udp, tcp]
     std::atomic<uint64_t> truncated{0};
     std::atomic<uint64_t> forwarded_truncated{0};
     std::atomic<uint64_t> tcp_rejected{0};
@@ -104,7 +121,8 @@ struct ServerOptions {
     size_t max_tcp_connections = 1024;  // over all workers
     std::chrono::milliseconds bind_retry_interval = kBindRetryInterval;
     // Called on the retry thread after a listener bound late (not for those
-    // bound by start()), e.g. to send the forwarder's loop probes again.
+    // bound by start()), e.g. to send the forwarder's loop probes again. An
+    // exception it throws is counted in coredns_panics_total (run_guarded).
     std::function<void()> on_late_bind;
 };
 

@@ -10,8 +10,10 @@
 #include <chrono>
 #include <thread>
 
+#include "dns/panic_guard.h"
 #include "dns/server.h"
 #include "dns/socket_util.h"
+#include "tests/unit/exposition.h"
 
 using namespace sb;
 using namespace sb::dns;
@@ -59,7 +61,8 @@ Message parse(const std::string& bytes) {
     return *parsed;
 }
 
-Message udp_ask(const HostPort& server, const std::string& packet) {
+// The raw reply to `packet`.
+std::string udp_exchange(const HostPort& server, const std::string& packet) {
     int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     SocketAddress to = to_socket_address(server);
     ::sendto(fd, packet.data(), packet.size(), 0, to.sockaddr(), to.length());
@@ -68,7 +71,11 @@ Message udp_ask(const HostPort& server, const std::string& packet) {
     ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
     ::close(fd);
     REQUIRE(n > 0);
-    return parse(std::string(buffer, static_cast<size_t>(n)));
+    return std::string(buffer, static_cast<size_t>(n));
+}
+
+Message udp_ask(const HostPort& server, const std::string& packet) {
+    return parse(udp_exchange(server, packet));
 }
 
 int tcp_connect(const HostPort& server) {
@@ -334,4 +341,72 @@ TEST_CASE("server: stop() ends the retries of a listener that never binds") {
     CHECK(server.listeners().at(0).bind_failures == failures);
     CHECK_FALSE(server.serving());
     ::close(udp_holder);
+}
+
+TEST_CASE("server: request and response sizes by protocol, in CoreDNS's buckets") {
+    Running r(zone_with_endpoints(100));
+    const std::string small = query_bytes(1, "nope.default.svc.cluster.local");
+    const std::string udp_reply = udp_exchange(r.address, small);
+    int fd = tcp_connect(r.address);
+    const std::string big = query_bytes(2, "many.default.svc.cluster.local");
+    const std::string q = framed(big);
+    REQUIRE(::send(fd, q.data(), q.size(), 0) == static_cast<ssize_t>(q.size()));
+    REQUIRE(tcp_read(fd).answers.size() == 100);  // 100 A records: over 1023 bytes
+    ::close(fd);
+
+    auto m = testing::parse_exposition(metrics_of(*r.server));
+    CHECK(m.problems.empty());
+    // `server` names the configured port (0 here), stable across the kernel's pick.
+    const std::string labels = "server=\"dns://:0\",zone=\".\",view=\"\",proto=";
+    auto at = [&](const char* name, const char* proto, const char* suffix, const char* le = "") {
+        std::string series = std::string(name) + suffix + "{" + labels + "\"" + proto + "\"";
+        if (*le) series += std::string(",le=\"") + le + "\"";
+        return m.value(series + "}").value_or(-1);
+    };
+    for (const char* name : {"coredns_dns_request_size_bytes", "coredns_dns_response_size_bytes"}) {
+        CHECK(m.families.at(name).type == "histogram");
+    }
+    const char* request = "coredns_dns_request_size_bytes";
+    const char* response = "coredns_dns_response_size_bytes";
+    CHECK(at(request, "udp", "_count") == 1);
+    CHECK(at(request, "udp", "_sum") == small.size());
+    CHECK(at(request, "udp", "_bucket", "0") == 0);
+    CHECK(at(request, "udp", "_bucket", "100") == 1);
+    CHECK(at(request, "tcp", "_sum") == big.size());
+    CHECK(at(response, "udp", "_sum") == udp_reply.size());
+    CHECK(at(response, "udp", "_bucket", "400") == 1);
+    CHECK(at(response, "tcp", "_count") == 1);
+    CHECK(at(response, "tcp", "_bucket", "1023") == 0);
+    CHECK(at(response, "tcp", "_bucket", "2047") == 1);
+    CHECK(at(response, "tcp", "_bucket", "+Inf") == 1);
+}
+
+TEST_CASE("server: an on_late_bind that throws is counted and the retries go on") {
+    int first_holder = hold(SOCK_DGRAM, 0);
+    int second_holder = hold(SOCK_DGRAM, 0);
+    ZoneHolder zones;
+    zones.publish(zone_with_endpoints(1));
+    ServerOptions options;
+    const HostPort first{*IpAddress::parse("127.0.0.1"), port_of(first_holder)};
+    const HostPort second{*IpAddress::parse("127.0.0.1"), port_of(second_holder)};
+    options.listen = {first, second};
+    options.bind_retry_interval = std::chrono::milliseconds(50);
+    std::atomic<int> calls{0};
+    options.on_late_bind = [&calls] {
+        ++calls;
+        throw std::runtime_error("late bind hook failed");
+    };
+    const uint64_t panics = panics_total();
+    Server server(options, zones, nullptr, nullptr);
+    REQUIRE(server.start().ok());
+    ::close(first_holder);
+    REQUIRE(eventually([&] { return calls == 1; }));
+    CHECK(panics_total() == panics + 1);
+    // The retry thread survived the first exception: it binds the second.
+    ::close(second_holder);
+    REQUIRE(eventually([&] { return server.serving(); }));
+    CHECK(calls == 2);
+    CHECK(panics_total() == panics + 2);
+    CHECK(udp_ask(second, query_bytes(4, "many.default.svc.cluster.local")).header.rcode ==
+          static_cast<uint8_t>(Rcode::kNoError));
 }
