@@ -1,0 +1,214 @@
+"""Pods' DNS end to end (issue 9, the first "Done when" bullet).
+
+A netbed node runs switchboard with --dns-local-address=10.96.0.10,169.254.20.10.
+Each client Pod's /etc/resolv.conf is what kubelet writes for a Pod
+(`ip netns exec` bind-mounts /etc/netns/<ns>/resolv.conf over /etc/resolv.conf):
+the nameserver is kubelet's clusterDNS (the kube-dns ClusterIP for `client`
+in namespace default, NodeLocal DNSCache's 169.254.20.10 for `tool` in
+namespace prod), the search path is the Pod's namespace's, ndots:5.
+
+Three resolver implementations ask from inside the Pods: glibc (`getent
+ahostsv4`), `dig +search`, and busybox's `nslookup` (Debian's busybox has the
+"big" nslookup, a resolver of its own: it sends the queries itself, which
+the -type=cname lookup below proves: getaddrinfo cannot ask for a CNAME).
+Each resolves a Service by short name and FQDN, a headless Service, a
+StatefulSet Pod's name, an ExternalName Service (a CNAME) and a name outside
+the cluster (forwarded to a fake upstream on the node's loopback, which
+answers every A question with its own address).
+
+The kube-dns Service's endpoint is the Pod `coredns`, where a fake CoreDNS
+logs every question it gets: from this node it gets none (the positive
+control asks it directly first). No conntrack entry exists for the DNS
+traffic. nftables mode only: the notrack table is the same nftables table in
+every mode (test_dns_local.py runs both).
+"""
+import ipaddress
+import pathlib
+import shutil
+import subprocess
+
+import netbed
+import pytest
+from netbed import endpoint, endpoint_slice, service, service_port
+from test_dns_local import KUBE_DNS, NODE_LOCAL, conntrack_entries, dns_entries
+from test_dns_local import cluster as kube_dns_cluster
+from test_dns_stub import FAKE_UPSTREAM
+
+LAYOUT = {"node-a": ["coredns", "web-0", "web-1", "client", "tool"]}
+# Client Pod -> (its Kubernetes namespace, kubelet's clusterDNS for it).
+CLIENTS = {"client": ("default", KUBE_DNS), "tool": ("prod", NODE_LOCAL)}
+UPSTREAM = "127.0.0.2"  # the fake upstream, on the node's loopback
+WEB = "10.96.0.20"  # test_dns_local's `web` Service
+DB = "10.96.0.30"
+EXTERNAL_NAME = "my.database.example.com"
+RESOLVERS = ("getent", "dig", "busybox")
+
+
+def resolv_conf(namespace, nameserver):
+    """What kubelet writes for a Pod with dnsPolicy ClusterFirst."""
+    return (f"search {namespace}.svc.cluster.local svc.cluster.local cluster.local\n"
+            f"nameserver {nameserver}\noptions ndots:5\n")
+
+
+def cluster(bed):
+    headless = service("nginx", [], [service_port(80, name="web")])
+    stateful = [endpoint(bed.pods[name]) for name in ("web-0", "web-1")]
+    for ep, name in zip(stateful, ("web-0", "web-1")):
+        ep["hostname"] = name  # a StatefulSet Pod's, as the EndpointSlice controller sets it
+    external = service("my-service", [], [], namespace="prod", type="ExternalName")
+    for field in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "selector"):
+        external["spec"].pop(field)
+    external["spec"]["externalName"] = EXTERNAL_NAME
+    return [
+        *kube_dns_cluster(bed),
+        headless,
+        endpoint_slice("nginx", stateful, [("web", 80, "TCP")]),
+        external,
+        service("db", [DB], [service_port(5432, name="pg")], namespace="prod"),
+    ]
+
+
+def start_fake_dns(ns, address, log_path):
+    """FAKE_UPSTREAM in `ns` on address:53; returns once it listens."""
+    proc = subprocess.Popen(netbed.in_ns(ns, [netbed.PYTHON, "-c", FAKE_UPSTREAM, address,
+                                              str(log_path)]),
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "listening\n"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def bed(root):
+    bed = netbed.Bed(LAYOUT).up()
+    etc = []
+    try:
+        bed.start_servers(pods=["web-1"])
+        for pod, (namespace, nameserver) in CLIENTS.items():
+            folder = pathlib.Path("/etc/netns") / bed.pods[pod].ns
+            folder.mkdir(parents=True, exist_ok=False)
+            etc.append(folder)
+            (folder / "resolv.conf").write_text(resolv_conf(namespace, nameserver))
+        yield bed
+    finally:
+        for folder in etc:
+            shutil.rmtree(folder, ignore_errors=True)
+        bed.down()
+
+
+@pytest.fixture(scope="module")
+def node(bed, switchboard_bin):
+    """The daemon, the fake upstream and the fake CoreDNS Pod: (daemon, coredns log)."""
+    work = bed.workdir
+    processes = [
+        start_fake_dns(bed.nodes["node-a"].ns, UPSTREAM, work / "upstream.log"),
+        start_fake_dns(bed.pods["coredns"].ns, bed.pods["coredns"].ipv4, work / "coredns.log"),
+    ]
+    daemon = netbed.Switchboard(bed, switchboard_bin, "nftables", extra_args=[
+        f"--dns-local-address={KUBE_DNS},{NODE_LOCAL}", f"--dns-upstream={UPSTREAM}"])
+    daemon.set_cluster(cluster(bed))
+    try:
+        daemon.start()
+        yield daemon, work / "coredns.log"
+    finally:
+        daemon.close()
+        for proc in processes:
+            proc.kill()
+            proc.wait()
+
+
+def pod_run(bed, pod, argv):
+    return netbed.run(netbed.in_ns(bed.pods[pod].ns, argv), check=False, timeout=30)
+
+
+def is_ip(text):
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return False
+
+
+def lookup(bed, pod, resolver, name):
+    """(IPv4 addresses, canonical names other than `name`) as the resolver reports them."""
+    if resolver == "getent":
+        out = pod_run(bed, pod, ["getent", "ahostsv4", name]).stdout
+        lines = [line.split() for line in out.splitlines() if line.strip()]
+        addresses = {fields[0] for fields in lines}
+        # The first line carries the canonical name when it differs.
+        names = {fields[2] for fields in lines if len(fields) > 2}
+    elif resolver == "dig":
+        out = pod_run(bed, pod, ["dig", "+search", "+short", "+time=2", "+tries=1", name]).stdout
+        lines = out.split()
+        addresses = {line for line in lines if is_ip(line)}
+        names = {line.rstrip(".") for line in lines if not is_ip(line)}
+    else:
+        out = pod_run(bed, pod, ["busybox", "nslookup", "-type=a", name]).stdout
+        addresses, names = set(), set()
+        answers = out.split("\n\n", 1)[-1]  # past the "Server:" / "Address:" header
+        for line in answers.splitlines():
+            if line.startswith("Address:"):
+                addresses.add(line.split()[-1])
+            elif "canonical name = " in line:
+                names.add(line.split("canonical name = ")[1].rstrip("."))
+    names.discard(name)
+    return addresses, names
+
+
+@pytest.mark.parametrize("pod", list(CLIENTS))
+@pytest.mark.parametrize("resolver", RESOLVERS)
+def test_every_resolver_resolves_every_kind_of_name(bed, node, pod, resolver):
+    daemon, _ = node
+    web0, web1 = bed.pods["web-0"].ipv4, bed.pods["web-1"].ipv4
+    namespace = CLIENTS[pod][0]
+    short_service, short_address = ("web", WEB) if namespace == "default" else ("db", DB)
+    expected = {
+        short_service: ({short_address}, set()),  # through the Pod's own namespace's search path
+        "web.default.svc.cluster.local": ({WEB}, set()),
+        "db.prod": ({DB}, set()),
+        "nginx.default.svc.cluster.local": ({web0, web1}, set()),
+        "web-0.nginx.default.svc.cluster.local": ({web0}, set()),
+        # The CNAME, whose target the upstream answers with its own address.
+        "my-service.prod.svc.cluster.local": ({UPSTREAM}, {EXTERNAL_NAME}),
+        "www.example.com": ({UPSTREAM}, set()),  # ndots:5: after three NXDOMAINs
+    }
+    if resolver == "busybox":
+        # busybox's nslookup has no ndots: it asks for a name with a dot as
+        # it is (db.prod.), which the fake upstream answers like any name.
+        del expected["db.prod"]
+    for name, (addresses, cnames) in expected.items():
+        got = lookup(bed, pod, resolver, name)
+        assert got[0] == addresses, (resolver, pod, name, got, daemon.log_tail())
+        if resolver != "getent" or cnames:
+            assert got[1] == cnames, (resolver, pod, name, got)
+
+
+def test_busybox_nslookup_asks_with_its_own_resolver(bed, node):
+    """getaddrinfo cannot ask for a CNAME record: an answer to -type=cname is
+    busybox's own DNS client talking to the Pod's nameserver."""
+    proc = pod_run(bed, "client", ["busybox", "nslookup", "-type=cname",
+                                   "my-service.prod.svc.cluster.local"])
+    assert f"canonical name = {EXTERNAL_NAME}" in proc.stdout, proc.stdout
+    assert f"Server:\t\t{KUBE_DNS}" in proc.stdout, proc.stdout  # read from resolv.conf
+
+
+def test_dns_traffic_leaves_no_conntrack_entry_and_reaches_no_coredns_pod(bed, node):
+    daemon, coredns_log = node
+    coredns = bed.pods["coredns"].ipv4
+    # Positive control: the fake CoreDNS Pod answers and logs when asked directly.
+    asked = pod_run(bed, "client", ["dig", "+short", "+time=2", "+tries=1", f"@{coredns}",
+                                    "control.example"])
+    assert asked.stdout.strip() == coredns, asked
+    assert "control.example" in coredns_log.read_text()
+    coredns_log.write_text("")
+    daemon.flush_conntrack()
+    for pod in CLIENTS:
+        for resolver in RESOLVERS:
+            assert lookup(bed, pod, resolver, "web.default.svc.cluster.local")[0] == {WEB}
+    assert coredns_log.read_text() == "", "the kube-dns endpoint got queries from this node"
+    # Positive control: a Service's traffic is DNATed, through conntrack.
+    answers = bed.probe("client", WEB, 80)
+    assert [a.pod for a in answers] == ["web-1"], answers
+    entries = conntrack_entries(bed)
+    assert f"dst={WEB}" in entries, entries
+    for address in (KUBE_DNS, NODE_LOCAL):
+        assert dns_entries(entries, address) == [], entries
