@@ -12,14 +12,14 @@ and the DNS programming latency of an EndpointSlice change shows on :9153.
 """
 import datetime
 import pathlib
-import shutil
 
 import netbed
 import pytest
 from test_coredns_endpoints import curl, sample
 from test_daemon import wait_for
 from test_dns_local import KUBE_DNS
-from test_dns_pods import UPSTREAM, WEB, cluster, lookup, resolv_conf, start_fake_dns
+from test_dns_pods import (UPSTREAM, WEB, cluster, lookup, resolv_conf, resolv_confs,
+                           start_fake_dns)
 
 COREFILE = pathlib.Path(__file__).resolve().parents[1] / "data" / "kubeadm" / "Corefile"
 LAYOUT = {"node-a": ["coredns", "web-0", "web-1", "client"]}
@@ -30,18 +30,11 @@ PROGRAMMING = "coredns_kubernetes_dns_programming_duration_seconds"
 @pytest.fixture(scope="module")
 def bed(root):
     bed = netbed.Bed(LAYOUT).up()
-    etc = []
     try:
-        for ns, text in ((bed.pods["client"].ns, resolv_conf("default", KUBE_DNS)),
-                         (bed.nodes["node-a"].ns, f"nameserver {UPSTREAM}\n")):
-            folder = pathlib.Path("/etc/netns") / ns
-            folder.mkdir(parents=True, exist_ok=False)
-            etc.append(folder)
-            (folder / "resolv.conf").write_text(text)
-        yield bed
+        with resolv_confs([(bed.pods["client"].ns, resolv_conf("default", KUBE_DNS)),
+                           (bed.nodes["node-a"].ns, f"nameserver {UPSTREAM}\n")]):
+            yield bed
     finally:
-        for folder in etc:
-            shutil.rmtree(folder, ignore_errors=True)
         bed.down()
 
 

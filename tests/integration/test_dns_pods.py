@@ -22,6 +22,7 @@ control asks it directly first). No conntrack entry exists for the DNS
 traffic. nftables mode only: the notrack table is the same nftables table in
 every mode (test_dns_local.py runs both).
 """
+import contextlib
 import ipaddress
 import pathlib
 import shutil
@@ -77,21 +78,32 @@ def start_fake_dns(ns, address, log_path):
     return proc
 
 
+@contextlib.contextmanager
+def resolv_confs(files):
+    """Writes /etc/netns/<ns>/resolv.conf for each (ns, text) of `files`, which `ip
+    netns exec` bind-mounts over /etc/resolv.conf; removes them on exit."""
+    folders = []
+    try:
+        for ns, text in files:
+            folder = pathlib.Path("/etc/netns") / ns
+            folder.mkdir(parents=True, exist_ok=False)
+            folders.append(folder)
+            (folder / "resolv.conf").write_text(text)
+        yield
+    finally:
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def bed(root):
     bed = netbed.Bed(LAYOUT).up()
-    etc = []
     try:
         bed.start_servers(pods=["web-1"])
-        for pod, (namespace, nameserver) in CLIENTS.items():
-            folder = pathlib.Path("/etc/netns") / bed.pods[pod].ns
-            folder.mkdir(parents=True, exist_ok=False)
-            etc.append(folder)
-            (folder / "resolv.conf").write_text(resolv_conf(namespace, nameserver))
-        yield bed
+        with resolv_confs((bed.pods[pod].ns, resolv_conf(namespace, nameserver))
+                          for pod, (namespace, nameserver) in CLIENTS.items()):
+            yield bed
     finally:
-        for folder in etc:
-            shutil.rmtree(folder, ignore_errors=True)
         bed.down()
 
 
