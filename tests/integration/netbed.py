@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import dataclasses
 import errno
 import ipaddress
@@ -678,6 +679,30 @@ def cluster_list(items):
     return {"apiVersion": "v1", "kind": "List", "items": list(items), "metadata": {"resourceVersion": ""}}
 
 
+def pod_resolv_conf(namespace, nameserver):
+    """The resolv.conf kubelet writes for a Pod of `namespace` (dnsPolicy ClusterFirst,
+    clusterDNS `nameserver`)."""
+    return (f"search {namespace}.svc.cluster.local svc.cluster.local cluster.local\n"
+            f"nameserver {nameserver}\noptions ndots:5\n")
+
+
+@contextlib.contextmanager
+def resolv_confs(files):
+    """Writes /etc/netns/<ns>/resolv.conf for each (ns, text) of `files`, which `ip
+    netns exec` bind-mounts over /etc/resolv.conf; removes them on exit."""
+    folders = []
+    try:
+        for ns, text in files:
+            folder = pathlib.Path("/etc/netns") / ns
+            folder.mkdir(parents=True, exist_ok=False)
+            folders.append(folder)
+            (folder / "resolv.conf").write_text(text)
+        yield
+    finally:
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def write_json_atomically(path, doc):
     """Writes doc to path through a rename, so a watcher never reads half a file."""
     path = pathlib.Path(path)
@@ -750,6 +775,11 @@ class Switchboard:
 
     def running(self):
         return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self):
+        """The daemon's process id (`ip netns exec` execs it), e.g. for its CPU time."""
+        return self._proc.pid
 
     def http_get(self, address, path, timeout=1.0):
         """GET http://address/path from inside the node namespace: (status, body)."""

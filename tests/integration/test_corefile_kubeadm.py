@@ -18,8 +18,7 @@ import pytest
 from test_coredns_endpoints import curl, sample
 from test_daemon import wait_for
 from test_dns_local import KUBE_DNS
-from test_dns_pods import (UPSTREAM, WEB, cluster, lookup, resolv_conf, resolv_confs,
-                           start_fake_dns)
+from test_dns_pods import UPSTREAM, WEB, cluster, lookup, start_fake_dns
 
 COREFILE = pathlib.Path(__file__).resolve().parents[1] / "data" / "kubeadm" / "Corefile"
 LAYOUT = {"node-a": ["coredns", "web-0", "web-1", "client"]}
@@ -31,8 +30,8 @@ PROGRAMMING = "coredns_kubernetes_dns_programming_duration_seconds"
 def bed(root):
     bed = netbed.Bed(LAYOUT).up()
     try:
-        with resolv_confs([(bed.pods["client"].ns, resolv_conf("default", KUBE_DNS)),
-                           (bed.nodes["node-a"].ns, f"nameserver {UPSTREAM}\n")]):
+        with netbed.resolv_confs([(bed.pods["client"].ns, netbed.pod_resolv_conf("default", KUBE_DNS)),
+                                  (bed.nodes["node-a"].ns, f"nameserver {UPSTREAM}\n")]):
             yield bed
     finally:
         bed.down()

@@ -22,10 +22,7 @@ control asks it directly first). No conntrack entry exists for the DNS
 traffic. nftables mode only: the notrack table is the same nftables table in
 every mode (test_dns_local.py runs both).
 """
-import contextlib
 import ipaddress
-import pathlib
-import shutil
 import subprocess
 
 import netbed
@@ -43,12 +40,6 @@ WEB = "10.96.0.20"  # test_dns_local's `web` Service
 DB = "10.96.0.30"
 EXTERNAL_NAME = "my.database.example.com"
 RESOLVERS = ("getent", "dig", "busybox")
-
-
-def resolv_conf(namespace, nameserver):
-    """What kubelet writes for a Pod with dnsPolicy ClusterFirst."""
-    return (f"search {namespace}.svc.cluster.local svc.cluster.local cluster.local\n"
-            f"nameserver {nameserver}\noptions ndots:5\n")
 
 
 def cluster(bed):
@@ -78,30 +69,13 @@ def start_fake_dns(ns, address, log_path):
     return proc
 
 
-@contextlib.contextmanager
-def resolv_confs(files):
-    """Writes /etc/netns/<ns>/resolv.conf for each (ns, text) of `files`, which `ip
-    netns exec` bind-mounts over /etc/resolv.conf; removes them on exit."""
-    folders = []
-    try:
-        for ns, text in files:
-            folder = pathlib.Path("/etc/netns") / ns
-            folder.mkdir(parents=True, exist_ok=False)
-            folders.append(folder)
-            (folder / "resolv.conf").write_text(text)
-        yield
-    finally:
-        for folder in folders:
-            shutil.rmtree(folder, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
 def bed(root):
     bed = netbed.Bed(LAYOUT).up()
     try:
         bed.start_servers(pods=["web-1"])
-        with resolv_confs((bed.pods[pod].ns, resolv_conf(namespace, nameserver))
-                          for pod, (namespace, nameserver) in CLIENTS.items()):
+        with netbed.resolv_confs((bed.pods[pod].ns, netbed.pod_resolv_conf(namespace, nameserver))
+                                 for pod, (namespace, nameserver) in CLIENTS.items()):
             yield bed
     finally:
         bed.down()
