@@ -471,6 +471,7 @@ class Mapper {
                                           " is not one of immediate, verify");
                 }
                 c.serve_stale = stale;
+                c.serve_stale_verify = o.args.size() > 1 && o.args[1] == "verify";
             } else if (o.name == "disable") {
                 if (auto s = count(o, 1, SIZE_MAX); !s) return s;
                 if (o.args[0] != "success" && o.args[0] != "denial") {

@@ -68,8 +68,8 @@ struct ForwardConfig {
 };
 
 struct CacheConfig {
-    uint32_t max_ttl = 3600;         // `cache TTL`
-    std::vector<std::string> zones;  // empty: the server block's
+    std::optional<uint32_t> max_ttl;  // `cache TTL`; unset: 3600 success, 1800 denial
+    std::vector<std::string> zones;   // empty: the server block's
     uint32_t success_capacity = 9984;
     std::optional<uint32_t> success_ttl;
     std::optional<uint32_t> success_min_ttl;
@@ -77,6 +77,7 @@ struct CacheConfig {
     std::optional<uint32_t> denial_ttl;
     std::optional<uint32_t> denial_min_ttl;
     std::optional<std::chrono::milliseconds> serve_stale;     // set: serve_stale given
+    bool serve_stale_verify = false;                          // `serve_stale D verify`
     std::optional<std::vector<std::string>> disable_success;  // empty vector: every zone
     std::optional<std::vector<std::string>> disable_denial;
     int line = 0;

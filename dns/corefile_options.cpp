@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "dns/corefile_cache.h"
 #include "dns/forward.h"
 #include "dns/wire.h"
 
@@ -133,6 +134,7 @@ Result<std::vector<std::string>> apply_corefile(std::string_view text, std::stri
     auto cluster_wire = name_from_text(cluster_domain);
     if (!cluster_wire) return at(k.line, "kubernetes: " + cluster_wire.error().message);
     options.stubs = stub_zones(*config, *cluster, name_lower(*cluster_wire), path, warnings);
+    options.caches = corefile_cache_blocks(*config, *cluster);
     if (!cluster->bind.empty()) {
         options.listen.clear();
         for (const auto& address : cluster->bind) {

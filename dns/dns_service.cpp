@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "base/log.h"
-#include "dns/cache.h"
+#include "dns/cache_set.h"
 #include "dns/forward.h"
 #include "dns/panic_guard.h"
 #include "dns/programming_latency.h"
@@ -74,7 +74,7 @@ struct DnsService::Impl {
     ZoneHolder zones;
     std::shared_ptr<ZoneBuilder> builder = std::make_shared<ZoneBuilder>();
     std::thread builder_thread;
-    std::unique_ptr<Cache> cache;
+    std::unique_ptr<CacheSet> caches;
     std::unique_ptr<Forwarder> forwarder;
     std::unique_ptr<Server> server;
     // Shared with the Store's listener, which may outlive the service.
@@ -156,7 +156,8 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
         impl->forwarder = std::make_unique<Forwarder>(forward_options);
         impl->forwarder->drop_self(options.listen);
         if (auto status = impl->forwarder->start(); !status) return status.error();
-        impl->cache = std::make_unique<Cache>();
+        impl->caches = options.caches ? std::make_unique<CacheSet>(*options.caches)
+                                      : CacheSet::flags_default();
     } else {
         log::info("dns: no upstream nameserver: names outside {} are refused",
                   options.cluster_domain);
@@ -175,7 +176,7 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
         };
     }
     impl->server = std::make_unique<Server>(server_options, impl->zones, impl->forwarder.get(),
-                                            impl->cache.get());
+                                            impl->caches.get());
     if (auto status = impl->server->start(); !status) {
         impl->server->stop();
         if (impl->forwarder) impl->forwarder->stop();
@@ -261,19 +262,12 @@ std::string DnsService::status_text() const {
 
 void DnsService::append_metrics(metrics::TextWriter& out) const {
     impl_->server->append_metrics(out);
-    const Cache* cache = impl_->cache.get();
+    if (impl_->caches) impl_->caches->append_metrics(out, impl_->server->metrics_server_label());
     auto line = [&out](const char* name, metrics::Type type, const char* help, uint64_t value) {
         out.family({name, help, type, {}});
         out.sample({}, value);
     };
     using metrics::Type;
-    line("coredns_cache_hits_total", Type::kCounter, "Forwarded names answered from the cache.",
-         cache ? cache->hits() : 0);
-    line("coredns_cache_misses_total", Type::kCounter, "Forwarded names not found in the cache.",
-         cache ? cache->misses() : 0);
-    line("coredns_cache_entries", Type::kGauge, "Entries in the cache.", cache ? cache->size() : 0);
-    line("coredns_cache_evictions_total", Type::kCounter,
-         "Cache entries evicted by the size bound.", cache ? cache->evictions() : 0);
     if (impl_->forwarder) impl_->forwarder->append_metrics(out);
     line("coredns_panics_total", Type::kCounter, "A metrics that counts the number of panics.",
          panics_total());

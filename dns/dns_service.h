@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "base/ip.h"
 #include "base/metrics.h"
 #include "base/result.h"
+#include "dns/cache_set.h"
 #include "dns/forward.h"
 #include "watch/store.h"
 
@@ -36,6 +38,9 @@ struct DnsOptions {
     // Stub domains (the Corefile's other server blocks): their names go to
     // their own upstreams, longest zone first. Zones outside cluster_domain.
     std::vector<StubZone> stubs;
+    // Set by a Corefile: its server blocks and their `cache`s. Unset: one
+    // cache for every forwarded name (CacheSettings::flags_default()).
+    std::optional<std::vector<CacheBlock>> caches;
     unsigned workers = 0;  // 0: one per core
     // Where the default upstreams come from when `upstreams` is empty.
     std::string resolv_conf = "/etc/resolv.conf";

@@ -222,8 +222,8 @@ class Engine {
   public:
     enum class Outcome { kReply, kNone, kForwarded };
 
-    Engine(const ZoneHolder& zones, Forwarder* forwarder, Cache* cache, ReplySink& sink)
-        : zones_(zones), forwarder_(forwarder), cache_(cache), sink_(sink) {
+    Engine(const ZoneHolder& zones, Forwarder* forwarder, const CacheSet* caches, ReplySink& sink)
+        : zones_(zones), forwarder_(forwarder), caches_(caches), sink_(sink) {
         uint64_t seed = 0;
         if (::getrandom(&seed, sizeof(seed), 0) != sizeof(seed)) {
             seed = reinterpret_cast<uintptr_t>(this);
@@ -417,19 +417,29 @@ class Engine {
     Outcome forward(Message query, Resolution resolution, Proto proto, const ClientRef& client,
                     std::string& out) {
         auto now = Cache::Clock::now();
-        if (cache_) {
-            if (auto hit = cache_->lookup(resolution.forward, now)) {
-                bool truncated = false;
-                out = merge_upstream(query, std::move(resolution.response), proto, *hit, truncated);
-                if (truncated) bump(stats_->truncated);
-                count_response(ServerStats::kCache, static_cast<uint8_t>(out[3] & 0x0f));
-                return Outcome::kReply;
+        Cache* cache = caches_ ? caches_->for_name(name_lower(resolution.forward.name)) : nullptr;
+        CacheLookup found;
+        if (cache) found = cache->lookup(resolution.forward, now);
+        if (found.kind != CacheLookup::Kind::kMiss && !found.verify) {
+            if (found.refresh) {
+                Question question = resolution.forward;
+                forwarder_->submit(question, [cache, question](Result<Message> upstream) {
+                    cache->refreshed(question, std::move(upstream), Cache::Clock::now());
+                });
             }
+            bool truncated = false;
+            out = merge_upstream(query, std::move(resolution.response), proto, found.answer,
+                                 truncated);
+            if (truncated) bump(stats_->truncated);
+            count_response(ServerStats::kCache, static_cast<uint8_t>(out[3] & 0x0f));
+            return Outcome::kReply;
         }
+        std::optional<CachedAnswer> stale;
+        if (found.verify) stale = std::move(found.answer);
         // The callback runs on the forwarder's thread: it touches only the
-        // sink (thread-safe) and atomics shared with the exporter.
+        // sink (thread-safe), the cache (thread-safe) and atomics shared with
+        // the exporter.
         std::shared_ptr<ServerStats> stats = stats_;
-        Cache* cache = cache_;
         ReplySink* sink = &sink_;
         Question question = resolution.forward;
         // For the SERVFAIL should on_reply throw: the client (and a TCP
@@ -438,19 +448,13 @@ class Engine {
         asked.header = query.header;
         asked.questions = query.questions;
         auto on_reply = [sink, stats, cache, query = std::move(query), proto, client, question, now,
+                         stale = std::move(stale),
                          reply = std::move(resolution.response)](Result<Message> upstream) mutable {
-            Result<CachedAnswer> answer = make_error(ErrorCode::kUnavailable, "");
-            if (upstream) {
-                if (cache) cache->insert(question, *upstream, Cache::Clock::now());
-                CachedAnswer a;
-                a.rcode = upstream->header.rcode;
-                a.answers = std::move(upstream->answers);
-                a.authority = std::move(upstream->authority);
-                a.additional = std::move(upstream->additional);
-                answer = std::move(a);
-            } else {
-                log::debug("dns: forward failed: {}", upstream.error().describe());
-            }
+            if (!upstream) log::debug("dns: forward failed: {}", upstream.error().describe());
+            Result<CachedAnswer> answer =
+                cache ? cache->complete(question, std::move(upstream), std::move(stale),
+                                        Cache::Clock::now())
+                      : upstream_answer(std::move(upstream));
             bool truncated = false;
             std::string bytes = merge_upstream(query, std::move(reply), proto, answer, truncated);
             if (truncated) stats->forwarded_truncated.fetch_add(1);
@@ -472,7 +476,7 @@ class Engine {
 
     const ZoneHolder& zones_;
     Forwarder* forwarder_;
-    Cache* cache_;
+    const CacheSet* caches_;
     ReplySink& sink_;
     // Shared with forward callbacks, which may outlive a query's thread.
     std::shared_ptr<ServerStats> stats_ = std::make_shared<ServerStats>();
@@ -489,12 +493,12 @@ class Engine {
 class Server::Worker : public ReplySink {
   public:
     Worker(const ServerOptions& options, const ZoneHolder& zones, Forwarder* forwarder,
-           Cache* cache)
+           const CacheSet* caches)
         : options_(options),
           zones_(zones),
           forwarder_(forwarder),
-          cache_(cache),
-          tcp_engine_(zones, forwarder, cache, *this) {
+          caches_(caches),
+          tcp_engine_(zones, forwarder, caches, *this) {
         max_connections_ =
             std::max<size_t>(1, options.max_tcp_connections / std::max<size_t>(1, options.workers));
     }
@@ -533,7 +537,7 @@ class Server::Worker : public ReplySink {
         ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
         std::lock_guard lock(sockets_mutex_);
         auto& loop = udp_loops_.emplace_back(
-            std::make_unique<UdpLoop>(fd, zones_, forwarder_, cache_, *this));
+            std::make_unique<UdpLoop>(fd, zones_, forwarder_, caches_, *this));
         UdpLoop* raw = loop.get();
         loop->thread = std::thread([this, raw] { serve_udp(*raw); });
     }
@@ -581,9 +585,9 @@ class Server::Worker : public ReplySink {
     // One thread per UDP socket, blocked in recvmmsg: under load a batch
     // costs one receive and one send system call, with no epoll round.
     struct UdpLoop {
-        UdpLoop(int socket, const ZoneHolder& zones, Forwarder* forwarder, Cache* cache,
+        UdpLoop(int socket, const ZoneHolder& zones, Forwarder* forwarder, const CacheSet* caches,
                 ReplySink& sink)
-            : fd(socket), engine(zones, forwarder, cache, sink) {}
+            : fd(socket), engine(zones, forwarder, caches, sink) {}
         int fd;
         Engine engine;
         std::thread thread;
@@ -848,7 +852,7 @@ class Server::Worker : public ReplySink {
     const ServerOptions& options_;
     const ZoneHolder& zones_;
     Forwarder* forwarder_;
-    Cache* cache_;
+    const CacheSet* caches_;
 
     int epoll_fd_ = -1;
     int wake_fd_ = -1;
@@ -901,8 +905,9 @@ void ServerStats::SizeHistogram::record(size_t bytes, bool shared) {
     sum.store(sum.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
 }
 
-Server::Server(ServerOptions options, const ZoneHolder& zones, Forwarder* forwarder, Cache* cache)
-    : options_(std::move(options)), zones_(zones), forwarder_(forwarder), cache_(cache) {
+Server::Server(ServerOptions options, const ZoneHolder& zones, Forwarder* forwarder,
+               const CacheSet* caches)
+    : options_(std::move(options)), zones_(zones), forwarder_(forwarder), caches_(caches) {
     options_.workers = std::max(1u, options_.workers);
 }
 
@@ -940,7 +945,7 @@ Result<uint16_t> pick_port(const HostPort& address) {
 
 Status Server::start() {
     for (unsigned i = 0; i < options_.workers; ++i) {
-        auto worker = std::make_unique<Worker>(options_, zones_, forwarder_, cache_);
+        auto worker = std::make_unique<Worker>(options_, zones_, forwarder_, caches_);
         if (auto status = worker->open(); !status) return status;
         workers_.push_back(std::move(worker));
     }
@@ -1076,6 +1081,10 @@ std::vector<HostPort> Server::bound() const {
     return addresses_;
 }
 
+std::string Server::metrics_server_label() const {
+    return "dns://:" + std::to_string(options_.listen.empty() ? 53 : options_.listen[0].port);
+}
+
 void Server::append_metrics(metrics::TextWriter& out) const {
     uint64_t requests[2][2][ServerStats::kTypes] = {};
     uint64_t do_requests = 0;
@@ -1131,8 +1140,7 @@ void Server::append_metrics(metrics::TextWriter& out) const {
     // CoreDNS's labels. One server block answers every name: zone ".", no
     // view; `server` is "dns://:PORT" of the first listen address, every
     // listener summed into it (docs/dns.md, "Metrics").
-    const std::string server =
-        "dns://:" + std::to_string(options_.listen.empty() ? 53 : options_.listen[0].port);
+    const std::string server = metrics_server_label();
     const std::string zone = ".";
     const std::string view;
     using metrics::Type;

@@ -34,7 +34,7 @@
 #include <thread>
 #include <vector>
 
-#include "dns/cache.h"
+#include "dns/cache_set.h"
 #include "dns/forward.h"
 #include "dns/resolver.h"
 #include "dns/zone.h"
@@ -139,8 +139,9 @@ struct ListenerState {
 
 class Server {
   public:
-    // `forwarder` and `cache` may be null (no upstreams: other zones REFUSED).
-    Server(ServerOptions options, const ZoneHolder& zones, Forwarder* forwarder, Cache* cache);
+    // `forwarder` and `caches` may be null (no upstreams: other zones REFUSED).
+    Server(ServerOptions options, const ZoneHolder& zones, Forwarder* forwarder,
+           const CacheSet* caches);
     ~Server();
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;
@@ -157,6 +158,9 @@ class Server {
     // (whether or not each is serving yet: see listeners()).
     std::vector<HostPort> bound() const;
     void append_metrics(metrics::TextWriter& out) const;
+    // CoreDNS's `server` label: "dns://:PORT" of the first listen address
+    // (every listener is summed into it; docs/dns.md, "Metrics").
+    std::string metrics_server_label() const;
 
     class Worker;
 
@@ -179,7 +183,7 @@ class Server {
     ServerOptions options_;
     const ZoneHolder& zones_;
     Forwarder* forwarder_;
-    Cache* cache_;
+    const CacheSet* caches_;
     std::vector<std::unique_ptr<Worker>> workers_;
     mutable std::mutex mutex_;
     std::vector<HostPort> addresses_;  // guarded by mutex_ (ports picked late)

@@ -190,7 +190,7 @@ TEST_CASE("corefile config: defaults where an option is absent") {
     CHECK(s.kubernetes->zones == std::vector<std::string>{"."});
     CHECK(s.kubernetes->pods == PodRecords::kDisabled);
     CHECK_FALSE(s.kubernetes->fallthrough);
-    CHECK(s.cache->max_ttl == 3600);
+    CHECK_FALSE(s.cache->max_ttl);  // CoreDNS's 3600 s success, 1800 s denial
     CHECK(s.cache->success_capacity == 9984);
     CHECK(s.cache->denial_capacity == 9984);
     CHECK_FALSE(s.cache->serve_stale);
@@ -258,13 +258,15 @@ TEST_CASE("corefile config: every cache option") {
     CHECK(c.denial_ttl == 60u);
     CHECK_FALSE(c.denial_min_ttl);
     CHECK(c.serve_stale == milliseconds(600000));
+    CHECK(c.serve_stale_verify);
     REQUIRE(c.disable_success);
     CHECK(c.disable_success->empty());
     CHECK_FALSE(c.disable_denial);
     CHECK(block_ok("cache {\n serve_stale\n}").cache->serve_stale == milliseconds(3600000));
+    CHECK_FALSE(block_ok("cache {\n serve_stale 1m immediate\n}").cache->serve_stale_verify);
     // A first argument that is not an integer is a zone, even one starting with a digit.
     auto zones_only = block_ok("cache 10.0.0.0/8 example.org").cache;
-    CHECK(zones_only->max_ttl == 3600);
+    CHECK_FALSE(zones_only->max_ttl);
     CHECK(zones_only->zones == std::vector<std::string>{"10.in-addr.arpa.", "example.org."});
 }
 
