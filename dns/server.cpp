@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "base/log.h"
+#include "dns/loadbalance.h"
 #include "dns/socket_util.h"
 
 namespace sb::dns {
@@ -221,8 +222,9 @@ class Engine {
   public:
     enum class Outcome { kReply, kNone, kForwarded };
 
-    Engine(const ZoneHolder& zones, Forwarder* forwarder, Cache* cache, ReplySink& sink)
-        : zones_(zones), forwarder_(forwarder), cache_(cache), sink_(sink) {
+    Engine(const ServerOptions& options, const ZoneHolder& zones, Forwarder* forwarder,
+           Cache* cache, ReplySink& sink)
+        : options_(options), zones_(zones), forwarder_(forwarder), cache_(cache), sink_(sink) {
         uint64_t seed = 0;
         if (::getrandom(&seed, sizeof(seed), 0) != sizeof(seed)) {
             seed = reinterpret_cast<uintptr_t>(this);
@@ -236,10 +238,15 @@ class Engine {
     void refresh_zone() {
         uint64_t version = zones_.version();
         bool forwarding = forwarder_ && forwarder_->enabled();
-        if (version != zone_version_ || !zone_ || forwarding != forwarding_) {
+        // The hosts table's replies are rendered too: a new table flushes.
+        uint64_t hosts_version = options_.hosts ? options_.hosts->version() : 0;
+        if (version != zone_version_ || !zone_ || forwarding != forwarding_ ||
+            hosts_version != hosts_version_) {
             zone_ = zones_.get();
             zone_version_ = version;
             forwarding_ = forwarding;
+            if (options_.hosts) hosts_ = options_.hosts->get();
+            hosts_version_ = hosts_version;
             rendered_.clear();
         }
     }
@@ -287,7 +294,9 @@ class Engine {
 
   private:
     void shuffle(std::string& bytes, size_t offset, size_t size, size_t count) {
-        if (count < 2 || offset + size * count > bytes.size()) return;
+        if (options_.shuffle == AnswerShuffle::kNone || count < 2 ||
+            offset + size * count > bytes.size())
+            return;
         char temp[64];
         if (size > sizeof(temp)) return;
         for (size_t i = count - 1; i > 0; --i) {
@@ -354,6 +363,8 @@ class Engine {
         }
         ResolverOptions resolver_options;
         resolver_options.forwarding = forwarding_;
+        resolver_options.cluster = &options_.cluster;
+        resolver_options.hosts = hosts_.get();
         Resolution resolution = resolve(zone_.get(), query, resolver_options);
         if (resolution.kind == Resolution::Kind::kDrop) {
             bump(stats_->dropped);
@@ -373,9 +384,11 @@ class Engine {
         return Outcome::kReply;
     }
 
-    // The reply to `query` given the resolver's partial reply and the upstream's.
+    // The reply to `query` given the resolver's partial reply and the
+    // upstream's; `shuffle_seed` set: its records load-balanced.
     static std::string merge_upstream(const Message& query, Message reply, Proto proto,
-                                      const Result<CachedAnswer>& upstream, bool& truncated) {
+                                      const Result<CachedAnswer>& upstream,
+                                      std::optional<uint64_t> shuffle_seed, bool& truncated) {
         if (!upstream) {
             reply.answers.clear();
             reply.header.rcode = static_cast<uint8_t>(Rcode::kServFail);
@@ -387,6 +400,7 @@ class Engine {
             reply.additional = upstream->additional;
         }
         reply.header.ra = true;
+        if (shuffle_seed) load_balance(reply, *shuffle_seed);
         size_t limit = finish_reply(query, reply);
         if (proto == kTcp) limit = 65535;
         WriteResult written = write_message(reply, limit);
@@ -397,10 +411,13 @@ class Engine {
     Outcome forward(Message query, Resolution resolution, Proto proto, const ClientRef& client,
                     std::string& out) {
         auto now = Cache::Clock::now();
+        std::optional<uint64_t> shuffle_seed;
+        if (options_.shuffle == AnswerShuffle::kAll) shuffle_seed = next_random();
         if (cache_) {
             if (auto hit = cache_->lookup(resolution.forward, now)) {
                 bool truncated = false;
-                out = merge_upstream(query, std::move(resolution.response), proto, *hit, truncated);
+                out = merge_upstream(query, std::move(resolution.response), proto, *hit,
+                                     shuffle_seed, truncated);
                 if (truncated) bump(stats_->truncated);
                 count_response(ServerStats::kCache, static_cast<uint8_t>(out[3] & 0x0f));
                 return Outcome::kReply;
@@ -413,7 +430,8 @@ class Engine {
         ReplySink* sink = &sink_;
         Question question = resolution.forward;
         forwarder_->submit(question, [sink, stats, cache, query = std::move(query), proto, client,
-                                      question, now, reply = std::move(resolution.response)](
+                                      question, now, shuffle_seed,
+                                      reply = std::move(resolution.response)](
                                          Result<Message> upstream) mutable {
             Result<CachedAnswer> answer = make_error(ErrorCode::kUnavailable, "");
             if (upstream) {
@@ -428,7 +446,8 @@ class Engine {
                 log::debug("dns: forward failed: {}", upstream.error().describe());
             }
             bool truncated = false;
-            std::string bytes = merge_upstream(query, std::move(reply), proto, answer, truncated);
+            std::string bytes =
+                merge_upstream(query, std::move(reply), proto, answer, shuffle_seed, truncated);
             if (truncated) stats->forwarded_truncated.fetch_add(1);
             stats->forwarded_responses[std::min<size_t>(bytes[3] & 0x0f, ServerStats::kRcodes - 1)]
                 .fetch_add(1);
@@ -439,6 +458,7 @@ class Engine {
         return Outcome::kForwarded;
     }
 
+    const ServerOptions& options_;
     const ZoneHolder& zones_;
     Forwarder* forwarder_;
     Cache* cache_;
@@ -448,6 +468,8 @@ class Engine {
     std::shared_ptr<const Zone> zone_;
     uint64_t zone_version_ = 0;
     bool forwarding_ = false;
+    std::shared_ptr<const HostsTable> hosts_;
+    uint64_t hosts_version_ = 0;
     RenderCache rendered_;
     std::string key_;
     uint64_t random_ = 1;
@@ -463,7 +485,7 @@ class Server::Worker : public ReplySink {
           zones_(zones),
           forwarder_(forwarder),
           cache_(cache),
-          tcp_engine_(zones, forwarder, cache, *this) {
+          tcp_engine_(options, zones, forwarder, cache, *this) {
         max_connections_ =
             std::max<size_t>(1, options.max_tcp_connections / std::max<size_t>(1, options.workers));
     }
@@ -502,7 +524,7 @@ class Server::Worker : public ReplySink {
         ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
         std::lock_guard lock(sockets_mutex_);
         auto& loop = udp_loops_.emplace_back(
-            std::make_unique<UdpLoop>(fd, zones_, forwarder_, cache_, *this));
+            std::make_unique<UdpLoop>(fd, options_, zones_, forwarder_, cache_, *this));
         UdpLoop* raw = loop.get();
         loop->thread = std::thread([this, raw] { serve_udp(*raw); });
     }
@@ -550,9 +572,9 @@ class Server::Worker : public ReplySink {
     // One thread per UDP socket, blocked in recvmmsg: under load a batch
     // costs one receive and one send system call, with no epoll round.
     struct UdpLoop {
-        UdpLoop(int socket, const ZoneHolder& zones, Forwarder* forwarder, Cache* cache,
-                ReplySink& sink)
-            : fd(socket), engine(zones, forwarder, cache, sink) {}
+        UdpLoop(int socket, const ServerOptions& options, const ZoneHolder& zones,
+                Forwarder* forwarder, Cache* cache, ReplySink& sink)
+            : fd(socket), engine(options, zones, forwarder, cache, sink) {}
         int fd;
         Engine engine;
         std::thread thread;
