@@ -93,8 +93,10 @@ std::optional<ZoneSet> fallthrough_zones(const std::optional<Fallthrough>& fallt
     return fallthrough->zones.empty() ? plugin_zones : zone_set(fallthrough->zones);
 }
 
-// The kubernetes plugin's zones beyond the cluster domain: reverse zones
-// are answered from the zone's PTRs; any other is warned and not served.
+// The kubernetes options beyond domain, ttl and pods: its reverse zones
+// (where the zone's PTRs are answered; a zone that is neither reverse nor
+// the cluster domain is warned and not served), fallthrough,
+// endpoint_pod_names and noendpoints.
 void apply_kubernetes(const KubernetesConfig& k, const std::string& domain, std::string_view path,
                       DnsOptions& options, std::vector<std::string>& warnings) {
     std::vector<std::string> reverse;
@@ -109,8 +111,8 @@ void apply_kubernetes(const KubernetesConfig& k, const std::string& domain, std:
         }
     }
     options.cluster.reverse_zones = zone_set(reverse);
-    ZoneSet served = options.cluster.reverse_zones;
-    served.zones.push_back(zone_set({domain}).zones.front());
+    ZoneSet served = zone_set(reverse);
+    for (auto& zone : zone_set({domain}).zones) served.zones.push_back(std::move(zone));
     options.cluster.fallthrough = fallthrough_zones(k.fallthrough, served).value_or(ZoneSet{});
     options.endpoint_pod_names = k.endpoint_pod_names;
     options.endpoints = !k.noendpoints;
