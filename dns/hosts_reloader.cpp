@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
+#include <exception>
 
 #include "base/log.h"
 
@@ -62,7 +62,13 @@ void HostsReloader::run() {
     std::unique_lock lock(mutex_);
     while (!cv_.wait_for(lock, options_.reload, [this] { return stopping_; })) {
         lock.unlock();
-        poll();
+        try {
+            poll();
+        } catch (const std::exception& error) {
+            // Nothing may escape the thread; an allocation failure is a
+            // failed read: the last good table stays, the next poll retries.
+            log::error("dns: hosts: reading {} threw: {}", options_.file, error.what());
+        }
         lock.lock();
     }
 }
