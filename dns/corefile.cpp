@@ -299,9 +299,9 @@ Result<NormalizedZone> normalize_zone(std::string_view text) {
         auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
         if (ec == std::errc() && end == digits.data() + digits.size()) {
             if (port < 1 || port > 65535) {
-                return make_error(ErrorCode::kInvalidArgument, escaped_for_message(text) + ": port " +
-                                                                   std::to_string(port) +
-                                                                   " is out of range 1-65535");
+                return make_error(ErrorCode::kInvalidArgument,
+                                  escaped_for_message(text) + ": port " + std::to_string(port) +
+                                      " is out of range 1-65535");
             }
             result.port = static_cast<uint16_t>(port);
             host = rest.substr(0, colon);

@@ -77,6 +77,71 @@ std::vector<StubZone> stub_zones(const CorefileConfig& config, const ServerConfi
     return stubs;
 }
 
+// Normalised zones (text, trailing dot) as a ZoneSet; map_corefile
+// validated every one.
+ZoneSet zone_set(const std::vector<std::string>& zones) {
+    ZoneSet set;
+    for (const auto& zone : zones) {
+        if (auto wire = name_from_text(zone)) set.zones.push_back(name_lower(*wire));
+    }
+    return set;
+}
+
+// `fallthrough [ZONES]`: no zones means every zone of the plugin.
+std::optional<ZoneSet> fallthrough_zones(const std::optional<Fallthrough>& fallthrough,
+                                         const ZoneSet& plugin_zones) {
+    if (!fallthrough) return std::nullopt;
+    return fallthrough->zones.empty() ? plugin_zones : zone_set(fallthrough->zones);
+}
+
+// The kubernetes options beyond domain, ttl and pods: its reverse zones
+// (where the zone's PTRs are answered; a zone that is neither reverse nor
+// the cluster domain is warned and not served), fallthrough,
+// endpoint_pod_names and noendpoints.
+void apply_kubernetes(const KubernetesConfig& k, const std::string& domain, std::string_view path,
+                      DnsOptions& options, std::vector<std::string>& warnings) {
+    std::vector<std::string> reverse;
+    for (const auto& zone : k.zones) {
+        if (is_reverse_zone(zone)) {
+            reverse.push_back(zone);
+        } else if (zone != domain) {
+            warnings.push_back(std::string(path) + ":" + std::to_string(k.line) +
+                               ": kubernetes zone " + zone +
+                               " is not served: switchboard serves one cluster zone (" + domain +
+                               ") and reverse zones");
+        }
+    }
+    options.cluster.reverse_zones = zone_set(reverse);
+    ZoneSet served = zone_set(reverse);
+    for (auto& zone : zone_set({domain}).zones) served.zones.push_back(std::move(zone));
+    options.cluster.fallthrough = fallthrough_zones(k.fallthrough, served).value_or(ZoneSet{});
+    options.endpoint_pod_names = k.endpoint_pod_names;
+    options.endpoints = !k.noendpoints;
+}
+
+// The hosts plugin of the cluster block: its zones default to the block's.
+HostsOptions hosts_options(const HostsConfig& h, const ServerConfig& server) {
+    HostsOptions hosts;
+    hosts.file = h.file;
+    hosts.zones = zone_set(h.zones.empty() ? server.zones : h.zones);
+    for (const auto& entry : h.inline_entries) {
+        for (const auto& name : entry.names) {
+            auto wire = name_from_text(name);
+            if (!wire) continue;
+            std::string lower = name_lower(*wire);
+            // As in the file, names outside the plugin's zones are not read.
+            if (hosts.zones.matches(lower)) {
+                hosts.inline_mappings.push_back(HostsMapping{entry.address, std::move(lower)});
+            }
+        }
+    }
+    hosts.ttl = h.ttl;
+    hosts.reverse = !h.no_reverse;
+    hosts.reload = h.reload;
+    hosts.fallthrough = fallthrough_zones(h.fallthrough, hosts.zones);
+    return hosts;
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> apply_corefile(std::string_view text, std::string_view path,
@@ -121,6 +186,15 @@ Result<std::vector<std::string>> apply_corefile(std::string_view text, std::stri
     options.cluster_domain = cluster_domain;
     options.ttl = k.ttl;
     options.pods = k.pods;
+    apply_kubernetes(k, *domain, path, options, warnings);
+    if (cluster->hosts) options.hosts = hosts_options(*cluster->hosts, *cluster);
+    for (const auto& server : config->servers) {
+        if (&server != cluster && server.hosts) {
+            warnings.push_back(std::string(path) + ":" + std::to_string(server.hosts->line) +
+                               ": hosts is served only in the kubernetes block; ignored here");
+        }
+    }
+    options.shuffle = cluster->loadbalance ? AnswerShuffle::kAll : AnswerShuffle::kNone;
     auto root = std::find_if(cluster->forwards.begin(), cluster->forwards.end(),
                              [](const ForwardConfig& f) { return f.from == "."; });
     if (root != cluster->forwards.end()) {

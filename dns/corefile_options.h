@@ -19,7 +19,9 @@ namespace sb::dns {
 
 // --dns-corefile at start: parses and maps the Corefile and sets `options`
 // from the server block that has the kubernetes plugin (docs/corefile.md):
-// cluster_domain, ttl, pods, upstreams (its `forward .`), stubs (every
+// cluster_domain, ttl, pods, the kubernetes plugin's reverse zones,
+// fallthrough, endpoint_pod_names and noendpoints, hosts, shuffle
+// (loadbalance), upstreams (its `forward .`), stubs (every
 // other block on its port, one StubZone per zone), and listen (the
 // block's port on its `bind` addresses, else on the addresses already in
 // options.listen; with neither, listen stays empty: DNS off, said in a

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "dns/cache_set.h"
 #include "dns/forward.h"
+#include "dns/hosts_reloader.h"
 #include "dns/panic_guard.h"
 #include "dns/programming_latency.h"
 #include "dns/server.h"
@@ -72,6 +73,8 @@ struct DnsService::Impl {
     watch::Store* store = nullptr;
     ZoneConfig zone_config;
     ZoneHolder zones;
+    HostsHolder hosts;
+    std::unique_ptr<HostsReloader> hosts_reloader;
     std::shared_ptr<ZoneBuilder> builder = std::make_shared<ZoneBuilder>();
     std::thread builder_thread;
     std::unique_ptr<CacheSet> caches;
@@ -139,6 +142,8 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
     impl->zone_config.domain = options.cluster_domain;
     impl->zone_config.ttl = options.ttl;
     impl->zone_config.pods = options.pods;
+    impl->zone_config.endpoint_pod_names = options.endpoint_pod_names;
+    impl->zone_config.endpoints = options.endpoints;
     if (auto origin = name_from_text(options.cluster_domain); !origin) {
         return make_error(ErrorCode::kInvalidArgument,
                           "--cluster-domain: " + origin.error().message);
@@ -165,6 +170,13 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
 
     ServerOptions server_options;
     server_options.listen = options.listen;
+    server_options.cluster = options.cluster;
+    server_options.shuffle = options.shuffle;
+    if (options.hosts) {
+        impl->hosts_reloader = std::make_unique<HostsReloader>(*options.hosts, impl->hosts);
+        impl->hosts_reloader->start();
+        server_options.hosts = &impl->hosts;
+    }
     server_options.workers =
         options.workers ? options.workers : std::max(1u, std::thread::hardware_concurrency());
     Impl* raw = impl.get();
@@ -236,6 +248,7 @@ void DnsService::stop() {
     // callbacks post into the (still allocated) workers' inboxes.
     impl_->server->stop();
     if (impl_->forwarder) impl_->forwarder->stop();
+    if (impl_->hosts_reloader) impl_->hosts_reloader->stop();
 }
 
 std::vector<HostPort> DnsService::bound() const {

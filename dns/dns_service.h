@@ -22,6 +22,8 @@
 #include "base/result.h"
 #include "dns/cache_set.h"
 #include "dns/forward.h"
+#include "dns/hosts.h"
+#include "dns/resolver_policy.h"
 #include "watch/store.h"
 
 namespace sb::dns {
@@ -44,6 +46,14 @@ struct DnsOptions {
     unsigned workers = 0;  // 0: one per core
     // Where the default upstreams come from when `upstreams` is empty.
     std::string resolv_conf = "/etc/resolv.conf";
+    // Set by a Corefile (corefile_options.cpp); the defaults are the flags'
+    // behaviour. kubernetes: reverse zones and fallthrough,
+    // endpoint_pod_names, noendpoints (endpoints = false).
+    ClusterPolicy cluster;
+    bool endpoint_pod_names = false;
+    bool endpoints = true;
+    std::optional<HostsOptions> hosts;  // the hosts plugin
+    AnswerShuffle shuffle = AnswerShuffle::kZoneAnswers;
 };
 
 // --dns-upstream: comma-separated ADDR[:PORT], IPv6 as [ADDR]:PORT, port 53 when omitted.

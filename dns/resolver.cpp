@@ -9,13 +9,9 @@ namespace {
 constexpr int kMaxCnameChain = 8;
 constexpr uint8_t kBadVersExtended = 1;  // BADVERS (16) = extended 1, rcode 0
 
-const std::string& in_addr_arpa() {
-    static const std::string name = *name_from_text("in-addr.arpa");
-    return name;
-}
-const std::string& ip6_arpa() {
-    static const std::string name = *name_from_text("ip6.arpa");
-    return name;
+const ClusterPolicy& flags_policy() {
+    static const ClusterPolicy policy;
+    return policy;
 }
 
 Message reply_skeleton(const Message& query, const ResolverOptions& options) {
@@ -178,6 +174,19 @@ Resolution resolve(const Zone* zone, const Message& query, const ResolverOptions
         return result;
     }
     std::string lower = name_lower(question.name);
+    if (options.hosts) {
+        switch (options.hosts->answer(question, lower, reply.answers)) {
+            case HostsTable::Verdict::kReply:
+                reply.header.aa = true;
+                return result;
+            case HostsTable::Verdict::kServFail:
+                set_rcode(reply, Rcode::kServFail);
+                return result;
+            case HostsTable::Verdict::kNext:
+                break;
+        }
+    }
+    const ClusterPolicy& policy = options.cluster ? *options.cluster : flags_policy();
     bool in_zone = zone ? name_is_under(lower, zone->origin())
                         : false;  // without a zone the origin is unknown: see below
     if (zone && in_zone) {
@@ -196,10 +205,16 @@ Resolution resolve(const Zone* zone, const Message& query, const ResolverOptions
         if (forward) {
             result.kind = Resolution::Kind::kForward;
             result.forward = *forward;
+            return result;
         }
-        return result;
+        if (reply.header.rcode != static_cast<uint8_t>(Rcode::kNXDomain) ||
+            !policy.fallthrough.matches(lower)) {
+            return result;
+        }
+        reply = reply_skeleton(query, options);  // falls through: as an outside name
     }
-    bool reverse = name_is_under(lower, in_addr_arpa()) || name_is_under(lower, ip6_arpa());
+    std::string_view reverse_zone = policy.reverse_zones.longest_match(lower);
+    bool reverse = !reverse_zone.empty();
     if (zone && reverse && zone->synced()) {
         if (const Zone::Node* node = zone->find(lower)) {
             reply.header.aa = true;
@@ -208,6 +223,12 @@ Resolution resolve(const Zone* zone, const Message& query, const ResolverOptions
             } else if (question.qtype == type::kANY && !node->rrsets.empty()) {
                 add_rrset(reply.answers, question.name, node->rrsets.front(), zone->ttl());
             }
+            return result;
+        }
+        if (!policy.fallthrough.matches(lower)) {
+            reply.header.aa = true;
+            set_rcode(reply, Rcode::kNXDomain);
+            reply.authority.push_back(zone->soa_for(reverse_zone));
             return result;
         }
     }

@@ -5,6 +5,8 @@
 
 #include <memory>
 
+#include "dns/hosts.h"
+#include "dns/resolver_policy.h"
 #include "dns/wire.h"
 #include "dns/zone.h"
 
@@ -25,9 +27,18 @@ struct Resolution {
 
 struct ResolverOptions {
     bool forwarding = false;  // upstreams exist: names outside the zone are forwarded
+    // The kubernetes plugin's reverse zones and fallthrough; null: the
+    // flags path's (ClusterPolicy's defaults). Not owned.
+    const ClusterPolicy* cluster = nullptr;
+    // The hosts plugin's table, asked before the zone (CoreDNS's plugin
+    // order); null: no hosts plugin. Not owned.
+    const HostsTable* hosts = nullptr;
 };
 
 // `zone` may be null (no zone built yet): cluster names get SERVFAIL then.
+// A name the kubernetes plugin does not have (NXDOMAIN) in its fallthrough
+// zones is resolved as a name outside the zone: forwarded, or REFUSED
+// without upstreams.
 Resolution resolve(const Zone* zone, const Message& query, const ResolverOptions& options);
 
 // The reply to a packet that did not parse (FORMERR) or a query with another

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "base/log.h"
+#include "dns/loadbalance.h"
 #include "dns/panic_guard.h"
 #include "dns/socket_util.h"
 
@@ -222,8 +223,9 @@ class Engine {
   public:
     enum class Outcome { kReply, kNone, kForwarded };
 
-    Engine(const ZoneHolder& zones, Forwarder* forwarder, const CacheSet* caches, ReplySink& sink)
-        : zones_(zones), forwarder_(forwarder), caches_(caches), sink_(sink) {
+    Engine(const ServerOptions& options, const ZoneHolder& zones, Forwarder* forwarder,
+           const CacheSet* caches, ReplySink& sink)
+        : options_(options), zones_(zones), forwarder_(forwarder), caches_(caches), sink_(sink) {
         uint64_t seed = 0;
         if (::getrandom(&seed, sizeof(seed), 0) != sizeof(seed)) {
             seed = reinterpret_cast<uintptr_t>(this);
@@ -237,10 +239,15 @@ class Engine {
     void refresh_zone() {
         uint64_t version = zones_.version();
         bool forwarding = forwarder_ && forwarder_->enabled();
-        if (version != zone_version_ || !zone_ || forwarding != forwarding_) {
+        // The hosts table's replies are rendered too: a new table flushes.
+        uint64_t hosts_version = options_.hosts ? options_.hosts->version() : 0;
+        if (version != zone_version_ || !zone_ || forwarding != forwarding_ ||
+            hosts_version != hosts_version_) {
             zone_ = zones_.get();
             zone_version_ = version;
             forwarding_ = forwarding;
+            if (options_.hosts) hosts_ = options_.hosts->get();
+            hosts_version_ = hosts_version;
             rendered_.clear();
         }
     }
@@ -302,7 +309,9 @@ class Engine {
     }
 
     void shuffle(std::string& bytes, size_t offset, size_t size, size_t count) {
-        if (count < 2 || offset + size * count > bytes.size()) return;
+        if (options_.shuffle == AnswerShuffle::kNone || count < 2 ||
+            offset + size * count > bytes.size())
+            return;
         char temp[64];
         if (size > sizeof(temp)) return;
         for (size_t i = count - 1; i > 0; --i) {
@@ -364,6 +373,8 @@ class Engine {
         }
         ResolverOptions resolver_options;
         resolver_options.forwarding = forwarding_;
+        resolver_options.cluster = &options_.cluster;
+        resolver_options.hosts = hosts_.get();
         Resolution resolution = resolve(zone_.get(), query, resolver_options);
         if (resolution.kind == Resolution::Kind::kDrop) {
             bump(stats_->dropped);
@@ -393,9 +404,11 @@ class Engine {
         return write_message(reply).bytes;
     }
 
-    // The reply to `query` given the resolver's partial reply and the upstream's.
+    // The reply to `query` given the resolver's partial reply and the
+    // upstream's; `shuffle_seed` set: its records load-balanced.
     static std::string merge_upstream(const Message& query, Message reply, Proto proto,
-                                      const Result<CachedAnswer>& upstream, bool& truncated) {
+                                      const Result<CachedAnswer>& upstream,
+                                      std::optional<uint64_t> shuffle_seed, bool& truncated) {
         if (!upstream) {
             reply.answers.clear();
             reply.header.rcode = static_cast<uint8_t>(Rcode::kServFail);
@@ -407,6 +420,7 @@ class Engine {
             reply.additional = upstream->additional;
         }
         reply.header.ra = true;
+        if (shuffle_seed) load_balance(reply, *shuffle_seed);
         size_t limit = finish_reply(query, reply);
         if (proto == kTcp) limit = 65535;
         WriteResult written = write_message(reply, limit);
@@ -417,6 +431,8 @@ class Engine {
     Outcome forward(Message query, Resolution resolution, Proto proto, const ClientRef& client,
                     std::string& out) {
         auto now = Cache::Clock::now();
+        std::optional<uint64_t> shuffle_seed;
+        if (options_.shuffle == AnswerShuffle::kAll) shuffle_seed = next_random();
         Cache* cache = caches_ ? caches_->for_name(name_lower(resolution.forward.name)) : nullptr;
         CacheLookup found;
         if (cache) found = cache->lookup(resolution.forward, now);
@@ -429,7 +445,7 @@ class Engine {
             }
             bool truncated = false;
             out = merge_upstream(query, std::move(resolution.response), proto, found.answer,
-                                 truncated);
+                                 shuffle_seed, truncated);
             if (truncated) bump(stats_->truncated);
             count_response(ServerStats::kCache, static_cast<uint8_t>(out[3] & 0x0f));
             return Outcome::kReply;
@@ -448,7 +464,7 @@ class Engine {
         asked.header = query.header;
         asked.questions = query.questions;
         auto on_reply = [sink, stats, cache, query = std::move(query), proto, client, question, now,
-                         stale = std::move(stale),
+                         shuffle_seed, stale = std::move(stale),
                          reply = std::move(resolution.response)](Result<Message> upstream) mutable {
             if (!upstream) log::debug("dns: forward failed: {}", upstream.error().describe());
             Result<CachedAnswer> answer =
@@ -456,7 +472,8 @@ class Engine {
                                         Cache::Clock::now())
                       : upstream_answer(std::move(upstream));
             bool truncated = false;
-            std::string bytes = merge_upstream(query, std::move(reply), proto, answer, truncated);
+            std::string bytes =
+                merge_upstream(query, std::move(reply), proto, answer, shuffle_seed, truncated);
             if (truncated) stats->forwarded_truncated.fetch_add(1);
             stats->forwarded_responses[std::min<size_t>(bytes[3] & 0x0f, ServerStats::kRcodes - 1)]
                 .fetch_add(1);
@@ -474,6 +491,7 @@ class Engine {
         return Outcome::kForwarded;
     }
 
+    const ServerOptions& options_;
     const ZoneHolder& zones_;
     Forwarder* forwarder_;
     const CacheSet* caches_;
@@ -483,6 +501,8 @@ class Engine {
     std::shared_ptr<const Zone> zone_;
     uint64_t zone_version_ = 0;
     bool forwarding_ = false;
+    std::shared_ptr<const HostsTable> hosts_;
+    uint64_t hosts_version_ = 0;
     RenderCache rendered_;
     std::string key_;
     uint64_t random_ = 1;
@@ -498,7 +518,7 @@ class Server::Worker : public ReplySink {
           zones_(zones),
           forwarder_(forwarder),
           caches_(caches),
-          tcp_engine_(zones, forwarder, caches, *this) {
+          tcp_engine_(options, zones, forwarder, caches, *this) {
         max_connections_ =
             std::max<size_t>(1, options.max_tcp_connections / std::max<size_t>(1, options.workers));
     }
@@ -537,7 +557,7 @@ class Server::Worker : public ReplySink {
         ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
         std::lock_guard lock(sockets_mutex_);
         auto& loop = udp_loops_.emplace_back(
-            std::make_unique<UdpLoop>(fd, zones_, forwarder_, caches_, *this));
+            std::make_unique<UdpLoop>(fd, options_, zones_, forwarder_, caches_, *this));
         UdpLoop* raw = loop.get();
         loop->thread = std::thread([this, raw] { serve_udp(*raw); });
     }
@@ -585,9 +605,9 @@ class Server::Worker : public ReplySink {
     // One thread per UDP socket, blocked in recvmmsg: under load a batch
     // costs one receive and one send system call, with no epoll round.
     struct UdpLoop {
-        UdpLoop(int socket, const ZoneHolder& zones, Forwarder* forwarder, const CacheSet* caches,
-                ReplySink& sink)
-            : fd(socket), engine(zones, forwarder, caches, sink) {}
+        UdpLoop(int socket, const ServerOptions& options, const ZoneHolder& zones,
+                Forwarder* forwarder, const CacheSet* caches, ReplySink& sink)
+            : fd(socket), engine(options, zones, forwarder, caches, sink) {}
         int fd;
         Engine engine;
         std::thread thread;

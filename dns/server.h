@@ -36,33 +36,15 @@
 
 #include "dns/cache_set.h"
 #include "dns/forward.h"
+#include "dns/hosts.h"
+#include "dns/published.h"
 #include "dns/resolver.h"
 #include "dns/zone.h"
 
 namespace sb::dns {
 
 // The published zone: writers replace it whole, readers take a reference.
-class ZoneHolder {
-  public:
-    void publish(std::shared_ptr<const Zone> zone) {
-        {
-            std::lock_guard lock(mutex_);
-            zone_ = std::move(zone);
-        }
-        version_.fetch_add(1, std::memory_order_release);
-    }
-    std::shared_ptr<const Zone> get() const {
-        std::lock_guard lock(mutex_);
-        return zone_;
-    }
-    // Changes with every publish: workers re-read the zone only then.
-    uint64_t version() const { return version_.load(std::memory_order_acquire); }
-
-  private:
-    mutable std::mutex mutex_;
-    std::shared_ptr<const Zone> zone_;
-    std::atomic<uint64_t> version_{0};
-};
+using ZoneHolder = Published<Zone>;
 
 // Request counters, one set per serving thread (summed when exported), so
 // that the serving path shares no cache line and needs no locked
@@ -124,6 +106,12 @@ struct ServerOptions {
     // bound by start()), e.g. to send the forwarder's loop probes again. An
     // exception it throws is counted in coredns_panics_total (run_guarded).
     std::function<void()> on_late_bind;
+    // A Corefile's kubernetes options the resolver honours (ResolverOptions).
+    ClusterPolicy cluster;
+    // The hosts plugin's table, asked before the zone; null: none. Must
+    // outlive the server.
+    const HostsHolder* hosts = nullptr;
+    AnswerShuffle shuffle = AnswerShuffle::kZoneAnswers;
 };
 
 // One listener's state, for metrics and status pages.

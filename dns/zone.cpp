@@ -5,6 +5,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "watch/decode.h"
 
 namespace sb::dns {
 
@@ -99,8 +100,19 @@ struct ReadyAddress {
 // (Snapshot::slices_for scans a namespace per call).
 using SliceIndex = std::map<watch::ObjectKey, std::vector<const watch::EndpointSlice*>>;
 
+// The name of a headless endpoint: its hostname, else (endpoint_pod_names)
+// its targetRef's name when that is a DNS label, else its dashed address.
+std::string endpoint_host(const watch::Endpoint& endpoint, const IpAddress& address,
+                          bool pod_names) {
+    if (!endpoint.hostname.empty()) return endpoint.hostname;
+    if (pod_names && endpoint.target_ref && watch::is_dns_label(endpoint.target_ref->name)) {
+        return endpoint.target_ref->name;
+    }
+    return dashed_address(address);
+}
+
 void add_headless(Builder& b, const std::string& svc_name, const SliceIndex& slices,
-                  const watch::Service& service) {
+                  const watch::Service& service, bool pod_names) {
     std::vector<ReadyAddress> ready;
     // SRV name -> (port, host) pairs.
     std::map<std::string, std::set<std::pair<uint16_t, std::string>>> srv;
@@ -111,8 +123,7 @@ void add_headless(Builder& b, const std::string& svc_name, const SliceIndex& sli
         for (const auto& endpoint : slice->endpoints) {
             if (!endpoint.ready) continue;
             for (const auto& address : endpoint.addresses) {
-                std::string host =
-                    endpoint.hostname.empty() ? dashed_address(address) : endpoint.hostname;
+                std::string host = endpoint_host(endpoint, address, pod_names);
                 auto host_name = child(host, svc_name);
                 if (!host_name) {
                     log::warn("dns: skipping endpoint {} of {}: {}", address.to_string(),
@@ -143,7 +154,7 @@ void add_headless(Builder& b, const std::string& svc_name, const SliceIndex& sli
 }
 
 void add_service(Builder& b, const std::string& svc_zone, const SliceIndex& slices,
-                 const watch::Service& service) {
+                 const watch::Service& service, const ZoneConfig& config) {
     auto ns_name = child(service.meta.ns, svc_zone);
     if (!ns_name) return;
     auto svc_name = child(service.meta.name, *ns_name);
@@ -159,7 +170,8 @@ void add_service(Builder& b, const std::string& svc_zone, const SliceIndex& slic
         return;
     }
     if (service.headless) {
-        add_headless(b, *svc_name, slices, service);
+        if (config.endpoints)
+            add_headless(b, *svc_name, slices, service, config.endpoint_pod_names);
         return;
     }
     if (service.cluster_ips.empty()) return;  // not allocated yet: no name
@@ -197,10 +209,7 @@ Result<std::shared_ptr<const Zone>> Zone::build(const watch::Snapshot& snapshot,
     zone->serial_ = static_cast<uint32_t>(snapshot.generation);
     const std::string& o = zone->origin_;
     std::string ns_name = *child("ns", *child("dns", o));
-    std::string hostmaster = *child("hostmaster", o);
-    zone->soa_ = Record{o, type::kSOA, kClassIN, config.ttl,
-                        rdata_soa(ns_name, hostmaster, zone->serial_, kSoaRefresh, kSoaRetry,
-                                  kSoaExpire, config.ttl)};
+    zone->soa_ = zone->soa_for(o);
 
     Builder b(o);
     b.add(o, type::kSOA, zone->soa_.rdata);
@@ -218,7 +227,7 @@ Result<std::shared_ptr<const Zone>> Zone::build(const watch::Snapshot& snapshot,
     }
     for (const auto& [key, service] : snapshot.services) {
         zone->namespaces_.insert(lower_text(key.ns));
-        add_service(b, svc_zone, slices, *service);
+        add_service(b, svc_zone, slices, *service, config);
     }
     for (const auto& [key, slice] : snapshot.endpoint_slices) {
         zone->namespaces_.insert(lower_text(key.ns));
@@ -237,6 +246,17 @@ Result<std::shared_ptr<const Zone>> Zone::build(const watch::Snapshot& snapshot,
         std::erase_if(node.rrsets, [](const RRset& r) { return r.rtype == 0; });
     }
     return std::shared_ptr<const Zone>(std::move(zone));
+}
+
+Record Zone::soa_for(std::string_view origin) const {
+    std::string apex(origin);
+    // An apex too long for the prefixes names itself (the names stay valid).
+    auto dns = child("dns", apex);
+    auto ns_name = dns ? child("ns", *dns) : dns;
+    auto hostmaster = child("hostmaster", apex);
+    return Record{apex, type::kSOA, kClassIN, config_.ttl,
+                  rdata_soa(ns_name ? *ns_name : apex, hostmaster ? *hostmaster : apex, serial_,
+                            kSoaRefresh, kSoaRetry, kSoaExpire, config_.ttl)};
 }
 
 const Zone::Node* Zone::find(std::string_view lower_name) const {

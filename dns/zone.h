@@ -24,6 +24,13 @@ struct ZoneConfig {
     std::string domain = "cluster.local";  // text, without the trailing dot
     uint32_t ttl = 30;
     PodRecords pods = PodRecords::kInsecure;
+    // CoreDNS's `endpoint_pod_names`: a headless endpoint without a hostname
+    // is named after its targetRef (when that name is a DNS label) instead
+    // of its dashed address.
+    bool endpoint_pod_names = false;
+    // false: CoreDNS's `noendpoints`: no record comes from EndpointSlices
+    // (headless Services and their endpoint names do not exist).
+    bool endpoints = true;
 };
 
 class Zone {
@@ -53,6 +60,9 @@ class Zone {
     uint32_t serial() const { return serial_; }
     // The zone's SOA record (owner: the origin).
     const Record& soa() const { return soa_; }
+    // An SOA like soa() for another apex the server is authoritative for
+    // (a reverse zone of the kubernetes plugin), `origin` in wire form.
+    Record soa_for(std::string_view origin) const;
     // --dns-pods=verified: whether `address` belongs to a Pod in namespace `ns`
     // (an EndpointSlice endpoint whose targetRef is that Pod).
     bool pod_known(std::string_view ns, const IpAddress& address) const;

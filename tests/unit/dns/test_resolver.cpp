@@ -474,3 +474,159 @@ TEST_CASE("the zone is rebuilt from a new snapshot with the generation as serial
     CHECK(rcode(ask(*after, "web.default.svc.cluster.local", type::kA)) == Rcode::kNXDomain);
     CHECK(after->serial() == 43);
 }
+
+namespace {
+
+Resolution ask_with(const Zone& zone, const std::string& name, uint16_t qtype,
+                    const ResolverOptions& options) {
+    return resolve(&zone, query(name, qtype), options);
+}
+
+ZoneSet zone_set(std::vector<std::string> texts) {
+    ZoneSet set;
+    for (const auto& t : texts) set.zones.push_back(wire(t));
+    return set;
+}
+
+}  // namespace
+
+TEST_CASE("kubernetes fallthrough: NXDOMAIN names of its zones are forwarded") {
+    auto zone = Fixture().zone();
+    ClusterPolicy policy;
+    policy.fallthrough = zone_set({"cluster.local"});
+    ResolverOptions options{true, &policy};
+    auto missing = ask_with(*zone, "nope.default.svc.cluster.local", type::kA, options);
+    CHECK(missing.kind == Resolution::Kind::kForward);
+    CHECK(missing.forward == Question{wire("nope.default.svc.cluster.local"), type::kA, kClassIN});
+    CHECK(missing.response.answers.empty());
+    CHECK(missing.response.authority.empty());
+    CHECK_FALSE(missing.response.header.aa);
+    // NODATA is not NXDOMAIN: it stays authoritative.
+    auto nodata = ask_with(*zone, "web.default.svc.cluster.local", type::kMX, options);
+    CHECK(nodata.kind == Resolution::Kind::kReply);
+    CHECK(rcode(nodata) == Rcode::kNoError);
+    // Without upstreams a fallen-through name is like any outside name.
+    options.forwarding = false;
+    CHECK(rcode(ask_with(*zone, "nope.default.svc.cluster.local", type::kA, options)) ==
+          Rcode::kRefused);
+}
+
+TEST_CASE("kubernetes fallthrough limited to some zones: others keep the NXDOMAIN") {
+    auto zone = Fixture().zone();
+    ClusterPolicy policy;
+    policy.fallthrough = zone_set({"other.svc.cluster.local"});
+    ResolverOptions options{true, &policy};
+    CHECK(ask_with(*zone, "x.other.svc.cluster.local", type::kA, options).kind ==
+          Resolution::Kind::kForward);
+    auto r = ask_with(*zone, "nope.default.svc.cluster.local", type::kA, options);
+    CHECK(r.kind == Resolution::Kind::kReply);
+    CHECK(rcode(r) == Rcode::kNXDomain);
+    check_soa_authority(r);
+}
+
+TEST_CASE("kubernetes reverse zones without fallthrough: unknown PTRs are authoritative NXDOMAIN") {
+    auto zone = Fixture().zone();
+    ClusterPolicy policy;
+    policy.reverse_zones = all_reverse_zones();
+    policy.fallthrough = {};
+    ResolverOptions options{true, &policy};
+    auto known = ask_with(*zone, "10.0.96.10.in-addr.arpa", type::kPTR, options);
+    REQUIRE(known.response.answers.size() == 1);
+    auto unknown = ask_with(*zone, "3.0.0.10.in-addr.arpa", type::kPTR, options);
+    CHECK(unknown.kind == Resolution::Kind::kReply);
+    CHECK(rcode(unknown) == Rcode::kNXDomain);
+    CHECK(unknown.response.header.aa);
+    REQUIRE(unknown.response.authority.size() == 1);
+    CHECK(unknown.response.authority[0].name == wire("in-addr.arpa"));
+    CHECK(unknown.response.authority[0].rdata == rdata_soa(wire("ns.dns.in-addr.arpa"),
+                                                           wire("hostmaster.in-addr.arpa"), 42,
+                                                           7200, 1800, 86400, 30));
+}
+
+TEST_CASE("kubernetes without reverse zones: PTRs of the cluster are forwarded") {
+    auto zone = Fixture().zone();
+    ClusterPolicy policy;
+    policy.reverse_zones = {};
+    policy.fallthrough = {};
+    ResolverOptions options{true, &policy};
+    CHECK(ask_with(*zone, "10.0.96.10.in-addr.arpa", type::kPTR, options).kind ==
+          Resolution::Kind::kForward);
+    // A narrower reverse zone: only its names are the cluster's.
+    policy.reverse_zones = zone_set({"96.10.in-addr.arpa"});
+    CHECK(ask_with(*zone, "10.0.96.10.in-addr.arpa", type::kPTR, options).response.answers.size() ==
+          1);
+    CHECK(ask_with(*zone, "1.0.0.10.in-addr.arpa", type::kPTR, options).kind ==
+          Resolution::Kind::kForward);
+}
+
+TEST_CASE("hosts is asked before the cluster zone and forwarding") {
+    auto zone = Fixture().zone();
+    HostsOptions hosts_options;
+    hosts_options.zones = zone_set({"."});
+    hosts_options.ttl = 60;
+    hosts_options.inline_mappings = {{ip("192.0.2.7"), wire("web.default.svc.cluster.local")},
+                                     {ip("192.0.2.8"), wire("node1")}};
+    auto strict = HostsTable::build(hosts_options, {});
+    ResolverOptions options{true, nullptr, strict.get()};
+    auto web = ask_with(*zone, "web.default.svc.cluster.local", type::kA, options);
+    CHECK(addresses(web.response.answers) == std::vector<std::string>{"192.0.2.7"});
+    CHECK(web.response.header.aa);
+    CHECK(web.response.answers[0].ttl == 60);
+    auto node = ask_with(*zone, "node1", type::kA, options);
+    CHECK(node.kind == Resolution::Kind::kReply);
+    CHECK(addresses(node.response.answers) == std::vector<std::string>{"192.0.2.8"});
+    // Not in the table, no fallthrough: SERVFAIL, as CoreDNS's hosts.
+    CHECK(rcode(ask_with(*zone, "www.example.com", type::kA, options)) == Rcode::kServFail);
+    CHECK(rcode(ask_with(*zone, "nginx.default.svc.cluster.local", type::kA, options)) ==
+          Rcode::kServFail);
+
+    hosts_options.fallthrough = hosts_options.zones;
+    auto lenient = HostsTable::build(hosts_options, {});
+    options.hosts = lenient.get();
+    CHECK(ask_with(*zone, "www.example.com", type::kA, options).kind == Resolution::Kind::kForward);
+    CHECK(addresses(ask_with(*zone, "nginx.default.svc.cluster.local", type::kA, options)
+                        .response.answers) ==
+          std::vector<std::string>{"10.0.0.1", "10.0.0.2", "10.0.0.4"});
+    auto ptr = ask_with(*zone, "8.2.0.192.in-addr.arpa", type::kPTR, options);
+    REQUIRE(ptr.response.answers.size() == 1);
+    CHECK(ptr.response.answers[0].rdata == wire("node1"));
+}
+
+TEST_CASE("endpoint_pod_names: endpoints without hostname are named after their Pod") {
+    Fixture f;
+    EndpointSlice slice;
+    slice.meta = {"default", "nginx-odd", "", "", {}, {}};
+    slice.service_name = "nginx";
+    slice.endpoints = {endpoint("10.0.0.5", "", true, "has.dots")};
+    f.add(slice);
+    ZoneConfig config;
+    config.endpoint_pod_names = true;
+    auto zone = *Zone::build(*f.snapshot, config);
+    auto pod = ask(*zone, "other.nginx.default.svc.cluster.local", type::kA);
+    CHECK(addresses(pod.response.answers) == std::vector<std::string>{"10.0.0.4"});
+    CHECK(rcode(ask(*zone, "10-0-0-4.nginx.default.svc.cluster.local", type::kA)) ==
+          Rcode::kNXDomain);
+    // A hostname still wins; a Pod name that is no DNS label keeps the dashed address.
+    CHECK(
+        addresses(ask(*zone, "web-0.nginx.default.svc.cluster.local", type::kA).response.answers) ==
+        std::vector<std::string>{"10.0.0.1"});
+    CHECK(addresses(
+              ask(*zone, "10-0-0-5.nginx.default.svc.cluster.local", type::kA).response.answers) ==
+          std::vector<std::string>{"10.0.0.5"});
+    auto ptr = ask(*zone, "4.0.0.10.in-addr.arpa", type::kPTR);
+    REQUIRE(ptr.response.answers.size() == 1);
+    CHECK(ptr.response.answers[0].rdata == wire("other.nginx.default.svc.cluster.local"));
+}
+
+TEST_CASE("noendpoints: headless Services and endpoint names do not exist; ClusterIPs do") {
+    ZoneConfig config;
+    config.endpoints = false;
+    auto zone = *Zone::build(*Fixture().snapshot, config);
+    CHECK(rcode(ask(*zone, "nginx.default.svc.cluster.local", type::kA)) == Rcode::kNXDomain);
+    CHECK(rcode(ask(*zone, "web-0.nginx.default.svc.cluster.local", type::kA)) == Rcode::kNXDomain);
+    CHECK(rcode(ask(*zone, "_http._tcp.nginx.default.svc.cluster.local", type::kSRV)) ==
+          Rcode::kNXDomain);
+    CHECK(ask(*zone, "1.0.0.10.in-addr.arpa", type::kPTR).response.answers.empty());
+    CHECK(addresses(ask(*zone, "web.default.svc.cluster.local", type::kA).response.answers) ==
+          std::vector<std::string>{"10.96.0.10"});
+}

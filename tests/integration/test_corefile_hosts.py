@@ -1,0 +1,256 @@
+"""The Corefile's hosts plugin, kubernetes' fallthrough, endpoint_pod_names and
+noendpoints, and loadbalance (issue 9, point 2), each changing what the
+daemon answers.
+
+Root: the daemon programs nftables, so it runs in a plain network namespace
+this module creates and deletes. The daemon serves 127.0.0.1:53 there; a
+fake upstream on 127.0.0.2 answers every A question with its own address and
+logs the names it was asked.
+"""
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from test_daemon import netns, netns_exec, wait_for  # noqa: F401 (netns is a fixture)
+from test_dns_stub import FAKE_UPSTREAM, asked
+
+UPSTREAM = "127.0.0.2"
+
+
+def _meta(name):
+    return {"name": name, "namespace": "default", "uid": str(uuid.uuid4())}
+
+
+def _endpoint(address, *, hostname=None, pod=None):
+    doc = {"addresses": [address], "conditions": {"ready": True}}
+    if hostname:
+        doc["hostname"] = hostname
+    if pod:
+        doc["targetRef"] = {"kind": "Pod", "namespace": "default", "name": pod}
+    return doc
+
+
+def _headless(name, endpoints):
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": _meta(name),
+               "spec": {"clusterIP": "None", "clusterIPs": ["None"], "ipFamilies": ["IPv4"],
+                        "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
+                        "selector": {"app": name}, "type": "ClusterIP"}}
+    meta = _meta(name + "-a")
+    meta["labels"] = {"kubernetes.io/service-name": name}
+    endpoint_slice = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                      "metadata": meta, "addressType": "IPv4", "endpoints": endpoints,
+                      "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}
+    return [service, endpoint_slice]
+
+
+# web: a ClusterIP Service; nginx: headless, web-0 with a hostname and a Pod
+# endpoint without one; many: headless with eight endpoints (for shuffling).
+CLUSTER = {"apiVersion": "v1", "kind": "List", "items": [
+    {"apiVersion": "v1", "kind": "Service", "metadata": _meta("web"),
+     "spec": {"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"], "ipFamilies": ["IPv4"],
+              "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}],
+              "selector": {"app": "web"}, "type": "ClusterIP"}},
+    *_headless("nginx", [_endpoint("10.0.0.1", hostname="web-0", pod="web-0"),
+                         _endpoint("10.0.0.2", pod="pod-b")]),
+    *_headless("many", [_endpoint(f"10.0.1.{i}") for i in range(1, 9)]),
+]}
+
+
+@pytest.fixture
+def bed(switchboard_bin, netns, tmp_path):
+    """start(corefile) runs the daemon with that Corefile (one at a time)."""
+    (tmp_path / "cluster.json").write_text(json.dumps(CLUSTER))
+    upstream = subprocess.Popen(
+        ["ip", "netns", "exec", netns, sys.executable, "-c", FAKE_UPSTREAM, UPSTREAM,
+         str(tmp_path / f"{UPSTREAM}.log")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert upstream.stdout.readline() == "listening\n"
+
+        @contextlib.contextmanager
+        def start(corefile):
+            (tmp_path / "Corefile").write_text(corefile)
+            log_path = tmp_path / "daemon.log"
+            with open(log_path, "w") as log:
+                daemon = subprocess.Popen(
+                    ["ip", "netns", "exec", netns, str(switchboard_bin),
+                     f"--source=file:{tmp_path / 'cluster.json'}", "--hostname-override=node-a",
+                     f"--dns-corefile={tmp_path / 'Corefile'}"],
+                    stdout=subprocess.DEVNULL, stderr=log)
+            try:
+                wait_for(lambda: dig(netns, "web.default.svc.cluster.local") == "10.96.0.10",
+                         f"the cluster zone answered; log: {log_path}")
+                yield log_path
+            finally:
+                if daemon.poll() is None:
+                    daemon.kill()
+                daemon.wait(timeout=30)
+
+        yield netns, tmp_path, start
+    finally:
+        upstream.kill()
+        upstream.wait(timeout=30)
+
+
+def dig(namespace, *args):
+    result = netns_exec(namespace, "dig", "+short", "+time=2", "+tries=1", "@127.0.0.1", *args)
+    return result.stdout.strip()
+
+
+def dig_full(namespace, *args):
+    """(status, flags, answer lines) of one query."""
+    result = netns_exec(namespace, "dig", "+noall", "+comments", "+answer", "+time=2", "+tries=1",
+                        "@127.0.0.1", *args)
+    status = flags = ""
+    answers = []
+    for line in result.stdout.splitlines():
+        if "status:" in line:
+            status = line.split("status:")[1].split(",")[0].strip()
+        elif line.startswith(";; flags:"):
+            flags = line.split(";; flags:")[1].split(";")[0].split()
+        elif line and not line.startswith(";"):
+            answers.append(line.split())
+    return status, flags, answers
+
+
+def test_hosts_inline_lines_answer_in_their_zone_before_the_cluster_and_forwarding(bed):
+    netns, tmp_path, start = bed
+    corefile = f"""\
+.:53 {{
+    bind 127.0.0.1
+    hosts {tmp_path / 'absent'} example.org {{
+        192.0.2.10 inline.example.org
+        ttl 90
+    }}
+    kubernetes cluster.local in-addr.arpa ip6.arpa {{
+        fallthrough in-addr.arpa ip6.arpa
+    }}
+    forward . {UPSTREAM}
+}}
+"""
+    with start(corefile) as log_path:
+        status, flags, answers = dig_full(netns, "inline.example.org", "A")
+        assert (status, answers[0][1], answers[0][4]) == ("NOERROR", "90", "192.0.2.10")
+        assert "aa" in flags
+        # A name with an A but asked AAAA: NODATA, as CoreDNS's hosts.
+        assert dig_full(netns, "inline.example.org", "AAAA")[::2] == ("NOERROR", [])
+        # A name of its zone it does not have, without fallthrough: SERVFAIL.
+        assert dig_full(netns, "other.example.org", "A")[0] == "SERVFAIL"
+        assert dig(netns, "-x", "192.0.2.10") == "inline.example.org."
+        # Outside its zone: the cluster zone and forwarding, as without hosts.
+        assert dig(netns, "www.example.com") == UPSTREAM
+        assert "other.example.org" not in asked(tmp_path, UPSTREAM)
+        assert "cannot open" in log_path.read_text()
+
+
+def test_hosts_file_is_reread_when_it_changes_and_falls_through(bed):
+    netns, tmp_path, start = bed
+    hosts = tmp_path / "NodeHosts"
+    hosts.write_text("10.1.0.1 node-a\n")
+    corefile = f"""\
+.:53 {{
+    bind 127.0.0.1
+    kubernetes cluster.local in-addr.arpa ip6.arpa {{
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }}
+    hosts {hosts} {{
+        ttl 60
+        reload 1s
+        fallthrough
+    }}
+    forward . {UPSTREAM}
+}}
+"""
+    with start(corefile):
+        status, _, answers = dig_full(netns, "node-a", "A")
+        assert (status, answers[0][1], answers[0][4]) == ("NOERROR", "60", "10.1.0.1")
+        # Replaced as a ConfigMap update does: a new file renamed over the old.
+        new = tmp_path / "NodeHosts.new"
+        new.write_text("10.1.0.2 node-b\n")
+        os.replace(new, hosts)
+        wait_for(lambda: dig(netns, "node-b") == "10.1.0.2", "the new hosts file served")
+        # node-a is gone from the table: fallthrough sends it to the upstream.
+        assert dig(netns, "node-a") == UPSTREAM
+        assert "node-a" in asked(tmp_path, UPSTREAM)
+        assert dig(netns, "web.default.svc.cluster.local") == "10.96.0.10"
+
+
+def test_kubernetes_fallthrough_forwards_only_its_zones_nxdomain(bed):
+    netns, tmp_path, start = bed
+    corefile = f"""\
+.:53 {{
+    bind 127.0.0.1
+    kubernetes cluster.local in-addr.arpa ip6.arpa {{
+        fallthrough cluster.local
+    }}
+    forward . {UPSTREAM}
+}}
+"""
+    with start(corefile):
+        assert dig(netns, "nope.default.svc.cluster.local") == UPSTREAM
+        assert "nope.default.svc.cluster.local" in asked(tmp_path, UPSTREAM)
+        # in-addr.arpa is the plugin's without fallthrough: authoritative NXDOMAIN.
+        status, flags, _ = dig_full(netns, "-x", "10.0.0.99")
+        assert status == "NXDOMAIN" and "aa" in flags
+        assert "99.0.0.10.in-addr.arpa" not in asked(tmp_path, UPSTREAM)
+
+
+def test_endpoint_pod_names_names_endpoints_after_their_pod(bed):
+    netns, _, start = bed
+    corefile = """\
+.:53 {
+    bind 127.0.0.1
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        endpoint_pod_names
+    }
+}
+"""
+    with start(corefile):
+        assert dig(netns, "pod-b.nginx.default.svc.cluster.local") == "10.0.0.2"
+        assert dig_full(netns, "10-0-0-2.nginx.default.svc.cluster.local")[0] == "NXDOMAIN"
+        assert dig(netns, "web-0.nginx.default.svc.cluster.local") == "10.0.0.1"
+        assert dig(netns, "-x", "10.0.0.2") == "pod-b.nginx.default.svc.cluster.local."
+
+
+def test_noendpoints_drops_headless_services_and_endpoint_names(bed):
+    netns, _, start = bed
+    corefile = """\
+.:53 {
+    bind 127.0.0.1
+    kubernetes cluster.local {
+        noendpoints
+    }
+}
+"""
+    with start(corefile):
+        assert dig_full(netns, "nginx.default.svc.cluster.local")[0] == "NXDOMAIN"
+        assert dig_full(netns, "web-0.nginx.default.svc.cluster.local")[0] == "NXDOMAIN"
+        assert dig(netns, "web.default.svc.cluster.local") == "10.96.0.10"
+
+
+def orders(namespace, name, count=30):
+    return {dig(namespace, name) for _ in range(count)}
+
+
+def test_loadbalance_shuffles_answers_only_when_configured(bed):
+    netns, _, start = bed
+    plain = """\
+.:53 {
+    bind 127.0.0.1
+    kubernetes cluster.local
+}
+"""
+    with start(plain):
+        seen = orders(netns, "many.default.svc.cluster.local")
+        assert len(seen) == 1
+        assert len(seen.pop().split()) == 8
+    with start(plain.replace("    kubernetes", "    loadbalance\n    kubernetes")):
+        seen = orders(netns, "many.default.svc.cluster.local")
+        assert len(seen) > 1
+        assert all(sorted(order.split()) == sorted(f"10.0.1.{i}" for i in range(1, 9))
+                   for order in seen)
