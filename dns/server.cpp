@@ -412,30 +412,35 @@ class Engine {
         Cache* cache = cache_;
         ReplySink* sink = &sink_;
         Question question = resolution.forward;
-        forwarder_->submit(question, [sink, stats, cache, query = std::move(query), proto, client,
-                                      question, now, reply = std::move(resolution.response)](
-                                         Result<Message> upstream) mutable {
-            Result<CachedAnswer> answer = make_error(ErrorCode::kUnavailable, "");
-            if (upstream) {
-                if (cache) cache->insert(question, *upstream, Cache::Clock::now());
-                CachedAnswer a;
-                a.rcode = upstream->header.rcode;
-                a.answers = std::move(upstream->answers);
-                a.authority = std::move(upstream->authority);
-                a.additional = std::move(upstream->additional);
-                answer = std::move(a);
-            } else {
-                log::debug("dns: forward failed: {}", upstream.error().describe());
-            }
-            bool truncated = false;
-            std::string bytes = merge_upstream(query, std::move(reply), proto, answer, truncated);
-            if (truncated) stats->forwarded_truncated.fetch_add(1);
-            stats->forwarded_responses[std::min<size_t>(bytes[3] & 0x0f, ServerStats::kRcodes - 1)]
-                .fetch_add(1);
-            stats->forwarded_duration.record(
-                std::chrono::duration<double>(Cache::Clock::now() - now).count(), 1, true);
-            sink->post(client, std::move(bytes));
-        });
+        forwarder_->submit(
+            question,
+            [sink, stats, cache, query = std::move(query), proto, client, question, now,
+             reply = std::move(resolution.response)](Result<Message> upstream) mutable {
+                Result<CachedAnswer> answer = make_error(ErrorCode::kUnavailable, "");
+                if (upstream) {
+                    if (cache) cache->insert(question, *upstream, Cache::Clock::now());
+                    CachedAnswer a;
+                    a.rcode = upstream->header.rcode;
+                    a.answers = std::move(upstream->answers);
+                    a.authority = std::move(upstream->authority);
+                    a.additional = std::move(upstream->additional);
+                    answer = std::move(a);
+                } else {
+                    log::debug("dns: forward failed: {}", upstream.error().describe());
+                }
+                bool truncated = false;
+                std::string bytes =
+                    merge_upstream(query, std::move(reply), proto, answer, truncated);
+                if (truncated) stats->forwarded_truncated.fetch_add(1);
+                stats
+                    ->forwarded_responses[std::min<size_t>(bytes[3] & 0x0f,
+                                                           ServerStats::kRcodes - 1)]
+                    .fetch_add(1);
+                stats->forwarded_duration.record(
+                    std::chrono::duration<double>(Cache::Clock::now() - now).count(), 1, true);
+                sink->post(client, std::move(bytes));
+            },
+            proto == kTcp ? ClientProtocol::kTcp : ClientProtocol::kUdp);
         return Outcome::kForwarded;
     }
 
