@@ -98,6 +98,12 @@ Forwarder::Forwarder(ForwarderOptions options) : options_(std::move(options)) {
     for (const auto& stub : options_.stubs) {
         add_set(stub.zone, stub.cluster_block, stub.options, stub.upstreams);
     }
+    for (size_t i = 0; i < sets_.size(); ++i) {
+        if (sets_[i].cluster_block) cluster_sets_.push_back(i);
+    }
+    std::stable_sort(cluster_sets_.begin(), cluster_sets_.end(), [this](size_t a, size_t b) {
+        return sets_[a].zone.size() > sets_[b].zone.size();
+    });
     usable_ = upstreams_.size();
     std::vector<HostPort> addresses;
     std::vector<UpstreamHealth::Target> targets;
@@ -288,16 +294,11 @@ size_t Forwarder::set_for(std::string_view lower_name) const {
     if (block != kNoSet) return excepts(sets_[block], lower_name) ? kNoSet : block;
     // The kubernetes block's forwards, longest FROM first; the default set's
     // zone is the root, under which every name is.
-    std::vector<size_t> candidates;
-    for (size_t i = 0; i < sets_.size(); ++i) {
-        if (sets_[i].cluster_block && name_is_under(lower_name, sets_[i].zone)) {
-            candidates.push_back(i);
+    for (size_t candidate : cluster_sets_) {
+        if (name_is_under(lower_name, sets_[candidate].zone) &&
+            !excepts(sets_[candidate], lower_name)) {
+            return candidate;
         }
-    }
-    std::sort(candidates.begin(), candidates.end(),
-              [this](size_t a, size_t b) { return sets_[a].zone.size() > sets_[b].zone.size(); });
-    for (size_t candidate : candidates) {
-        if (!excepts(sets_[candidate], lower_name)) return candidate;
     }
     return kNoSet;
 }

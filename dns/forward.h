@@ -18,7 +18,10 @@
 // query that comes back to our own server) is dropped with a log line.
 //
 // Thread safety: submit(), loop_detected() and the accessors may be called
-// from any thread. Callbacks run on the forwarder's threads and must be quick.
+// from any thread. Callbacks run on the forwarder's event loop thread (or in
+// submit() once stopped) and must be quick: every pending query, UDP or
+// TCP, completes there, so the per-set counters need no lock. TCP exchanges
+// and health probes block on threads of their own and report to the loop.
 #pragma once
 
 #include <atomic>
@@ -175,8 +178,9 @@ class Forwarder {
     int socket_for(const HostPort& upstream) const;
 
     ForwarderOptions options_;
-    std::vector<Set> sets_;     // [0]: the default set; then options_.stubs in order
-    mutable std::mutex mutex_;  // guards upstreams_, submissions_, tcp_results_
+    std::vector<Set> sets_;             // [0]: the default set; then options_.stubs in order
+    std::vector<size_t> cluster_sets_;  // the kubernetes block's sets, longest zone first
+    mutable std::mutex mutex_;          // guards upstreams_, submissions_, tcp_results_
     std::vector<Upstream> upstreams_;
     std::atomic<size_t> usable_{0};
     std::map<uint16_t, Pending> pending_;  // the event loop's only
