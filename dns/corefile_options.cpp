@@ -33,6 +33,57 @@ std::vector<HostPort> target_addresses(const std::vector<ForwardTarget>& targets
     return addresses;
 }
 
+// A Corefile forward's options as the forwarder takes them, with CoreDNS's
+// defaults for what the Corefile cannot say (docs/corefile.md).
+ForwardSetOptions set_options(const ForwardConfig& forward) {
+    ForwardSetOptions options;
+    switch (forward.policy) {
+        case ForwardPolicy::kRandom:
+            options.policy = UpstreamPolicy::kRandom;
+            break;
+        case ForwardPolicy::kRoundRobin:
+            options.policy = UpstreamPolicy::kRoundRobin;
+            break;
+        case ForwardPolicy::kSequential:
+            options.policy = UpstreamPolicy::kSequential;
+            break;
+    }
+    // force_tcp wins over prefer_udp, as in CoreDNS's connect.go.
+    options.protocol = forward.force_tcp    ? UpstreamProtocol::kTcp
+                       : forward.prefer_udp ? UpstreamProtocol::kUdp
+                                            : UpstreamProtocol::kClient;
+    options.max_concurrent = forward.max_concurrent;
+    options.max_fails = 2;  // CoreDNS's default; `max_fails` is parsed only
+    options.health_check = forward.health_check;
+    options.next_on_servfail = false;
+    for (const auto& zone : forward.except) {
+        if (auto wire = name_from_text(zone)) options.except.push_back(name_lower(*wire));
+    }
+    return options;
+}
+
+// The kubernetes block's `forward FROM` besides `forward .`: a set for the
+// names under FROM (docs/corefile.md). A FROM inside the cluster zone never
+// sees a name (the cluster zone is answered from the cluster): warned.
+void cluster_block_sets(const ServerConfig& cluster, const std::string& cluster_wire,
+                        std::string_view path, std::vector<StubZone>& stubs,
+                        std::vector<std::string>& warnings) {
+    for (const auto& forward : cluster.forwards) {
+        if (forward.from == ".") continue;
+        auto wire = name_from_text(forward.from);
+        if (!wire) continue;  // map_corefile normalised every zone
+        std::string lower = name_lower(*wire);
+        if (name_is_under(lower, cluster_wire)) {
+            warnings.push_back(std::string(path) + ":" + std::to_string(forward.line) +
+                               ": forward " + forward.from +
+                               " is inside the cluster zone, which is answered from the "
+                               "cluster; ignored");
+            continue;
+        }
+        stubs.push_back(StubZone{lower, target_addresses(forward.to), set_options(forward), true});
+    }
+}
+
 // Every server block but the cluster block is a stub domain: each of its
 // zones forwards to the block's `forward .` (or `forward ZONE`). What
 // switchboard cannot serve that way is warned and left out.
@@ -71,7 +122,7 @@ std::vector<StubZone> stub_zones(const CorefileConfig& config, const ServerConfi
                                       "upstreams");
                 continue;
             }
-            stubs.push_back(StubZone{lower, target_addresses(forward->to)});
+            stubs.push_back(StubZone{lower, target_addresses(forward->to), set_options(*forward)});
         }
     }
     return stubs;
@@ -204,11 +255,13 @@ Result<std::vector<std::string>> apply_corefile(std::string_view text, std::stri
         } else {
             options.upstreams = target_addresses(root->to);
         }
+        options.forward = set_options(*root);
     }
     auto cluster_wire = name_from_text(cluster_domain);
     if (!cluster_wire) return at(k.line, "kubernetes: " + cluster_wire.error().message);
     options.stubs = stub_zones(*config, *cluster, name_lower(*cluster_wire), path, warnings);
     options.caches = corefile_cache_blocks(*config, *cluster);
+    cluster_block_sets(*cluster, name_lower(*cluster_wire), path, options.stubs, warnings);
     if (!cluster->bind.empty()) {
         options.listen.clear();
         for (const auto& address : cluster->bind) {

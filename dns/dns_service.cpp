@@ -157,6 +157,7 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
     if (!upstreams.empty() || stub_upstreams) {
         ForwarderOptions forward_options;
         forward_options.upstreams = upstreams;
+        forward_options.options = options.forward;
         forward_options.stubs = options.stubs;
         impl->forwarder = std::make_unique<Forwarder>(forward_options);
         impl->forwarder->drop_self(options.listen);

@@ -37,6 +37,7 @@ struct DnsOptions {
     uint32_t ttl = 30;                        // --dns-ttl
     PodRecords pods = PodRecords::kInsecure;  // --dns-pods
     std::vector<HostPort> upstreams;  // --dns-upstream; empty: nameservers of /etc/resolv.conf
+    ForwardSetOptions forward;        // the default upstreams' (a Corefile's `forward .`)
     // Stub domains (the Corefile's other server blocks): their names go to
     // their own upstreams, longest zone first. Zones outside cluster_domain.
     std::vector<StubZone> stubs;

@@ -1,15 +1,14 @@
 #include "dns/forward.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -18,6 +17,7 @@
 
 #include "base/log.h"
 #include "dns/socket_util.h"
+#include "dns/upstream_exchange.h"
 
 namespace sb::dns {
 
@@ -26,9 +26,8 @@ namespace {
 constexpr size_t kMaxPending = 60000;
 // RFC 6761 .invalid: a probe can never be a real name.
 constexpr const char* kProbeDomain = "switchboard.invalid";
-constexpr auto kTcpTimeout = std::chrono::milliseconds(2000);
 constexpr auto kTick = std::chrono::milliseconds(50);
-constexpr size_t kNoUpstream = SIZE_MAX;
+constexpr size_t kNoSet = SIZE_MAX;
 
 bool same_question(const Message& reply, const Question& question) {
     return reply.questions.size() == 1 && reply.questions[0].qtype == question.qtype &&
@@ -45,67 +44,15 @@ std::string query_packet(uint16_t id, const Question& question) {
     return write_message(query).bytes;
 }
 
-// Blocking TCP exchange with one overall deadline.
-Result<Message> tcp_exchange(const HostPort& upstream, const std::string& packet) {
-    SocketAddress address = to_socket_address(upstream);
-    int fd = ::socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) return make_error(ErrorCode::kIo, "socket", errno);
-    struct Closer {
-        int fd;
-        ~Closer() { ::close(fd); }
-    } closer{fd};
-    auto deadline = std::chrono::steady_clock::now() + kTcpTimeout;
-    auto wait = [&](short events) -> bool {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0) return false;
-        pollfd p{fd, events, 0};
-        return ::poll(&p, 1, static_cast<int>(left.count())) == 1;
-    };
-    if (::connect(fd, address.sockaddr(), address.length()) != 0 && errno != EINPROGRESS) {
-        return make_error(ErrorCode::kUnavailable, "connect to " + upstream.to_string(), errno);
-    }
-    if (!wait(POLLOUT)) return make_error(ErrorCode::kUnavailable, "TCP connect timeout");
-    int error = 0;
-    socklen_t length = sizeof(error);
-    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
-    if (error != 0) {
-        return make_error(ErrorCode::kUnavailable, "connect to " + upstream.to_string(), error);
-    }
-    std::string framed;
-    framed.push_back(static_cast<char>(packet.size() >> 8));
-    framed.push_back(static_cast<char>(packet.size() & 0xff));
-    framed += packet;
-    size_t sent = 0;
-    while (sent < framed.size()) {
-        ssize_t n = ::send(fd, framed.data() + sent, framed.size() - sent, MSG_NOSIGNAL);
-        if (n > 0) {
-            sent += static_cast<size_t>(n);
-        } else if (n < 0 && errno == EAGAIN) {
-            if (!wait(POLLOUT)) return make_error(ErrorCode::kUnavailable, "TCP send timeout");
-        } else {
-            return make_error(ErrorCode::kUnavailable, "TCP send", errno);
-        }
-    }
-    std::string in;
-    size_t want = 2;
-    while (in.size() < want) {
-        char buffer[4096];
-        ssize_t n = ::recv(fd, buffer, std::min(sizeof(buffer), want - in.size()), 0);
-        if (n > 0) {
-            in.append(buffer, static_cast<size_t>(n));
-            if (want == 2 && in.size() == 2) {
-                want = 2 + ((static_cast<uint8_t>(in[0]) << 8) | static_cast<uint8_t>(in[1]));
-            }
-        } else if (n < 0 && errno == EAGAIN) {
-            if (!wait(POLLIN)) return make_error(ErrorCode::kUnavailable, "TCP reply timeout");
-        } else {
-            return make_error(ErrorCode::kUnavailable, "TCP connection closed early", errno);
-        }
-    }
-    auto bytes =
-        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(in.data()) + 2, in.size() - 2);
-    return parse_message(bytes);
+// The answer to a query over a set's max_concurrent (CoreDNS's forward.go).
+Message refused_reply(const Question& question) {
+    Message reply;
+    reply.header.qr = true;
+    reply.header.rd = true;
+    reply.header.ra = true;
+    reply.header.rcode = static_cast<uint8_t>(Rcode::kRefused);
+    reply.questions.push_back(question);
+    return reply;
 }
 
 }  // namespace
@@ -131,32 +78,61 @@ Forwarder::Forwarder(ForwarderOptions options) : options_(std::move(options)) {
     uint64_t seed = 0;
     if (::getrandom(&seed, sizeof(seed), 0) != sizeof(seed)) seed = 0x9e3779b97f4a7c15ull;
     random_state_ = seed | 1;
-    auto add_set = [this](const std::vector<HostPort>& addresses) {
-        size_t set = preferred_.size();
-        preferred_.push_back(addresses.empty() ? kNoUpstream : upstreams_.size());
+    auto add_set = [this](std::string zone, bool cluster_block,
+                          const ForwardSetOptions& set_options,
+                          const std::vector<HostPort>& addresses) {
+        Set set;
+        set.zone = std::move(zone);
+        set.cluster_block = cluster_block;
+        set.options = set_options;
         for (const auto& address : addresses) {
+            set.members.push_back(upstreams_.size());
             Upstream upstream;
             upstream.address = address;
-            upstream.set = set;
+            upstream.set = sets_.size();
             upstreams_.push_back(upstream);
         }
+        sets_.push_back(std::move(set));
     };
-    add_set(options_.upstreams);
-    for (const auto& stub : options_.stubs) add_set(stub.upstreams);
+    add_set(name_lower(*name_from_text(".")), true, options_.options, options_.upstreams);
+    for (const auto& stub : options_.stubs) {
+        add_set(stub.zone, stub.cluster_block, stub.options, stub.upstreams);
+    }
+    for (size_t i = 0; i < sets_.size(); ++i) {
+        if (sets_[i].cluster_block) cluster_sets_.push_back(i);
+    }
+    std::stable_sort(cluster_sets_.begin(), cluster_sets_.end(), [this](size_t a, size_t b) {
+        return sets_[a].zone.size() > sets_[b].zone.size();
+    });
     usable_ = upstreams_.size();
+    std::vector<HostPort> addresses;
+    std::vector<UpstreamHealth::Target> targets;
+    for (const auto& upstream : upstreams_) {
+        const ForwardSetOptions& set_options = sets_[upstream.set].options;
+        addresses.push_back(upstream.address);
+        targets.push_back({upstream.address, set_options.protocol == UpstreamProtocol::kTcp,
+                           set_options.max_fails, set_options.health_check});
+    }
+    metrics_ = std::make_unique<ForwardMetrics>(addresses);
+    health_ =
+        std::make_unique<UpstreamHealth>(std::move(targets), *metrics_, options_.probe_timeout);
 }
 
 Forwarder::~Forwarder() {
     stop();
 }
 
-uint16_t Forwarder::new_id() {
+uint64_t Forwarder::next_random() {
     // xorshift64*: IDs must be unpredictable enough that an off-path sender
     // cannot guess them together with our source port.
     random_state_ ^= random_state_ >> 12;
     random_state_ ^= random_state_ << 25;
     random_state_ ^= random_state_ >> 27;
-    return static_cast<uint16_t>((random_state_ * 0x2545F4914F6CDD1Dull) >> 48);
+    return random_state_ * 0x2545F4914F6CDD1Dull;
+}
+
+uint16_t Forwarder::new_id() {
+    return static_cast<uint16_t>(next_random() >> 48);
 }
 
 Status Forwarder::start() {
@@ -189,8 +165,13 @@ Status Forwarder::start() {
             upstreams_[i].probe = name_lower(*name_from_text(text));
         }
     }
+    bool tcp_per_query = std::any_of(sets_.begin(), sets_.end(), [](const Set& set) {
+        return !set.members.empty() && set.options.protocol != UpstreamProtocol::kUdp;
+    });
+    health_->start();
     thread_ = std::thread([this] { run(); });
-    for (unsigned i = 0; i < options_.tcp_threads; ++i) {
+    unsigned tcp_threads = options_.tcp_threads * (tcp_per_query ? 4 : 1);
+    for (unsigned i = 0; i < tcp_threads; ++i) {
         tcp_threads_.emplace_back([this] { run_tcp(); });
     }
     return {};
@@ -203,11 +184,11 @@ void Forwarder::stop() {
         (void)!::write(wake_fd_, &one, sizeof(one));
     }
     tcp_cv_.notify_all();
+    // The loop completes every pending query on its way out; the TCP
+    // threads' last results have no query left to complete.
     if (thread_.joinable()) thread_.join();
     for (auto& t : tcp_threads_) t.join();
-    for (auto& job : tcp_jobs_) {
-        complete(job.done, make_error(ErrorCode::kUnavailable, "forwarder stopped"));
-    }
+    health_->stop();
     tcp_jobs_.clear();
     for (int* fd : {&epoll_fd_, &wake_fd_, &udp4_fd_, &udp6_fd_}) {
         if (*fd >= 0) ::close(*fd);
@@ -273,12 +254,12 @@ bool Forwarder::loop_detected(std::string_view lower_name) {
     return false;
 }
 
-void Forwarder::submit(const Question& question, Callback done) {
+void Forwarder::submit(const Question& question, Callback done, ClientProtocol client) {
     requests_.fetch_add(1, std::memory_order_relaxed);
     {
         std::lock_guard lock(mutex_);
         if (!stopping_) {
-            submissions_.emplace_back(question, std::move(done));
+            submissions_.push_back(Submission{question, std::move(done), client});
             done = nullptr;
         }
     }
@@ -294,66 +275,146 @@ int Forwarder::socket_for(const HostPort& upstream) const {
     return upstream.address.is_v4() ? udp4_fd_ : udp6_fd_;
 }
 
-size_t Forwarder::next_upstream(size_t after) const {
-    // Caller holds mutex_. Returns `after` itself when it is the only usable
-    // one of its set.
-    for (size_t step = 1; step <= upstreams_.size(); ++step) {
-        size_t i = (after + step) % upstreams_.size();
-        if (!upstreams_[i].dropped && upstreams_[i].set == upstreams_[after].set) return i;
-    }
-    return after;
+bool Forwarder::excepts(const Set& set, std::string_view lower_name) const {
+    // CoreDNS's isAllowedDomain: FROM itself is always forwarded.
+    if (lower_name == set.zone) return false;
+    return std::any_of(set.options.except.begin(), set.options.except.end(),
+                       [&](const std::string& zone) { return name_is_under(lower_name, zone); });
 }
 
 size_t Forwarder::set_for(std::string_view lower_name) const {
-    size_t set = 0;
-    size_t longest = 0;
-    for (size_t i = 0; i < options_.stubs.size(); ++i) {
-        const std::string& zone = options_.stubs[i].zone;
-        if (zone.size() > longest && name_is_under(lower_name, zone)) {
-            set = i + 1;
-            longest = zone.size();
+    // Another server block's zone first: CoreDNS picks the server block
+    // before any plugin runs, and that block has no other forward to try.
+    size_t block = kNoSet;
+    for (size_t i = 1; i < sets_.size(); ++i) {
+        const Set& set = sets_[i];
+        if (set.cluster_block || !name_is_under(lower_name, set.zone)) continue;
+        if (block == kNoSet || set.zone.size() > sets_[block].zone.size()) block = i;
+    }
+    if (block != kNoSet) return excepts(sets_[block], lower_name) ? kNoSet : block;
+    // The kubernetes block's forwards, longest FROM first; the default set's
+    // zone is the root, under which every name is.
+    for (size_t candidate : cluster_sets_) {
+        if (name_is_under(lower_name, sets_[candidate].zone) &&
+            !excepts(sets_[candidate], lower_name)) {
+            return candidate;
         }
     }
-    return set;
+    return kNoSet;
 }
 
 size_t Forwarder::usable_in(size_t set) const {
     // Caller holds mutex_.
     size_t usable = 0;
-    for (const auto& upstream : upstreams_) usable += upstream.set == set && !upstream.dropped;
+    for (size_t member : sets_[set].members) usable += upstreams_[member].dropped ? 0 : 1;
     return usable;
 }
 
 void Forwarder::complete(Callback& done, Result<Message> result) {
-    if (result.ok()) {
-        uint8_t rcode = result->header.rcode;
-        if (rcode < 6) {
-            responses_by_rcode_[rcode].fetch_add(1, std::memory_order_relaxed);
-        } else {
-            responses_other_.fetch_add(1, std::memory_order_relaxed);
-        }
-    } else {
-        failures_.fetch_add(1, std::memory_order_relaxed);
-    }
+    if (!result.ok()) failures_.fetch_add(1, std::memory_order_relaxed);
     if (done) done(std::move(result));
 }
 
-void Forwarder::send_attempt(Pending& pending) {
+void Forwarder::finish(std::map<uint16_t, Pending>::iterator it, Result<Message> result) {
+    Callback done = std::move(it->second.done);
+    --sets_[it->second.set].in_flight;
+    pending_.erase(it);
+    complete(done, std::move(result));
+}
+
+void Forwarder::start_query(Submission submission) {
+    const size_t s = set_for(name_lower(submission.question.name));
+    if (s == kNoSet) {
+        complete(submission.done,
+                 make_error(ErrorCode::kUnavailable,
+                            name_to_text(submission.question.name) +
+                                " is excepted from forwarding and no other forward takes it"));
+        return;
+    }
+    Set& set = sets_[s];
+    if (set.options.max_concurrent > 0 && set.in_flight >= set.options.max_concurrent) {
+        metrics_->max_concurrent_rejected();
+        complete(submission.done, refused_reply(submission.question));
+        return;
+    }
+    ++set.turns;
+    std::vector<size_t> order;
+    {
+        std::lock_guard lock(mutex_);
+        auto positions = upstream_order(set.options.policy, set.members.size(), set.turns,
+                                        set.preferred, [this] { return next_random(); });
+        for (size_t position : positions) {
+            size_t member = set.members[position];
+            if (!upstreams_[member].dropped) order.push_back(member);
+        }
+    }
+    if (order.empty() || pending_.size() >= kMaxPending) {
+        complete(submission.done, make_error(ErrorCode::kUnavailable, "no upstream available"));
+        return;
+    }
+    uint16_t id = new_id();
+    while (pending_.count(id)) id = new_id();
+    Pending& pending = pending_[id];
+    pending.question = std::move(submission.question);
+    pending.packet = query_packet(id, pending.question);
+    pending.done = std::move(submission.done);
+    pending.set = s;
+    pending.order = std::move(order);
+    pending.client_tcp = submission.client == ClientProtocol::kTcp;
+    ++set.in_flight;
+    send_attempt(id, pending);
+}
+
+void Forwarder::send_attempt(uint16_t id, Pending& pending) {
+    UpstreamPick pick = pick_upstream(
+        pending.order, pending.position,
+        [this](size_t upstream) { return health_->down(upstream); }, next_random());
+    if (pick.all_down) metrics_->health_check_broken();
+    pending.upstream = pick.index;
+    pending.position = pick.next_position;
+    ++pending.attempts;
+    const UpstreamProtocol protocol = sets_[pending.set].options.protocol;
+    bool tcp = protocol == UpstreamProtocol::kTcp ||
+               (protocol == UpstreamProtocol::kClient && pending.client_tcp);
+    dispatch(id, pending, tcp);
+}
+
+void Forwarder::dispatch(uint16_t id, Pending& pending, bool tcp) {
     HostPort address;
     {
         std::lock_guard lock(mutex_);
         address = upstreams_[pending.upstream].address;
     }
-    ++pending.attempts;
-    pending.deadline = std::chrono::steady_clock::now() + options_.attempt_timeout;
+    auto now = std::chrono::steady_clock::now();
+    pending.sent = now;
+    pending.tcp = tcp;
+    if (tcp) {
+        // The TCP thread reports first; the deadline is for a thread pool
+        // too busy to start the exchange in time.
+        pending.deadline = now + options_.tcp_timeout + options_.attempt_timeout;
+        {
+            std::lock_guard lock(tcp_mutex_);
+            tcp_jobs_.push_back(TcpJob{id, pending.attempts, pending.packet, address});
+        }
+        tcp_cv_.notify_one();
+        return;
+    }
+    pending.deadline = now + options_.attempt_timeout;
     int fd = socket_for(address);
     SocketAddress to = to_socket_address(address);
     if (fd < 0 || ::sendto(fd, pending.packet.data(), pending.packet.size(), 0, to.sockaddr(),
                            to.length()) < 0) {
         errors_.fetch_add(1, std::memory_order_relaxed);
         // The deadline scan retries it; an immediate retry could spin.
-        pending.deadline = std::chrono::steady_clock::now();
+        pending.deadline = now;
     }
+}
+
+void Forwarder::attempt_failed(uint16_t id, const char* reason) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return;
+    health_->exchange_failed(it->second.upstream);
+    retry_or_fail(id, reason);
 }
 
 void Forwarder::retry_or_fail(uint16_t id, const char* reason) {
@@ -363,19 +424,48 @@ void Forwarder::retry_or_fail(uint16_t id, const char* reason) {
     bool retry = false;
     {
         std::lock_guard lock(mutex_);
-        retry = pending.attempts < options_.max_attempts &&
-                usable_in(upstreams_[pending.upstream].set) > 0;
-        if (retry) pending.upstream = next_upstream(pending.upstream);
+        retry = pending.attempts < options_.max_attempts && usable_in(pending.set) > 0;
     }
     if (retry) {
-        send_attempt(pending);
+        send_attempt(id, pending);
         return;
     }
-    Callback done = std::move(pending.done);
     std::string name = name_to_text(pending.question.name);
-    pending_.erase(it);
-    complete(done, make_error(ErrorCode::kUnavailable,
-                              std::string("no upstream answered ") + name + ": " + reason));
+    finish(it, make_error(ErrorCode::kUnavailable,
+                          std::string("no upstream answered ") + name + ": " + reason));
+}
+
+void Forwarder::replied(uint16_t id, Message reply) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return;
+    Pending& pending = it->second;
+    metrics_->replied(
+        pending.upstream, reply.header.rcode,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - pending.sent).count());
+    if (reply.header.tc && !pending.tcp) {
+        // The same upstream over TCP: the whole answer for the client and
+        // the cache (CoreDNS does this with prefer_udp only).
+        tcp_retries_.fetch_add(1, std::memory_order_relaxed);
+        dispatch(id, pending, true);
+        return;
+    }
+    auto rcode = static_cast<Rcode>(reply.header.rcode);
+    size_t usable_in_set = 0;
+    {
+        std::lock_guard lock(mutex_);
+        usable_in_set = usable_in(pending.set);
+    }
+    if ((rcode == Rcode::kServFail || rcode == Rcode::kRefused) &&
+        sets_[pending.set].options.next_on_servfail && pending.attempts < options_.max_attempts &&
+        usable_in_set > 1) {
+        errors_.fetch_add(1, std::memory_order_relaxed);
+        retry_or_fail(id, to_string(rcode));
+        return;
+    }
+    Set& set = sets_[pending.set];
+    auto member = std::find(set.members.begin(), set.members.end(), pending.upstream);
+    set.preferred = static_cast<size_t>(member - set.members.begin());
+    finish(it, std::move(reply));
 }
 
 void Forwarder::handle_reply(int fd) {
@@ -392,43 +482,38 @@ void Forwarder::handle_reply(int fd) {
             continue;
         }
         auto it = pending_.find(reply->header.id);
-        if (it == pending_.end()) continue;  // late, a probe's answer, or spoofed
-        Pending& pending = it->second;
+        if (it == pending_.end() || it->second.tcp) continue;  // late, a probe's answer, or spoofed
         HostPort upstream;
-        size_t usable_in_set = 0;
         {
             std::lock_guard lock(mutex_);
-            upstream = upstreams_[pending.upstream].address;
-            usable_in_set = usable_in(upstreams_[pending.upstream].set);
+            upstream = upstreams_[it->second.upstream].address;
         }
-        if (!(from_socket_address(from) == upstream) || !same_question(*reply, pending.question)) {
+        if (!(from_socket_address(from) == upstream) ||
+            !same_question(*reply, it->second.question)) {
             continue;
         }
-        if (reply->header.tc) {
-            tcp_retries_.fetch_add(1, std::memory_order_relaxed);
-            TcpJob job{pending.question, pending.packet, upstream, std::move(pending.done)};
-            pending_.erase(it);
-            {
-                std::lock_guard lock(tcp_mutex_);
-                tcp_jobs_.push_back(std::move(job));
-            }
-            tcp_cv_.notify_one();
+        replied(reply->header.id, std::move(*reply));
+    }
+}
+
+void Forwarder::handle_tcp_results() {
+    std::deque<TcpResult> results;
+    {
+        std::lock_guard lock(mutex_);
+        results.swap(tcp_results_);
+    }
+    for (auto& result : results) {
+        auto it = pending_.find(result.id);
+        // Gone, or its deadline passed and another attempt runs now.
+        if (it == pending_.end() || !it->second.tcp || it->second.attempts != result.attempt) {
             continue;
         }
-        auto rcode = static_cast<Rcode>(reply->header.rcode);
-        if ((rcode == Rcode::kServFail || rcode == Rcode::kRefused) &&
-            pending.attempts < options_.max_attempts && usable_in_set > 1) {
-            errors_.fetch_add(1, std::memory_order_relaxed);
-            retry_or_fail(reply->header.id, to_string(rcode));
+        if (result.reply && same_question(*result.reply, it->second.question)) {
+            replied(result.id, std::move(*result.reply));
             continue;
         }
-        {
-            std::lock_guard lock(mutex_);
-            preferred_[upstreams_[pending.upstream].set] = pending.upstream;
-        }
-        Callback done = std::move(pending.done);
-        pending_.erase(it);
-        complete(done, std::move(*reply));
+        errors_.fetch_add(1, std::memory_order_relaxed);
+        attempt_failed(result.id, result.reply ? "TCP reply for another question" : "TCP failed");
     }
 }
 
@@ -445,34 +530,13 @@ void Forwarder::run() {
                 handle_reply(fd);
             }
         }
-        std::deque<std::pair<Question, Callback>> submissions;
+        handle_tcp_results();
+        std::deque<Submission> submissions;
         {
             std::lock_guard lock(mutex_);
             submissions.swap(submissions_);
         }
-        for (auto& [question, done] : submissions) {
-            size_t upstream = kNoUpstream;
-            {
-                std::lock_guard lock(mutex_);
-                size_t preferred = preferred_[set_for(name_lower(question.name))];
-                if (preferred != kNoUpstream) {
-                    upstream = upstreams_[preferred].dropped ? next_upstream(preferred) : preferred;
-                    if (upstreams_[upstream].dropped) upstream = kNoUpstream;
-                }
-            }
-            if (pending_.size() >= kMaxPending || upstream == kNoUpstream) {
-                complete(done, make_error(ErrorCode::kUnavailable, "no upstream available"));
-                continue;
-            }
-            uint16_t id = new_id();
-            while (pending_.count(id)) id = new_id();
-            Pending& pending = pending_[id];
-            pending.question = question;
-            pending.packet = query_packet(id, question);
-            pending.done = std::move(done);
-            pending.upstream = upstream;
-            send_attempt(pending);
-        }
+        for (auto& submission : submissions) start_query(std::move(submission));
         auto now = std::chrono::steady_clock::now();
         std::vector<uint16_t> expired;
         for (const auto& [id, pending] : pending_) {
@@ -480,13 +544,20 @@ void Forwarder::run() {
         }
         for (uint16_t id : expired) {
             timeouts_.fetch_add(1, std::memory_order_relaxed);
-            retry_or_fail(id, "timeout");
+            attempt_failed(id, "timeout");
         }
     }
-    for (auto& [id, pending] : pending_) {
-        complete(pending.done, make_error(ErrorCode::kUnavailable, "forwarder stopped"));
+    while (!pending_.empty()) {
+        finish(pending_.begin(), make_error(ErrorCode::kUnavailable, "forwarder stopped"));
     }
-    pending_.clear();
+    std::deque<Submission> submissions;
+    {
+        std::lock_guard lock(mutex_);
+        submissions.swap(submissions_);
+    }
+    for (auto& submission : submissions) {
+        complete(submission.done, make_error(ErrorCode::kUnavailable, "forwarder stopped"));
+    }
 }
 
 void Forwarder::run_tcp() {
@@ -499,30 +570,25 @@ void Forwarder::run_tcp() {
             job = std::move(tcp_jobs_.front());
             tcp_jobs_.pop_front();
         }
-        auto reply = tcp_exchange(job.upstream, job.packet);
-        if (!reply) {
-            errors_.fetch_add(1, std::memory_order_relaxed);
-        } else if (!same_question(*reply, job.question)) {
-            errors_.fetch_add(1, std::memory_order_relaxed);
-            reply = make_error(ErrorCode::kUnavailable, "TCP reply for another question");
+        TcpResult result{job.id, job.attempt,
+                         tcp_exchange(job.upstream, job.packet, options_.tcp_timeout)};
+        {
+            std::lock_guard lock(mutex_);
+            tcp_results_.push_back(std::move(result));
         }
-        complete(job.done, std::move(reply));
+        uint64_t one = 1;
+        (void)!::write(wake_fd_, &one, sizeof(one));
     }
 }
 
 void Forwarder::append_metrics(metrics::TextWriter& out) const {
     using metrics::Type;
-    out.family(
-        {"coredns_forward_requests_total", "Queries sent to upstreams.", Type::kCounter, {}});
-    out.sample({}, requests_.load());
-    out.family({"coredns_forward_responses_total",
-                "Upstream replies by rcode.",
+    metrics_->append(out);
+    out.family({"switchboard_dns_forward_queries_total",
+                "Names handed to the forwarder.",
                 Type::kCounter,
-                {"rcode"}});
-    for (uint8_t rcode = 0; rcode < 6; ++rcode) {
-        out.sample({to_string(static_cast<Rcode>(rcode))}, responses_by_rcode_[rcode].load());
-    }
-    out.sample({"other"}, responses_other_.load());
+                {}});
+    out.sample({}, requests_.load());
     out.family({"switchboard_dns_upstream_errors_total",
                 "Upstream failures by kind.",
                 Type::kCounter,

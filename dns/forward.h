@@ -1,16 +1,27 @@
 // Forwarder: asks upstream servers about names outside the cluster zone.
 //
-// Each name goes to one upstream set: the set of the longest stub zone it is
-// at or under, else the default set (CoreDNS's choice of server block).
-// Fail-over, loop drops and the preferred upstream stay within that set.
-// UDP first (EDNS0, payload 1232), the same upstream again over TCP when the
-// reply is truncated, the next upstream on a timeout, SERVFAIL or REFUSED.
+// Each name goes to one upstream set (one Corefile `forward`, with its own
+// options: forward_policy.h): the set of the longest stub zone of another
+// server block it is at or under (CoreDNS's choice of server block); else
+// the kubernetes block's `forward FROM` sets it is under, longest FROM
+// first, then the default set (`forward .`, --dns-upstream), skipping sets
+// that `except` it. An excepted name no set takes fails (SERVFAIL: CoreDNS's
+// answer when no next plugin handles it). Fail-over, loop drops and health
+// stay within the set. The set's policy orders its upstreams per query; the
+// next one is asked on a timeout (and, when the set says so, on SERVFAIL or
+// REFUSED); down upstreams (upstream_health.h) are skipped. UDP (EDNS0,
+// payload 1232) or TCP as the set's protocol says; a truncated UDP reply is
+// asked again over TCP. Over max_concurrent queries in flight in a set, a
+// query is answered REFUSED at once (CoreDNS's forward.go).
 // Replies are matched by upstream address, ID and question (case-insensitive).
 // An upstream that leads back to us (one of our listen addresses, or a probe
 // query that comes back to our own server) is dropped with a log line.
 //
 // Thread safety: submit(), loop_detected() and the accessors may be called
-// from any thread. Callbacks run on the forwarder's threads and must be quick.
+// from any thread. Callbacks run on the forwarder's event loop thread (or in
+// submit() once stopped) and must be quick: every pending query, UDP or
+// TCP, completes there, so the per-set counters need no lock. TCP exchanges
+// and health probes block on threads of their own and report to the loop.
 #pragma once
 
 #include <atomic>
@@ -28,6 +39,9 @@
 #include "base/ip.h"
 #include "base/metrics.h"
 #include "base/result.h"
+#include "dns/forward_metrics.h"
+#include "dns/forward_policy.h"
+#include "dns/upstream_health.h"
 #include "dns/wire.h"
 
 namespace sb::dns {
@@ -36,18 +50,27 @@ namespace sb::dns {
 std::vector<HostPort> resolv_conf_nameservers(const std::string& path);
 
 // A stub domain: names at or under `zone` go to `upstreams` instead of the
-// default ones (a Corefile server block of its own, docs/corefile.md).
+// default ones: a Corefile server block of its own, or, with
+// `cluster_block`, a `forward ZONE` of the kubernetes block
+// (docs/corefile.md).
 struct StubZone {
     std::string zone;  // wire form, lower-case
     std::vector<HostPort> upstreams;
+    ForwardSetOptions options = {};
+    bool cluster_block = false;
 };
 
 struct ForwarderOptions {
     std::vector<HostPort> upstreams;  // the default set
-    std::vector<StubZone> stubs;      // zones distinct
+    ForwardSetOptions options;        // the default set's
+    std::vector<StubZone> stubs;      // zones distinct per kind (cluster_block or not)
     std::chrono::milliseconds attempt_timeout{1000};
     unsigned max_attempts = 3;
+    // Blocking TCP exchanges at once; four times as many when a set may ask
+    // over TCP for every query (force_tcp, or the client's protocol).
     unsigned tcp_threads = 2;
+    std::chrono::milliseconds tcp_timeout{2000};
+    std::chrono::milliseconds probe_timeout{1000};  // a health probe's
 };
 
 class Forwarder {
@@ -74,55 +97,95 @@ class Forwarder {
     // At least one upstream (of any set) is usable.
     bool enabled() const { return usable_.load(std::memory_order_relaxed) > 0; }
 
-    // Asks the upstreams of the question's set; `done` receives the reply (its
-    // rcode may be any) or an error when every attempt failed or the set has
-    // no usable upstream.
-    void submit(const Question& question, Callback done);
+    // Asks the upstreams of the question's set over the set's protocol
+    // (`client`: the one the client used); `done` receives the reply (its
+    // rcode may be any; REFUSED made here when the set is at max_concurrent)
+    // or an error when every attempt failed, the set has no usable upstream
+    // or no set takes the name (except).
+    void submit(const Question& question, Callback done,
+                ClientProtocol client = ClientProtocol::kUdp);
 
     void append_metrics(metrics::TextWriter& out) const;
 
   private:
     struct Upstream {
         HostPort address;
-        size_t set = 0;  // 0: the default set; i + 1: options_.stubs[i]
+        size_t set = 0;  // index in sets_
         bool dropped = false;
         std::string probe;  // lower-cased wire name of its loop probe
+    };
+    // One upstream set. `preferred`, `turns` and `in_flight` are the event
+    // loop's only.
+    struct Set {
+        std::string zone;  // wire, lower-case; the default set's is the root
+        bool cluster_block = true;
+        ForwardSetOptions options;
+        std::vector<size_t> members;  // indices in upstreams_
+        size_t preferred = 0;         // index in members (kPreferred)
+        uint64_t turns = 0;           // queries so far (round_robin)
+        uint32_t in_flight = 0;
+    };
+    struct Submission {
+        Question question;
+        Callback done;
+        ClientProtocol client = ClientProtocol::kUdp;
     };
     struct Pending {
         Question question;
         std::string packet;
         Callback done;
-        size_t upstream = 0;
+        size_t set = 0;
+        std::vector<size_t> order;  // members' indices in upstreams_, as the policy put them
+        size_t position = 0;        // in order: where the next attempt starts
+        size_t upstream = 0;        // the one asked now
+        bool tcp = false;           // the current attempt is over TCP
+        bool client_tcp = false;
         unsigned attempts = 0;
+        std::chrono::steady_clock::time_point sent;
         std::chrono::steady_clock::time_point deadline;
     };
+    // A TCP attempt for a TCP thread; its result comes back to the loop.
     struct TcpJob {
-        Question question;
+        uint16_t id = 0;
+        unsigned attempt = 0;
         std::string packet;
         HostPort upstream;
-        Callback done;
+    };
+    struct TcpResult {
+        uint16_t id = 0;
+        unsigned attempt = 0;
+        Result<Message> reply = make_error(ErrorCode::kInternal, "");
     };
 
     void run();
     void run_tcp();
-    void send_attempt(Pending& pending);
+    void start_query(Submission submission);
+    void send_attempt(uint16_t id, Pending& pending);
     void retry_or_fail(uint16_t id, const char* reason);
+    void attempt_failed(uint16_t id, const char* reason);
+    // A reply from the upstream of `id`'s current attempt (UDP or TCP).
+    void replied(uint16_t id, Message reply);
+    void dispatch(uint16_t id, Pending& pending, bool tcp);
     void handle_reply(int fd);
-    size_t next_upstream(size_t after) const;
+    void handle_tcp_results();
     size_t set_for(std::string_view lower_name) const;
+    bool excepts(const Set& set, std::string_view lower_name) const;
     size_t usable_in(size_t set) const;
     void complete(Callback& done, Result<Message> result);
+    void finish(std::map<uint16_t, Pending>::iterator it, Result<Message> result);
     uint16_t new_id();
+    uint64_t next_random();
     int socket_for(const HostPort& upstream) const;
 
     ForwarderOptions options_;
-    mutable std::mutex mutex_;  // guards upstreams_, preferred_, pending_, submissions_
+    std::vector<Set> sets_;             // [0]: the default set; then options_.stubs in order
+    std::vector<size_t> cluster_sets_;  // the kubernetes block's sets, longest zone first
+    mutable std::mutex mutex_;          // guards upstreams_, submissions_, tcp_results_
     std::vector<Upstream> upstreams_;
     std::atomic<size_t> usable_{0};
-    // Per set, the index in upstreams_ to try first; kNoUpstream for an empty set.
-    std::vector<size_t> preferred_;
-    std::map<uint16_t, Pending> pending_;
-    std::deque<std::pair<Question, Callback>> submissions_;
+    std::map<uint16_t, Pending> pending_;  // the event loop's only
+    std::deque<Submission> submissions_;
+    std::deque<TcpResult> tcp_results_;
 
     std::mutex tcp_mutex_;
     std::condition_variable tcp_cv_;
@@ -135,11 +198,11 @@ class Forwarder {
     std::atomic<bool> stopping_{false};
     std::thread thread_;
     std::vector<std::thread> tcp_threads_;
-    uint64_t random_state_ = 0;
+    uint64_t random_state_ = 0;  // new_id() and next_random(): the loop's (start() before it runs)
 
+    std::unique_ptr<ForwardMetrics> metrics_;
+    std::unique_ptr<UpstreamHealth> health_;
     std::atomic<uint64_t> requests_{0};
-    std::atomic<uint64_t> responses_by_rcode_[6] = {};
-    std::atomic<uint64_t> responses_other_{0};
     std::atomic<uint64_t> timeouts_{0};
     std::atomic<uint64_t> errors_{0};
     std::atomic<uint64_t> tcp_retries_{0};

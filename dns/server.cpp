@@ -482,12 +482,16 @@ class Engine {
             stats->forwarded_response_size[proto].record(bytes.size(), true);
             sink->post(client, std::move(bytes));
         };
-        forwarder_->submit(question, [on_reply = std::move(on_reply), asked = std::move(asked),
-                                      sink, client](Result<Message> upstream) mutable {
-            if (run_guarded("dns forwarded reply", [&] { on_reply(std::move(upstream)); })) return;
-            run_guarded("dns forwarded reply",
-                        [&] { sink->post(client, rcode_reply(asked, Rcode::kServFail)); });
-        });
+        forwarder_->submit(
+            question,
+            [on_reply = std::move(on_reply), asked = std::move(asked), sink,
+             client](Result<Message> upstream) mutable {
+                if (run_guarded("dns forwarded reply", [&] { on_reply(std::move(upstream)); }))
+                    return;
+                run_guarded("dns forwarded reply",
+                            [&] { sink->post(client, rcode_reply(asked, Rcode::kServFail)); });
+            },
+            proto == kTcp ? ClientProtocol::kTcp : ClientProtocol::kUdp);
         return Outcome::kForwarded;
     }
 

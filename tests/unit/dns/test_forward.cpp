@@ -1,87 +1,14 @@
 // The forwarder against a fake upstream socket on loopback.
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <catch.hpp>
 
 #include <future>
 
 #include "dns/forward.h"
-#include "dns/socket_util.h"
+#include "tests/unit/dns/test_forward_fakes.h"
 
 using namespace sb;
 using namespace sb::dns;
-
-namespace {
-
-struct FakeUpstream {
-    int fd = -1;
-    HostPort address;
-    sockaddr_storage client{};
-    socklen_t client_length = 0;
-
-    FakeUpstream() {
-        auto bound = bind_socket(HostPort{*IpAddress::parse("127.0.0.1"), 0}, SOCK_DGRAM);
-        REQUIRE(bound.ok());
-        fd = *bound;
-        SocketAddress local;
-        socklen_t length = sizeof(sockaddr_storage);
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local.storage()), &length);
-        address = from_socket_address(local.storage());
-    }
-    ~FakeUpstream() { ::close(fd); }
-
-    Message receive() {
-        pollfd p{fd, POLLIN, 0};
-        REQUIRE(::poll(&p, 1, 5000) == 1);
-        char buffer[4096];
-        client_length = sizeof(client);
-        ssize_t n = ::recvfrom(fd, buffer, sizeof(buffer), 0, reinterpret_cast<sockaddr*>(&client),
-                               &client_length);
-        REQUIRE(n > 0);
-        auto parsed = parse_message({reinterpret_cast<const uint8_t*>(buffer), size_t(n)});
-        REQUIRE(parsed.ok());
-        return *parsed;
-    }
-    void send(const Message& reply) {
-        std::string bytes = write_message(reply).bytes;
-        ::sendto(fd, bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&client),
-                 client_length);
-    }
-    // A query is waiting now (no wait: for "nothing was sent here" once every
-    // submitted query has completed).
-    bool has_query() const {
-        pollfd p{fd, POLLIN, 0};
-        return ::poll(&p, 1, 0) == 1;
-    }
-};
-
-Question question(const char* name) {
-    return {*name_from_text(name), type::kA, kClassIN};
-}
-
-StubZone stub(const char* zone, std::vector<HostPort> upstreams) {
-    return {name_lower(*name_from_text(zone)), std::move(upstreams)};
-}
-
-// Submits `name`, expects it at `upstream`, answers NOERROR there and
-// returns the forwarder's result.
-Result<Message> ask_at(Forwarder& forwarder, const char* name, FakeUpstream& upstream) {
-    std::promise<Result<Message>> done;
-    forwarder.submit(question(name),
-                     [&done](Result<Message> reply) { done.set_value(std::move(reply)); });
-    Message query = upstream.receive();
-    CHECK(query.questions.at(0).name == *name_from_text(name));
-    Message reply = query;
-    reply.header.qr = true;
-    upstream.send(reply);
-    auto future = done.get_future();
-    REQUIRE(future.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
-    return future.get();
-}
-
-}  // namespace
+using namespace sb::dns::testing;
 
 TEST_CASE("forwarder: replies with another ID or question are ignored") {
     FakeUpstream upstream;
