@@ -20,6 +20,7 @@
 #include "base/result.h"
 #include "dns/corefile.h"
 #include "dns/dns_service.h"
+#include "dns/query_log.h"
 
 namespace sb::dns {
 
@@ -94,6 +95,14 @@ struct ReloadConfig {
     int line = 0;
 };
 
+// One rule of `log [NAMES...] [FORMAT] { class CLASSES... }`: one per NAME.
+struct LogConfig {
+    std::string name = ".";                // normalised zone
+    std::string format{kCommonLogFormat};  // {common} and {combined} expanded later
+    uint8_t classes = kClassAll;           // ResponseClass bits
+    int line = 0;
+};
+
 struct HostsEntry {
     IpAddress address;
     std::vector<std::string> names;  // normalised
@@ -126,7 +135,7 @@ struct ServerConfig {
     bool loadbalance = false;
     bool loop = false;
     bool errors = false;
-    bool log = false;
+    std::vector<LogConfig> log;  // every `log` directive's rules, in order
 };
 
 struct CorefileConfig {

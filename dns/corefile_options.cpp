@@ -76,6 +76,22 @@ std::vector<StubZone> stub_zones(const CorefileConfig& config, const ServerConfi
     return stubs;
 }
 
+// A server block's `log` rules and `errors`, over the block's zones.
+QueryLogBlock query_log_block(const ServerConfig& server) {
+    QueryLogBlock block;
+    auto wire = [](const std::string& zone) {
+        auto name = name_from_text(zone);
+        return name ? name_lower(*name) : std::string(1, '\0');  // map_corefile normalised it
+    };
+    for (const auto& zone : server.zones) block.zones.push_back(wire(zone));
+    for (const auto& rule : server.log) {
+        block.rules.push_back(
+            QueryLogRule{{wire(rule.name)}, parse_log_format(rule.format), rule.classes});
+    }
+    block.errors = server.errors;
+    return block;
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> apply_corefile(std::string_view text, std::string_view path,
@@ -133,6 +149,13 @@ Result<std::vector<std::string>> apply_corefile(std::string_view text, std::stri
     auto cluster_wire = name_from_text(cluster_domain);
     if (!cluster_wire) return at(k.line, "kubernetes: " + cluster_wire.error().message);
     options.stubs = stub_zones(*config, *cluster, name_lower(*cluster_wire), path, warnings);
+    // Every block served on the port logs its own queries (a stub block
+    // without `log` keeps its names out of the cluster block's log).
+    options.query_log.blocks.clear();
+    for (const auto& server : config->servers) {
+        if (server.port == cluster->port)
+            options.query_log.blocks.push_back(query_log_block(server));
+    }
     if (!cluster->bind.empty()) {
         options.listen.clear();
         for (const auto& address : cluster->bind) {

@@ -20,7 +20,8 @@ namespace sb::dns {
 // --dns-corefile at start: parses and maps the Corefile and sets `options`
 // from the server block that has the kubernetes plugin (docs/corefile.md):
 // cluster_domain, ttl, pods, upstreams (its `forward .`), stubs (every
-// other block on its port, one StubZone per zone), and listen (the
+// other block on its port, one StubZone per zone), query_log (the `log`
+// and `errors` of every block on its port), and listen (the
 // block's port on its `bind` addresses, else on the addresses already in
 // options.listen; with neither, listen stays empty: DNS off, said in a
 // warning unless `local_addresses_serve`: --dns-local-address's addresses,

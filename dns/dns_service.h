@@ -20,6 +20,7 @@
 #include "base/metrics.h"
 #include "base/result.h"
 #include "dns/forward.h"
+#include "dns/query_log.h"
 #include "watch/store.h"
 
 namespace sb::dns {
@@ -39,6 +40,8 @@ struct DnsOptions {
     unsigned workers = 0;  // 0: one per core
     // Where the default upstreams come from when `upstreams` is empty.
     std::string resolv_conf = "/etc/resolv.conf";
+    // The Corefile's `log` and `errors` (no block without a Corefile: nothing logged).
+    QueryLogConfig query_log;
 };
 
 // --dns-upstream: comma-separated ADDR[:PORT], IPv6 as [ADDR]:PORT, port 53 when omitted.
@@ -58,6 +61,18 @@ class DnsService {
     DnsService& operator=(const DnsService&) = delete;
 
     void stop();  // idempotent
+
+    // Serves `next` from now on (a Corefile reload): the zone is rebuilt with
+    // its domain, ttl and pods and published, then a new forwarder, cache and
+    // query log replace the old ones as one unit. No query is dropped or
+    // fails: a query takes the zone and engine published when it arrives,
+    // and forwards in flight finish on the old engine, whose forwarder is
+    // stopped once they are done. The listen addresses and workers are kept
+    // (a warning says they need a restart). Blocks until the old engine is
+    // stopped (at most ~10 s). On error (a bad cluster domain, a forwarder
+    // that cannot start) nothing changed. Any thread; calls are serialised.
+    Status reconfigure(DnsOptions next);
+
     void append_metrics(metrics::TextWriter& out) const;
 
     // The listen addresses, a port 0 replaced by the kernel's pick once made.

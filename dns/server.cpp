@@ -200,9 +200,10 @@ class RenderCache {
 struct ClientRef {
     Proto proto = kUdp;
     int udp_fd = -1;
-    sockaddr_storage address{};
+    sockaddr_storage address{};  // the client's (a TCP client's: its connection's peer)
     socklen_t address_length = 0;
-    uint64_t connection = 0;  // TCP connection id
+    uint64_t connection = 0;        // TCP connection id
+    std::optional<HostPort> local;  // the socket's own address, for the log's {local}
 };
 
 // A client to reply to once a forwarded query completes, and the sink that
@@ -215,14 +216,48 @@ class ReplySink {
     ~ReplySink() = default;
 };
 
-// The per-thread query state: the current zone, the rendered-reply cache,
-// the shuffle's random state and the counters. Used by one thread only.
+// The `log` line of one exchange, when a rule of `config` selects it.
+void log_exchange(const QueryLogConfig& config, std::span<const uint8_t> query,
+                  std::span<const uint8_t> reply, Proto proto, const ClientRef& client,
+                  std::chrono::steady_clock::time_point start) {
+    HostPort remote = from_socket_address(client.address);
+    auto described = describe_exchange(
+        query, reply, proto == kTcp, remote, client.local,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (!described) return;
+    const QueryLogRule* rule = config.rule_for(described->lower_name);
+    if (!rule || !(rule->classes & described->response_class)) return;
+    write_stdout_line("[INFO] " + format_log_line(rule->format, *described));
+}
+
+// A forward that failed: the errors plugin's line when the query's server
+// block has `errors` (CoreDNS logs nothing else then), else at debug.
+void report_forward_error(const QueryLogConfig& config, const Message& query, const Error& error) {
+    if (query.questions.empty()) return;
+    const std::string lower = name_lower(query.questions[0].name);
+    const QueryLogBlock* block = config.block_for(lower);
+    if (block && block->errors) {
+        write_stdout_line("[ERROR] " + format_error_line(static_cast<uint8_t>(Rcode::kServFail),
+                                                         lower, query.questions[0].qtype,
+                                                         error.describe()));
+        return;
+    }
+    log::debug("dns: forward failed: {}", error.describe());
+}
+
+std::span<const uint8_t> bytes_of(const std::string& text) {
+    return {reinterpret_cast<const uint8_t*>(text.data()), text.size()};
+}
+
+// The per-thread query state: the current zone and engine, the
+// rendered-reply cache, the shuffle's random state and the counters. Used by
+// one thread only.
 class Engine {
   public:
     enum class Outcome { kReply, kNone, kForwarded };
 
-    Engine(const ZoneHolder& zones, Forwarder* forwarder, Cache* cache, ReplySink& sink)
-        : zones_(zones), forwarder_(forwarder), cache_(cache), sink_(sink) {
+    Engine(const ZoneHolder& zones, const EngineHolder& engines, ReplySink& sink)
+        : zones_(zones), engines_(engines), sink_(sink) {
         uint64_t seed = 0;
         if (::getrandom(&seed, sizeof(seed), 0) != sizeof(seed)) {
             seed = reinterpret_cast<uintptr_t>(this);
@@ -233,7 +268,16 @@ class Engine {
     ServerStats& stats() { return *stats_; }
     const ServerStats& stats() const { return *stats_; }
 
+    // Takes the zone and engine published now; call before a batch.
     void refresh_zone() {
+        if (uint64_t version = engines_.version(); version != engine_version_) {
+            engine_ = engines_.get();
+            engine_version_ = version;
+            forwarder_ = engine_ ? engine_->forwarder.get() : nullptr;
+            cache_ = engine_ ? engine_->cache.get() : nullptr;
+            logging_ = engine_ && engine_->query_log.logs_queries();
+            zone_.reset();  // the rendered replies were made with the old engine
+        }
         uint64_t version = zones_.version();
         bool forwarding = forwarder_ && forwarder_->enabled();
         if (version != zone_version_ || !zone_ || forwarding != forwarding_) {
@@ -278,6 +322,15 @@ class Engine {
             return handle_full(p, n, proto, client, out, &key_, key_hash, limit);
         }
         return handle_full(p, n, proto, client, out, nullptr, 0, 0);
+    }
+
+    // The one branch the serving path pays for `log` when it is off.
+    bool logging() const { return logging_; }
+    // Writes the `log` line of a reply made now (not a forwarded one: the
+    // forward callback logs those). Only when logging().
+    void log_reply(const uint8_t* p, size_t n, Proto proto, const ClientRef& client,
+                   const std::string& reply, std::chrono::steady_clock::time_point start) const {
+        log_exchange(engine_->query_log, {p, n}, bytes_of(reply), proto, client, start);
     }
 
     static void bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
@@ -360,7 +413,7 @@ class Engine {
             return Outcome::kNone;
         }
         if (resolution.kind == Resolution::Kind::kForward) {
-            return forward(std::move(query), std::move(resolution), proto, client, out);
+            return forward(packet, std::move(query), std::move(resolution), proto, client, out);
         }
         size_t limit = finish_reply(query, resolution.response);
         if (proto == kTcp) limit = 65535;
@@ -394,8 +447,8 @@ class Engine {
         return std::move(written.bytes);
     }
 
-    Outcome forward(Message query, Resolution resolution, Proto proto, const ClientRef& client,
-                    std::string& out) {
+    Outcome forward(std::span<const uint8_t> packet, Message query, Resolution resolution,
+                    Proto proto, const ClientRef& client, std::string& out) {
         auto now = Cache::Clock::now();
         if (cache_) {
             if (auto hit = cache_->lookup(resolution.forward, now)) {
@@ -407,17 +460,24 @@ class Engine {
             }
         }
         // The callback runs on the forwarder's thread: it touches only the
-        // sink (thread-safe) and atomics shared with the exporter.
+        // sink (thread-safe), atomics shared with the exporter, and the
+        // engine, which its owner keeps until `in_flight` is back to 0.
         std::shared_ptr<ServerStats> stats = stats_;
-        Cache* cache = cache_;
+        const QueryEngine* engine = engine_.get();
         ReplySink* sink = &sink_;
         Question question = resolution.forward;
-        forwarder_->submit(question, [sink, stats, cache, query = std::move(query), proto, client,
-                                      question, now, reply = std::move(resolution.response)](
+        // The query's bytes for its log line; none when nothing logs.
+        std::string logged_query =
+            logging_ ? std::string(reinterpret_cast<const char*>(packet.data()), packet.size())
+                     : std::string();
+        engine->in_flight.fetch_add(1, std::memory_order_relaxed);
+        forwarder_->submit(question, [sink, stats, engine, query = std::move(query), proto, client,
+                                      question, now, reply = std::move(resolution.response),
+                                      logged_query = std::move(logged_query)](
                                          Result<Message> upstream) mutable {
             Result<CachedAnswer> answer = make_error(ErrorCode::kUnavailable, "");
             if (upstream) {
-                if (cache) cache->insert(question, *upstream, Cache::Clock::now());
+                if (engine->cache) engine->cache->insert(question, *upstream, Cache::Clock::now());
                 CachedAnswer a;
                 a.rcode = upstream->header.rcode;
                 a.answers = std::move(upstream->answers);
@@ -425,10 +485,16 @@ class Engine {
                 a.additional = std::move(upstream->additional);
                 answer = std::move(a);
             } else {
-                log::debug("dns: forward failed: {}", upstream.error().describe());
+                report_forward_error(engine->query_log, query, upstream.error());
             }
             bool truncated = false;
             std::string bytes = merge_upstream(query, std::move(reply), proto, answer, truncated);
+            if (!logged_query.empty()) {
+                log_exchange(engine->query_log, bytes_of(logged_query), bytes_of(bytes), proto,
+                             client, now);
+            }
+            // Last use of the engine: once 0, its owner may stop and free it.
+            engine->in_flight.fetch_sub(1, std::memory_order_release);
             if (truncated) stats->forwarded_truncated.fetch_add(1);
             stats->forwarded_responses[std::min<size_t>(bytes[3] & 0x0f, ServerStats::kRcodes - 1)]
                 .fetch_add(1);
@@ -440,9 +506,13 @@ class Engine {
     }
 
     const ZoneHolder& zones_;
-    Forwarder* forwarder_;
-    Cache* cache_;
+    const EngineHolder& engines_;
     ReplySink& sink_;
+    std::shared_ptr<const QueryEngine> engine_;
+    uint64_t engine_version_ = 0;
+    Forwarder* forwarder_ = nullptr;  // engine_'s, or null
+    Cache* cache_ = nullptr;          // engine_'s, or null
+    bool logging_ = false;            // engine_ has `log` rules
     // Shared with forward callbacks, which may outlive a query's thread.
     std::shared_ptr<ServerStats> stats_ = std::make_shared<ServerStats>();
     std::shared_ptr<const Zone> zone_;
@@ -457,13 +527,8 @@ class Engine {
 
 class Server::Worker : public ReplySink {
   public:
-    Worker(const ServerOptions& options, const ZoneHolder& zones, Forwarder* forwarder,
-           Cache* cache)
-        : options_(options),
-          zones_(zones),
-          forwarder_(forwarder),
-          cache_(cache),
-          tcp_engine_(zones, forwarder, cache, *this) {
+    Worker(const ServerOptions& options, const ZoneHolder& zones, const EngineHolder& engines)
+        : options_(options), zones_(zones), engines_(engines), tcp_engine_(zones, engines, *this) {
         max_connections_ =
             std::max<size_t>(1, options.max_tcp_connections / std::max<size_t>(1, options.workers));
     }
@@ -501,8 +566,8 @@ class Server::Worker : public ReplySink {
         int flags = ::fcntl(fd, F_GETFL);
         ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
         std::lock_guard lock(sockets_mutex_);
-        auto& loop = udp_loops_.emplace_back(
-            std::make_unique<UdpLoop>(fd, zones_, forwarder_, cache_, *this));
+        auto& loop =
+            udp_loops_.emplace_back(std::make_unique<UdpLoop>(fd, zones_, engines_, *this));
         UdpLoop* raw = loop.get();
         loop->thread = std::thread([this, raw] { serve_udp(*raw); });
     }
@@ -550,17 +615,25 @@ class Server::Worker : public ReplySink {
     // One thread per UDP socket, blocked in recvmmsg: under load a batch
     // costs one receive and one send system call, with no epoll round.
     struct UdpLoop {
-        UdpLoop(int socket, const ZoneHolder& zones, Forwarder* forwarder, Cache* cache,
-                ReplySink& sink)
-            : fd(socket), engine(zones, forwarder, cache, sink) {}
+        UdpLoop(int socket, const ZoneHolder& zones, const EngineHolder& engines, ReplySink& sink)
+            : fd(socket), engine(zones, engines, sink) {
+            sockaddr_storage bound{};
+            socklen_t length = sizeof(bound);
+            if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == 0) {
+                local = from_socket_address(bound);
+            }
+        }
         int fd;
+        std::optional<HostPort> local;  // the bound address, for the log's {local}
         Engine engine;
         std::thread thread;
     };
 
     struct Connection {
         int fd = -1;
-        sa_family_t family = AF_UNSPEC;  // the client's, for the metrics' family label
+        sockaddr_storage peer{};  // the client (its family is the metrics' family label)
+        socklen_t peer_length = 0;
+        std::optional<HostPort> local;  // the connection's own address, for the log
         std::string in;
         std::string out;
         std::chrono::steady_clock::time_point last_active;
@@ -632,9 +705,13 @@ class Server::Worker : public ReplySink {
                 client.address_length = in[i].msg_hdr.msg_namelen;
                 std::string& reply = replies[replies_ready];
                 size_t length = std::min<size_t>(in[i].msg_len, kUdpBuffer);
+                client.local = loop.local;
                 if (loop.engine.handle(buffers[i].data(), length, kUdp, client, reply) !=
                     Engine::Outcome::kReply) {
                     continue;
+                }
+                if (loop.engine.logging()) {
+                    loop.engine.log_reply(buffers[i].data(), length, kUdp, client, reply, start);
                 }
                 out_iov[replies_ready] = {reply.data(), reply.size()};
                 out[replies_ready].msg_hdr = {};
@@ -674,7 +751,13 @@ class Server::Worker : public ReplySink {
             uint64_t id = next_connection_++;
             Connection& conn = connections_[id];
             conn.fd = fd;
-            conn.family = peer.ss_family;
+            conn.peer = peer;
+            conn.peer_length = peer_length;
+            sockaddr_storage own{};
+            socklen_t own_length = sizeof(own);
+            if (::getsockname(fd, reinterpret_cast<sockaddr*>(&own), &own_length) == 0) {
+                conn.local = from_socket_address(own);
+            }
             conn.last_active = std::chrono::steady_clock::now();
             add_fd(fd, EPOLLIN | EPOLLRDHUP, id);
         }
@@ -751,9 +834,14 @@ class Server::Worker : public ReplySink {
                 ClientRef client;
                 client.proto = kTcp;
                 client.connection = id;
-                client.address.ss_family = conn.family;
+                client.address = conn.peer;
+                client.address_length = conn.peer_length;
+                client.local = conn.local;
                 const auto* p = reinterpret_cast<const uint8_t*>(conn.in.data() + pos + 2);
                 Engine::Outcome outcome = tcp_engine_.handle(p, length, kTcp, client, reply);
+                if (outcome == Engine::Outcome::kReply && tcp_engine_.logging()) {
+                    tcp_engine_.log_reply(p, length, kTcp, client, reply, start);
+                }
                 if (outcome == Engine::Outcome::kReply) {
                     tcp_engine_.stats().duration.record(
                         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -809,8 +897,7 @@ class Server::Worker : public ReplySink {
 
     const ServerOptions& options_;
     const ZoneHolder& zones_;
-    Forwarder* forwarder_;
-    Cache* cache_;
+    const EngineHolder& engines_;
 
     int epoll_fd_ = -1;
     int wake_fd_ = -1;
@@ -847,8 +934,8 @@ void ServerStats::Histogram::record(double seconds, uint64_t n, bool shared) {
               std::memory_order_relaxed);
 }
 
-Server::Server(ServerOptions options, const ZoneHolder& zones, Forwarder* forwarder, Cache* cache)
-    : options_(std::move(options)), zones_(zones), forwarder_(forwarder), cache_(cache) {
+Server::Server(ServerOptions options, const ZoneHolder& zones, const EngineHolder& engines)
+    : options_(std::move(options)), zones_(zones), engines_(engines) {
     options_.workers = std::max(1u, options_.workers);
 }
 
@@ -886,7 +973,7 @@ Result<uint16_t> pick_port(const HostPort& address) {
 
 Status Server::start() {
     for (unsigned i = 0; i < options_.workers; ++i) {
-        auto worker = std::make_unique<Worker>(options_, zones_, forwarder_, cache_);
+        auto worker = std::make_unique<Worker>(options_, zones_, engines_);
         if (auto status = worker->open(); !status) return status;
         workers_.push_back(std::move(worker));
     }

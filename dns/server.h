@@ -31,33 +31,53 @@
 
 #include "dns/cache.h"
 #include "dns/forward.h"
+#include "dns/query_log.h"
 #include "dns/resolver.h"
 #include "dns/zone.h"
 
 namespace sb::dns {
 
-// The published zone: writers replace it whole, readers take a reference.
-class ZoneHolder {
+// A published value (the zone, the query engine): writers replace it
+// whole, readers take a reference.
+template <typename T>
+class Published {
   public:
-    void publish(std::shared_ptr<const Zone> zone) {
+    void publish(std::shared_ptr<const T> value) {
         {
             std::lock_guard lock(mutex_);
-            zone_ = std::move(zone);
+            value_ = std::move(value);
         }
         version_.fetch_add(1, std::memory_order_release);
     }
-    std::shared_ptr<const Zone> get() const {
+    std::shared_ptr<const T> get() const {
         std::lock_guard lock(mutex_);
-        return zone_;
+        return value_;
     }
-    // Changes with every publish: workers re-read the zone only then.
+    // Changes with every publish: workers re-read the value only then.
     uint64_t version() const { return version_.load(std::memory_order_acquire); }
 
   private:
     mutable std::mutex mutex_;
-    std::shared_ptr<const Zone> zone_;
+    std::shared_ptr<const T> value_;
     std::atomic<uint64_t> version_{0};
 };
+
+using ZoneHolder = Published<Zone>;
+
+// What queries are served with besides the zone: the upstreams, the cache
+// and the query log. Published whole and replaced whole by a Corefile
+// reload (DnsService::reconfigure); the forwarder and cache are thread-safe.
+// A replaced engine keeps serving the forwards it started: its owner stops
+// its forwarder only once `in_flight` is 0.
+struct QueryEngine {
+    std::unique_ptr<Forwarder> forwarder;  // null: no upstream, other zones REFUSED
+    std::unique_ptr<Cache> cache;          // set with the forwarder
+    QueryLogConfig query_log;
+    // Forwards submitted whose callback has not returned yet.
+    mutable std::atomic<uint64_t> in_flight{0};
+};
+
+using EngineHolder = Published<QueryEngine>;
 
 // Request counters, one set per serving thread (summed when exported), so
 // that the serving path shares no cache line and needs no locked
@@ -121,8 +141,10 @@ struct ListenerState {
 
 class Server {
   public:
-    // `forwarder` and `cache` may be null (no upstreams: other zones REFUSED).
-    Server(ServerOptions options, const ZoneHolder& zones, Forwarder* forwarder, Cache* cache);
+    // Queries read the zone and the engine published at the time (an empty
+    // holder: no upstreams, other zones REFUSED). Both holders must outlive
+    // the server.
+    Server(ServerOptions options, const ZoneHolder& zones, const EngineHolder& engines);
     ~Server();
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;
@@ -160,8 +182,7 @@ class Server {
 
     ServerOptions options_;
     const ZoneHolder& zones_;
-    Forwarder* forwarder_;
-    Cache* cache_;
+    const EngineHolder& engines_;
     std::vector<std::unique_ptr<Worker>> workers_;
     mutable std::mutex mutex_;
     std::vector<HostPort> addresses_;  // guarded by mutex_ (ports picked late)

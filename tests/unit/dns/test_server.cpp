@@ -150,6 +150,7 @@ const ListenerState* find_listener(const std::vector<ListenerState>& all, bool t
 
 struct Running {
     ZoneHolder zones;
+    EngineHolder engines;  // none published: no upstreams
     std::unique_ptr<Server> server;
     HostPort address;
 
@@ -161,7 +162,7 @@ struct Running {
         options.workers = 1;
         options.max_tcp_connections = max_tcp;
         options.tcp_idle_timeout = idle;
-        server = std::make_unique<Server>(options, zones, nullptr, nullptr);
+        server = std::make_unique<Server>(options, zones, engines);
         auto status = server->start();
         REQUIRE(status.ok());
         address = server->bound().at(0);
@@ -233,13 +234,14 @@ TEST_CASE("server: a taken UDP port is retried while TCP and other addresses ser
     int udp_holder = hold(SOCK_DGRAM, 0);
     const uint16_t taken = port_of(udp_holder);
     ZoneHolder zones;
+    EngineHolder engines;  // none published: no upstreams
     zones.publish(zone_with_endpoints(1));
     ServerOptions options;
     const HostPort contested{*IpAddress::parse("127.0.0.1"), taken};
     options.listen = {contested, HostPort{*IpAddress::parse("127.0.0.1"), 0}};
     options.workers = 2;
     options.bind_retry_interval = std::chrono::milliseconds(50);
-    Server server(options, zones, nullptr, nullptr);
+    Server server(options, zones, engines);
     REQUIRE(server.start().ok());
 
     CHECK_FALSE(server.serving());
@@ -293,12 +295,13 @@ TEST_CASE("server: a port taken for UDP and TCP serves both once freed") {
     const uint16_t taken = port_of(udp_holder);
     int tcp_holder = hold(SOCK_STREAM, taken);
     ZoneHolder zones;
+    EngineHolder engines;  // none published: no upstreams
     zones.publish(zone_with_endpoints(1));
     ServerOptions options;
     const HostPort address{*IpAddress::parse("127.0.0.1"), taken};
     options.listen = {address};
     options.bind_retry_interval = std::chrono::milliseconds(50);
-    Server server(options, zones, nullptr, nullptr);
+    Server server(options, zones, engines);
     REQUIRE(server.start().ok());
     CHECK_FALSE(server.serving());
     for (const auto& listener : server.listeners()) {
@@ -321,11 +324,12 @@ TEST_CASE("server: a port taken for UDP and TCP serves both once freed") {
 TEST_CASE("server: stop() ends the retries of a listener that never binds") {
     int udp_holder = hold(SOCK_DGRAM, 0);
     ZoneHolder zones;
+    EngineHolder engines;  // none published: no upstreams
     zones.publish(zone_with_endpoints(1));
     ServerOptions options;
     options.listen = {HostPort{*IpAddress::parse("127.0.0.1"), port_of(udp_holder)}};
     options.bind_retry_interval = std::chrono::milliseconds(50);
-    Server server(options, zones, nullptr, nullptr);
+    Server server(options, zones, engines);
     REQUIRE(server.start().ok());
     REQUIRE(eventually([&] { return server.listeners().at(0).bind_failures >= 2; }));
     server.stop();
