@@ -243,3 +243,15 @@ def test_without_reload_the_corefile_is_read_once(switchboard_bin, netns, tmp_pa
     finally:
         process.kill()
         process.wait(timeout=30)
+
+
+def test_reload_moves_the_coredns_endpoints(daemon):
+    netns, tmp_path, config_dir, metrics, log_path = daemon
+    wait_for(lambda: version_info(metrics_text(netns, metrics)), f"/metrics; log: {log_path}")
+    moved, health = free_port(), free_port()
+    kubelet_write(config_dir, COREFILE.format(ttl=5, metrics=moved, extra="").replace(
+        "    reload 2s 1s\n", f"    reload 2s 1s\n    health 127.0.0.1:{health}\n"))
+    wait_for(lambda: http_get(netns, health, "/health")[0] == 200, "/health on its new port")
+    wait_for(lambda: version_info(metrics_text(netns, moved)), "/metrics on its new port")
+    assert http_get(netns, metrics, "/metrics")[0] == 0  # the old listener is closed
+    assert answer(netns, "web.default.svc.cluster.local") == (5, "10.96.0.10")
