@@ -4,7 +4,8 @@
 // snapshots and forwards every other name to the upstreams, with a cache.
 // The zone is an immutable index rebuilt on a background thread after Store
 // changes (bursts coalesced) and swapped atomically, so a query never waits
-// for a rebuild. See docs/dns.md.
+// for a rebuild; the forwarder, cache and query log are one QueryEngine,
+// swapped the same way by reconfigure() (a Corefile reload). See docs/dns.md.
 //
 // Thread safety: start() and stop() are for one controlling thread; the
 // other methods may be called from any thread at any time.
