@@ -10,6 +10,7 @@
 #include <chrono>
 #include <thread>
 
+#include "dns/dns_service.h"
 #include "dns/server.h"
 #include "dns/socket_util.h"
 
@@ -338,4 +339,44 @@ TEST_CASE("server: stop() ends the retries of a listener that never binds") {
     CHECK(server.listeners().at(0).bind_failures == failures);
     CHECK_FALSE(server.serving());
     ::close(udp_holder);
+}
+
+TEST_CASE("dns service: reconfigure serves the new zone settings on the same listeners") {
+    watch::Store store;
+    store.set_synced(true);
+    DnsOptions options;
+    options.listen = {HostPort{*IpAddress::parse("127.0.0.1"), 0}};
+    options.workers = 1;
+    options.ttl = 30;
+    options.resolv_conf = "/nonexistent";  // no upstream: other zones REFUSED
+    auto service = DnsService::start(options, store);
+    REQUIRE(service);
+    DnsService& dns = **service;
+    const HostPort address = dns.bound().at(0);
+    auto version_txt = [&address](const char* name) {
+        Message q;
+        q.header.id = 7;
+        q.questions.push_back({*name_from_text(name), type::kTXT, kClassIN});
+        return udp_ask(address, write_message(q).bytes);
+    };
+    Message before = version_txt("dns-version.cluster.local");
+    REQUIRE(before.answers.size() == 1);
+    CHECK(before.answers[0].ttl == 30);
+
+    DnsOptions next = options;
+    next.cluster_domain = "example.local";
+    next.ttl = 60;
+    next.listen = {HostPort{*IpAddress::parse("127.0.0.1"), 1}};  // kept: needs a restart
+    REQUIRE(dns.reconfigure(next).ok());
+    CHECK(dns.bound() == std::vector<HostPort>{address});
+    Message after = version_txt("dns-version.example.local");
+    REQUIRE(after.answers.size() == 1);
+    CHECK(after.answers[0].ttl == 60);
+    CHECK(version_txt("dns-version.cluster.local").header.rcode ==
+          static_cast<uint8_t>(Rcode::kRefused));
+
+    next.cluster_domain = "bad..domain";
+    CHECK_FALSE(dns.reconfigure(next).ok());
+    CHECK(version_txt("dns-version.example.local").answers.size() == 1);
+    dns.stop();
 }
