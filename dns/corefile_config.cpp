@@ -569,7 +569,18 @@ class Mapper {
         }
         if (names.empty()) names.emplace_back(".");
         uint8_t classes = 0;
+        std::chrono::milliseconds min_duration{0};
         for (const auto& o : d.block) {
+            if (o.name == "minDuration") {
+                if (auto s = count(o, 0, 1); !s) return s;
+                min_duration = std::chrono::milliseconds(100);  // CoreDNS's default
+                if (!o.args.empty()) {
+                    auto parsed = check(o, parse_duration(o.args[0]));
+                    if (!parsed) return parsed.error();
+                    min_duration = *parsed;
+                }
+                continue;
+            }
             if (o.name != "class") return unknown_option("log", o);
             if (auto s = count(o, 1, SIZE_MAX); !s) return s;
             for (const auto& arg : o.args) {
@@ -591,7 +602,7 @@ class Mapper {
         auto zones = zones_of(d, names);
         if (!zones) return zones.error();
         for (auto& zone : *zones) {
-            server.log.push_back(LogConfig{std::move(zone), format, classes, d.line});
+            server.log.push_back(LogConfig{std::move(zone), format, classes, min_duration, d.line});
         }
         return {};
     }

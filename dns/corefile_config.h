@@ -97,9 +97,10 @@ struct ReloadConfig {
 
 // One rule of `log [NAMES...] [FORMAT] { class CLASSES... }`: one per NAME.
 struct LogConfig {
-    std::string name = ".";                // normalised zone
-    std::string format{kCommonLogFormat};  // {common} and {combined} expanded later
-    uint8_t classes = kClassAll;           // ResponseClass bits
+    std::string name = ".";                     // normalised zone
+    std::string format{kCommonLogFormat};       // {common} and {combined} expanded later
+    uint8_t classes = kClassAll;                // ResponseClass bits
+    std::chrono::milliseconds min_duration{0};  // `minDuration`: 0 none
     int line = 0;
 };
 

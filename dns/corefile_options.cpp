@@ -86,7 +86,10 @@ QueryLogBlock query_log_block(const ServerConfig& server) {
     for (const auto& zone : server.zones) block.zones.push_back(wire(zone));
     for (const auto& rule : server.log) {
         block.rules.push_back(
-            QueryLogRule{{wire(rule.name)}, parse_log_format(rule.format), rule.classes});
+            QueryLogRule{{wire(rule.name)},
+                         parse_log_format(rule.format),
+                         rule.classes,
+                         std::chrono::duration<double>(rule.min_duration).count()});
     }
     block.errors = server.errors;
     return block;

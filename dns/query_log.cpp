@@ -45,17 +45,10 @@ void add_literal(LogFormat& format, std::string_view text) {
     format.parts.push_back({Field::kLiteral, std::string(text)});
 }
 
-std::string expand_shortcuts(std::string_view text) {
-    std::string out(text);
-    for (auto [shortcut, format] :
-         {std::pair{std::string_view("{common}"), kCommonLogFormat},
-          std::pair{std::string_view("{combined}"), kCombinedLogFormat}}) {
-        for (size_t at = out.find(shortcut); at != std::string::npos;
-             at = out.find(shortcut, at + format.size())) {
-            out.replace(at, shortcut.size(), format);
-        }
-    }
-    return out;
+std::string_view expand_shortcuts(std::string_view text) {
+    if (text == "{common}") return kCommonLogFormat;
+    if (text == "{combined}") return kCombinedLogFormat;
+    return text;
 }
 
 void append_address(std::string& out, const IpAddress& address) {
@@ -100,8 +93,7 @@ bool is_under_any(std::string_view lower_name, const std::vector<std::string>& z
 }  // namespace
 
 LogFormat parse_log_format(std::string_view input) {
-    const std::string expanded = expand_shortcuts(input);
-    std::string_view s = expanded;
+    std::string_view s = expand_shortcuts(input);
     LogFormat format;
     // CoreDNS's parseFormat: find a `}`, then the last `{` before it, so
     // that "{ {type} }" keeps the outer braces as literal text.
@@ -130,6 +122,11 @@ LogFormat parse_log_format(std::string_view input) {
     }
     add_literal(format, s);
     return format;
+}
+
+bool QueryLogRule::selects(const DescribedQuery& query) const {
+    if (classes & query.response_class) return true;
+    return min_duration_seconds > 0 && query.duration_seconds > min_duration_seconds;
 }
 
 const QueryLogBlock* QueryLogConfig::block_for(std::string_view lower_name) const {

@@ -69,15 +69,21 @@ inline constexpr std::string_view kCombinedLogFormat =
     "{remote}:{port} - {>id} \"{type} {class} {name} {proto} {size} {>do} {>bufsize}\" {rcode} "
     "{>rflags} {rsize} {duration} \"{>opcode}\"";
 
-// `{common}` and `{combined}` stand for the formats above (as CoreDNS's
-// log setup replaces them) before the placeholders are split out.
+// `{common}` and `{combined}` as the whole text stand for the formats above
+// (as CoreDNS's log setup replaces them).
 LogFormat parse_log_format(std::string_view text);
 
-// One `log [NAMES...] [FORMAT] { class ... }` rule.
+struct DescribedQuery;
+
+// One `log [NAMES...] [FORMAT] { class ... minDuration ... }` rule.
 struct QueryLogRule {
     std::vector<std::string> names;  // wire form, lower-case; a query at or under one matches
     LogFormat format;
     uint8_t classes = kClassAll;
+    // `minDuration`: a query slower than this is logged whatever its class.
+    double min_duration_seconds = 0;
+
+    bool selects(const DescribedQuery& query) const;
 };
 
 // The `log` and `errors` of one server block: a query is logged by the

@@ -226,7 +226,7 @@ void log_exchange(const QueryLogConfig& config, std::span<const uint8_t> query,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     if (!described) return;
     const QueryLogRule* rule = config.rule_for(described->lower_name);
-    if (!rule || !(rule->classes & described->response_class)) return;
+    if (!rule || !rule->selects(*described)) return;
     write_stdout_line("[INFO] " + format_log_line(rule->format, *described));
 }
 

@@ -302,6 +302,8 @@ TEST_CASE("corefile config: log rules as CoreDNS's log setup reads them") {
     CHECK(s.log[3].format == "{name} {type}");
     CHECK(s.log[3].classes == kClassSuccess);
     CHECK(block_ok("log . {combined}").log[0].format == "{combined}");
+    CHECK(block_ok("log {\n minDuration\n}").log[0].min_duration == milliseconds(100));
+    CHECK(block_ok("log {\n minDuration 2s\n}").log[0].min_duration == milliseconds(2000));
     CHECK(block_error("log {\n class none\n}") ==
           "Corefile:3: class: \"none\" is not one of all, success, denial, error");
     CHECK(block_error("log {\n level 2\n}") == "Corefile:3: log: unknown property \"level\"");

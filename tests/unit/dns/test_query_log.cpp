@@ -102,6 +102,8 @@ TEST_CASE("query log: the replacer keeps unknown placeholders and stray braces l
     CHECK(format_log_line(parse_log_format("{ {type} } {unknown} {/meta} x}"), d) ==
           "{ TYPE4000 } {unknown} - x}");
     CHECK(format_log_line(parse_log_format("{combined}"), d).ends_with(" \"0\""));
+    // The shortcuts stand for the formats only as the whole text, as in CoreDNS's setup.
+    CHECK(format_log_line(parse_log_format("x {common}"), d) == "x {common}");
     CHECK(format_log_line(parse_log_format("{proto} Request: {name} {type} {>id}"), d) ==
           "udp Request: a.example. TYPE4000 3530");
 }
@@ -150,6 +152,20 @@ TEST_CASE("query log: the block serving a name logs it, with its first matching 
     rule = config.rule_for(wire("db.corp.local"));
     REQUIRE(rule);
     CHECK(rule->classes == kClassError);
+}
+
+TEST_CASE("query log: a rule selects its classes, and any query slower than minDuration") {
+    Message q = query_for("x.cluster.local", type::kA);
+    DescribedQuery d = describe(q, reply_to(q, Rcode::kServFail));  // 0.000123 s
+    QueryLogRule rule;
+    rule.classes = kClassDenial;
+    CHECK_FALSE(rule.selects(d));
+    rule.min_duration_seconds = 0.0001;
+    CHECK(rule.selects(d));
+    rule.min_duration_seconds = 0.1;
+    CHECK_FALSE(rule.selects(d));
+    rule.classes = kClassError;
+    CHECK(rule.selects(d));
 }
 
 TEST_CASE("query log: the errors plugin's line") {
