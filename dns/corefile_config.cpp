@@ -203,7 +203,8 @@ class Mapper {
             if (!coredns_plugins().contains(name)) {
                 return at(directive.line, "unknown directive " + escaped_for_message(name));
             }
-            if (name != "forward") {
+            // CoreDNS's log setup reads every `log` line of a block.
+            if (name != "forward" && name != "log") {
                 auto [it, fresh] = used.emplace(name, directive.line);
                 if (!fresh) {
                     return at(directive.line, name +
@@ -263,10 +264,7 @@ class Mapper {
             server.errors = true;
             return {};
         }
-        if (name == "log") {
-            server.log = true;
-            return {};
-        }
+        if (name == "log") return log(d, server);
         if (warned_.insert(name).second) {
             warn(d.line, "plugin " + escaped_for_message(name) +
                              " is not supported; the server runs without it");
@@ -561,6 +559,55 @@ class Mapper {
         return {};
     }
 
+    // CoreDNS's log setup: no argument logs every name; one is a name; more
+    // are names, the last one the format when it has a `{`.
+    Status log(const CorefileDirective& d, ServerConfig& server) {
+        std::vector<std::string> names = d.args;
+        std::string format(kCommonLogFormat);
+        if (names.size() > 1 && names.back().find('{') != std::string::npos) {
+            format = names.back();
+            names.pop_back();
+        }
+        if (names.empty()) names.emplace_back(".");
+        uint8_t classes = 0;
+        std::chrono::milliseconds min_duration{0};
+        for (const auto& o : d.block) {
+            if (o.name == "minDuration") {
+                if (auto s = count(o, 0, 1); !s) return s;
+                min_duration = std::chrono::milliseconds(100);  // CoreDNS's default
+                if (!o.args.empty()) {
+                    auto parsed = check(o, parse_duration(o.args[0]));
+                    if (!parsed) return parsed.error();
+                    min_duration = *parsed;
+                }
+                continue;
+            }
+            if (o.name != "class") return unknown_option("log", o);
+            if (auto s = count(o, 1, SIZE_MAX); !s) return s;
+            for (const auto& arg : o.args) {
+                if (arg == "all") {
+                    classes |= kClassAll;
+                } else if (arg == "success") {
+                    classes |= kClassSuccess;
+                } else if (arg == "denial") {
+                    classes |= kClassDenial;
+                } else if (arg == "error") {
+                    classes |= kClassError;
+                } else {
+                    return at(o.line, "class: " + escaped_for_message(arg) +
+                                          " is not one of all, success, denial, error");
+                }
+            }
+        }
+        if (classes == 0) classes = kClassAll;
+        auto zones = zones_of(d, names);
+        if (!zones) return zones.error();
+        for (auto& zone : *zones) {
+            server.log.push_back(LogConfig{std::move(zone), format, classes, min_duration, d.line});
+        }
+        return {};
+    }
+
     Status reload(const CorefileDirective& d, ServerConfig& server) {
         if (auto s = count(d, 0, 2); !s) return s;
         if (auto s = no_block(d); !s) return s;
@@ -585,9 +632,8 @@ class Mapper {
         if (r.jitter < std::chrono::seconds(1)) {
             return at(d.line, "reload: jitter must be at least 1s");
         }
-        if (r.jitter > r.interval / 2) {
-            return at(d.line, "reload: jitter must be at most half the interval");
-        }
+        // CoreDNS: a jitter over half the interval is set to half of it.
+        r.jitter = std::min(r.jitter, r.interval / 2);
         server.reload = r;
         return {};
     }

@@ -20,6 +20,7 @@
 #include "base/result.h"
 #include "dns/corefile.h"
 #include "dns/dns_service.h"
+#include "dns/query_log.h"
 
 namespace sb::dns {
 
@@ -95,6 +96,15 @@ struct ReloadConfig {
     int line = 0;
 };
 
+// One rule of `log [NAMES...] [FORMAT] { class CLASSES... }`: one per NAME.
+struct LogConfig {
+    std::string name = ".";                     // normalised zone
+    std::string format{kCommonLogFormat};       // {common} and {combined} expanded later
+    uint8_t classes = kClassAll;                // ResponseClass bits
+    std::chrono::milliseconds min_duration{0};  // `minDuration`: 0 none
+    int line = 0;
+};
+
 struct HostsEntry {
     IpAddress address;
     std::vector<std::string> names;  // normalised
@@ -127,7 +137,7 @@ struct ServerConfig {
     bool loadbalance = false;
     bool loop = false;
     bool errors = false;
-    bool log = false;
+    std::vector<LogConfig> log;  // every `log` directive's rules, in order
 };
 
 struct CorefileConfig {

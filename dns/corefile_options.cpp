@@ -193,6 +193,25 @@ HostsOptions hosts_options(const HostsConfig& h, const ServerConfig& server) {
     return hosts;
 }
 
+// A server block's `log` rules and `errors`, over the block's zones.
+QueryLogBlock query_log_block(const ServerConfig& server) {
+    QueryLogBlock block;
+    auto wire = [](const std::string& zone) {
+        auto name = name_from_text(zone);
+        return name ? name_lower(*name) : std::string(1, '\0');  // map_corefile normalised it
+    };
+    for (const auto& zone : server.zones) block.zones.push_back(wire(zone));
+    for (const auto& rule : server.log) {
+        block.rules.push_back(
+            QueryLogRule{{wire(rule.name)},
+                         parse_log_format(rule.format),
+                         rule.classes,
+                         std::chrono::duration<double>(rule.min_duration).count()});
+    }
+    block.errors = server.errors;
+    return block;
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> apply_corefile(std::string_view text, std::string_view path,
@@ -262,6 +281,13 @@ Result<std::vector<std::string>> apply_corefile(std::string_view text, std::stri
     options.stubs = stub_zones(*config, *cluster, name_lower(*cluster_wire), path, warnings);
     options.caches = corefile_cache_blocks(*config, *cluster);
     cluster_block_sets(*cluster, name_lower(*cluster_wire), path, options.stubs, warnings);
+    // Every block served on the port logs its own queries (a stub block
+    // without `log` keeps its names out of the cluster block's log).
+    options.query_log.blocks.clear();
+    for (const auto& server : config->servers) {
+        if (server.port == cluster->port)
+            options.query_log.blocks.push_back(query_log_block(server));
+    }
     if (!cluster->bind.empty()) {
         options.listen.clear();
         for (const auto& address : cluster->bind) {

@@ -55,6 +55,57 @@ namespace {
 constexpr auto kCoalesceQuiet = std::chrono::milliseconds(20);
 constexpr auto kCoalesceMax = std::chrono::milliseconds(200);
 
+// A replaced engine: how long a serving thread may still be starting a
+// forward with it (a batch begun before the swap), and the most its forwards
+// are waited for (the forwarder's attempts end well before).
+constexpr auto kRetireGrace = std::chrono::milliseconds(200);
+constexpr auto kRetireTimeout = std::chrono::seconds(10);
+
+ZoneConfig zone_config_for(const DnsOptions& options) {
+    ZoneConfig config;
+    config.domain = options.cluster_domain;
+    config.ttl = options.ttl;
+    config.pods = options.pods;
+    config.endpoint_pod_names = options.endpoint_pod_names;
+    config.endpoints = options.endpoints;
+    return config;
+}
+
+struct BuiltEngine {
+    std::shared_ptr<QueryEngine> engine;
+    size_t upstreams = 0;  // the default set's
+};
+
+// The forwarder (started), cache and query log `options` ask for: no
+// forwarder and no cache when there is no upstream at all.
+Result<BuiltEngine> build_engine(const DnsOptions& options) {
+    BuiltEngine built{std::make_shared<QueryEngine>(), 0};
+    QueryEngine& engine = *built.engine;
+    engine.query_log = options.query_log;
+    engine.cluster = options.cluster;
+    engine.shuffle = options.shuffle;
+    std::vector<HostPort> upstreams = options.upstreams;
+    if (upstreams.empty()) upstreams = resolv_conf_nameservers(options.resolv_conf);
+    built.upstreams = upstreams.size();
+    bool stub_upstreams = std::any_of(options.stubs.begin(), options.stubs.end(),
+                                      [](const StubZone& stub) { return !stub.upstreams.empty(); });
+    if (!upstreams.empty() || stub_upstreams) {
+        ForwarderOptions forward_options;
+        forward_options.upstreams = upstreams;
+        forward_options.options = options.forward;
+        forward_options.stubs = options.stubs;
+        engine.forwarder = std::make_unique<Forwarder>(forward_options);
+        engine.forwarder->drop_self(options.listen);
+        if (auto status = engine.forwarder->start(); !status) return status.error();
+        engine.caches = options.caches ? std::make_unique<CacheSet>(*options.caches)
+                                       : CacheSet::flags_default();
+    } else {
+        log::info("dns: no upstream nameserver: names outside {} are refused",
+                  options.cluster_domain);
+    }
+    return built;
+}
+
 }  // namespace
 
 // Rebuilds the zone on its own thread after Store changes. The Store's
@@ -69,16 +120,19 @@ struct ZoneBuilder {
 };
 
 struct DnsService::Impl {
-    DnsOptions options;
+    std::mutex reconfigure_mutex;  // one reconfigure() at a time; guards options
+    DnsOptions options;            // what serves now
     watch::Store* store = nullptr;
-    ZoneConfig zone_config;
+    // Serialises rebuilds (the builder thread's and a reconfigure's), so that
+    // the zone published last is built with the newest zone_config.
+    std::mutex zone_mutex;
+    ZoneConfig zone_config;  // guarded by zone_mutex
     ZoneHolder zones;
     HostsHolder hosts;
     std::unique_ptr<HostsReloader> hosts_reloader;
     std::shared_ptr<ZoneBuilder> builder = std::make_shared<ZoneBuilder>();
     std::thread builder_thread;
-    std::unique_ptr<CacheSet> caches;
-    std::unique_ptr<Forwarder> forwarder;
+    EngineHolder engines;
     std::unique_ptr<Server> server;
     // Shared with the Store's listener, which may outlive the service.
     std::shared_ptr<ProgrammingLatency> latency =
@@ -90,6 +144,7 @@ struct DnsService::Impl {
 
     void rebuild() {
         auto changed = latency->take();  // before the snapshot: see ProgrammingLatency
+        std::lock_guard lock(zone_mutex);
         auto snapshot = store->snapshot();
         auto zone = Zone::build(*snapshot, zone_config);
         if (!zone) {
@@ -101,6 +156,29 @@ struct DnsService::Impl {
         zones.publish(std::move(*zone));
         latency->observe(changed, *snapshot, std::chrono::system_clock::now());
         rebuilds.fetch_add(1, std::memory_order_relaxed);
+    }
+
+    // Drops our own listen addresses from the current engine's upstreams and
+    // sends its loop probes (none without a forwarder).
+    void probe_loops() {
+        auto engine = engines.get();
+        if (!engine || !engine->forwarder) return;
+        engine->forwarder->drop_self(server->bound());
+        engine->forwarder->send_loop_probes();
+    }
+
+    // Stops a replaced engine once no serving thread can start a forward
+    // with it and its forwards have completed (bounded: kRetireTimeout).
+    static void retire(std::shared_ptr<const QueryEngine> engine) {
+        if (!engine || !engine->forwarder) return;
+        std::this_thread::sleep_for(kRetireGrace);
+        auto deadline = std::chrono::steady_clock::now() + kRetireTimeout;
+        while (engine->in_flight.load(std::memory_order_acquire) > 0 &&
+               std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        // Callbacks still pending (past the timeout) are answered SERVFAIL.
+        engine->forwarder->stop();
     }
 
     void run_builder() {
@@ -139,67 +217,39 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
     }
     auto impl = std::make_unique<Impl>();
     impl->store = &store;
-    impl->zone_config.domain = options.cluster_domain;
-    impl->zone_config.ttl = options.ttl;
-    impl->zone_config.pods = options.pods;
-    impl->zone_config.endpoint_pod_names = options.endpoint_pod_names;
-    impl->zone_config.endpoints = options.endpoints;
+    impl->zone_config = zone_config_for(options);
     if (auto origin = name_from_text(options.cluster_domain); !origin) {
         return make_error(ErrorCode::kInvalidArgument,
                           "--cluster-domain: " + origin.error().message);
     }
     impl->rebuild();  // queries never see "no zone"
 
-    std::vector<HostPort> upstreams = options.upstreams;
-    if (upstreams.empty()) upstreams = resolv_conf_nameservers(options.resolv_conf);
-    bool stub_upstreams = std::any_of(options.stubs.begin(), options.stubs.end(),
-                                      [](const StubZone& stub) { return !stub.upstreams.empty(); });
-    if (!upstreams.empty() || stub_upstreams) {
-        ForwarderOptions forward_options;
-        forward_options.upstreams = upstreams;
-        forward_options.options = options.forward;
-        forward_options.stubs = options.stubs;
-        impl->forwarder = std::make_unique<Forwarder>(forward_options);
-        impl->forwarder->drop_self(options.listen);
-        if (auto status = impl->forwarder->start(); !status) return status.error();
-        impl->caches = options.caches ? std::make_unique<CacheSet>(*options.caches)
-                                      : CacheSet::flags_default();
-    } else {
-        log::info("dns: no upstream nameserver: names outside {} are refused",
-                  options.cluster_domain);
-    }
+    auto built = build_engine(options);
+    if (!built) return built.error();
+    const size_t upstream_count = built->upstreams;
+    impl->engines.publish(std::move(built->engine));
 
     ServerOptions server_options;
     server_options.listen = options.listen;
-    server_options.cluster = options.cluster;
-    server_options.shuffle = options.shuffle;
+    // An empty holder (no hosts plugin) answers nothing; a reload may fill it.
+    server_options.hosts = &impl->hosts;
     if (options.hosts) {
         impl->hosts_reloader = std::make_unique<HostsReloader>(*options.hosts, impl->hosts);
         impl->hosts_reloader->start();
-        server_options.hosts = &impl->hosts;
     }
     server_options.workers =
         options.workers ? options.workers : std::max(1u, std::thread::hardware_concurrency());
     Impl* raw = impl.get();
-    if (impl->forwarder) {
-        // A listener bound late is one more address a loop could come back to.
-        server_options.on_late_bind = [raw] {
-            raw->forwarder->drop_self(raw->server->bound());
-            raw->forwarder->send_loop_probes();
-        };
-    }
-    impl->server = std::make_unique<Server>(server_options, impl->zones, impl->forwarder.get(),
-                                            impl->caches.get());
+    // A listener bound late is one more address a loop could come back to.
+    server_options.on_late_bind = [raw] { raw->probe_loops(); };
+    impl->server = std::make_unique<Server>(server_options, impl->zones, impl->engines);
     if (auto status = impl->server->start(); !status) {
         impl->server->stop();
-        if (impl->forwarder) impl->forwarder->stop();
+        if (auto engine = impl->engines.get(); engine->forwarder) engine->forwarder->stop();
         return status.error();
     }
-    if (impl->forwarder) {
-        // Port 0 listen addresses are known only now.
-        impl->forwarder->drop_self(impl->server->bound());
-        impl->forwarder->send_loop_probes();
-    }
+    // Port 0 listen addresses are known only now.
+    impl->probe_loops();
 
     std::weak_ptr<ProgrammingLatency> weak_latency = impl->latency;
     store.subscribe([weak_latency](const std::vector<watch::Change>& changes) {
@@ -230,14 +280,16 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
         list += (list.empty() ? "" : ", ") + listener.name();
     }
     log::info("dns: serving {} on {} ({} upstreams, {} stub zones){}", options.cluster_domain,
-              listening.empty() ? "no address yet" : listening, upstreams.size(),
+              listening.empty() ? "no address yet" : listening, upstream_count,
               options.stubs.size(), waiting.empty() ? "" : "; waiting to bind " + waiting);
     impl->options = std::move(options);
     return std::unique_ptr<DnsService>(new DnsService(std::move(impl)));
 }
 
 void DnsService::stop() {
-    if (!impl_ || impl_->stopped) return;
+    if (!impl_) return;
+    std::lock_guard lock(impl_->reconfigure_mutex);  // waits for a reconfigure under way
+    if (impl_->stopped) return;
     impl_->stopped = true;
     {
         std::lock_guard lock(impl_->builder->mutex);
@@ -248,8 +300,50 @@ void DnsService::stop() {
     // Workers first (no new forwards), then the forwarder, whose pending
     // callbacks post into the (still allocated) workers' inboxes.
     impl_->server->stop();
-    if (impl_->forwarder) impl_->forwarder->stop();
+    if (auto engine = impl_->engines.get(); engine && engine->forwarder) engine->forwarder->stop();
     if (impl_->hosts_reloader) impl_->hosts_reloader->stop();
+}
+
+Status DnsService::reconfigure(DnsOptions next) {
+    std::lock_guard lock(impl_->reconfigure_mutex);
+    if (impl_->stopped) return make_error(ErrorCode::kUnavailable, "DNS is stopped");
+    if (auto origin = name_from_text(next.cluster_domain); !origin) {
+        return make_error(ErrorCode::kInvalidArgument, "cluster domain: " + origin.error().message);
+    }
+    if (next.listen != impl_->options.listen || next.workers != impl_->options.workers) {
+        log::warn(
+            "dns: the listen addresses changed; they take effect at the next restart "
+            "(docs/corefile.md, \"reload\")");
+        next.listen = impl_->options.listen;
+        next.workers = impl_->options.workers;
+    }
+    auto built = build_engine(next);
+    if (!built) return built.error();
+    if (built->engine->forwarder) {
+        built->engine->forwarder->drop_self(impl_->server->bound());
+        built->engine->forwarder->send_loop_probes();
+    }
+    {
+        std::lock_guard zone_lock(impl_->zone_mutex);
+        impl_->zone_config = zone_config_for(next);
+    }
+    impl_->rebuild();
+    // The hosts plugin: a new reloader publishes its first table at start.
+    if (impl_->hosts_reloader) impl_->hosts_reloader->stop();
+    impl_->hosts_reloader.reset();
+    if (next.hosts) {
+        impl_->hosts_reloader = std::make_unique<HostsReloader>(*next.hosts, impl_->hosts);
+        impl_->hosts_reloader->start();
+    } else {
+        impl_->hosts.publish(nullptr);
+    }
+    auto replaced = impl_->engines.get();
+    impl_->engines.publish(std::move(built->engine));
+    log::info("dns: reconfigured: serving {} ({} upstreams, {} stub zones)", next.cluster_domain,
+              built->upstreams, next.stubs.size());
+    impl_->options = std::move(next);
+    Impl::retire(std::move(replaced));
+    return {};
 }
 
 std::vector<HostPort> DnsService::bound() const {
@@ -276,13 +370,16 @@ std::string DnsService::status_text() const {
 
 void DnsService::append_metrics(metrics::TextWriter& out) const {
     impl_->server->append_metrics(out);
-    if (impl_->caches) impl_->caches->append_metrics(out, impl_->server->metrics_server_label());
+    auto engine = impl_->engines.get();
+    if (engine && engine->caches) {
+        engine->caches->append_metrics(out, impl_->server->metrics_server_label());
+    }
     auto line = [&out](const char* name, metrics::Type type, const char* help, uint64_t value) {
         out.family({name, help, type, {}});
         out.sample({}, value);
     };
     using metrics::Type;
-    if (impl_->forwarder) impl_->forwarder->append_metrics(out);
+    if (engine && engine->forwarder) engine->forwarder->append_metrics(out);
     line("coredns_panics_total", Type::kCounter, "A metrics that counts the number of panics.",
          panics_total());
     impl_->latency->append_metrics(out);

@@ -4,7 +4,8 @@
 // snapshots and forwards every other name to the upstreams, with a cache.
 // The zone is an immutable index rebuilt on a background thread after Store
 // changes (bursts coalesced) and swapped atomically, so a query never waits
-// for a rebuild. See docs/dns.md.
+// for a rebuild; the forwarder, cache and query log are one QueryEngine,
+// swapped the same way by reconfigure() (a Corefile reload). See docs/dns.md.
 //
 // Thread safety: start() and stop() are for one controlling thread; the
 // other methods may be called from any thread at any time.
@@ -23,6 +24,7 @@
 #include "dns/cache_set.h"
 #include "dns/forward.h"
 #include "dns/hosts.h"
+#include "dns/query_log.h"
 #include "dns/resolver_policy.h"
 #include "watch/store.h"
 
@@ -55,6 +57,8 @@ struct DnsOptions {
     bool endpoints = true;
     std::optional<HostsOptions> hosts;  // the hosts plugin
     AnswerShuffle shuffle = AnswerShuffle::kZoneAnswers;
+    // The Corefile's `log` and `errors` (no block without a Corefile: nothing logged).
+    QueryLogConfig query_log;
 };
 
 // --dns-upstream: comma-separated ADDR[:PORT], IPv6 as [ADDR]:PORT, port 53 when omitted.
@@ -74,6 +78,18 @@ class DnsService {
     DnsService& operator=(const DnsService&) = delete;
 
     void stop();  // idempotent
+
+    // Serves `next` from now on (a Corefile reload): the zone is rebuilt with
+    // its domain, ttl and pods and published, then a new forwarder, cache and
+    // query log replace the old ones as one unit. No query is dropped or
+    // fails: a query takes the zone and engine published when it arrives,
+    // and forwards in flight finish on the old engine, whose forwarder is
+    // stopped once they are done. The listen addresses and workers are kept
+    // (a warning says they need a restart). Blocks until the old engine is
+    // stopped (at most ~10 s). On error (a bad cluster domain, a forwarder
+    // that cannot start) nothing changed. Any thread; calls are serialised.
+    Status reconfigure(DnsOptions next);
+
     void append_metrics(metrics::TextWriter& out) const;
 
     // The listen addresses, a port 0 replaced by the kernel's pick once made.

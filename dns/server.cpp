@@ -202,9 +202,10 @@ class RenderCache {
 struct ClientRef {
     Proto proto = kUdp;
     int udp_fd = -1;
-    sockaddr_storage address{};
+    sockaddr_storage address{};  // the client's (a TCP client's: its connection's peer)
     socklen_t address_length = 0;
-    uint64_t connection = 0;  // TCP connection id
+    uint64_t connection = 0;        // TCP connection id
+    std::optional<HostPort> local;  // the socket's own address, for the log's {local}
 };
 
 // A client to reply to once a forwarded query completes, and the sink that
@@ -217,15 +218,52 @@ class ReplySink {
     ~ReplySink() = default;
 };
 
-// The per-thread query state: the current zone, the rendered-reply cache,
-// the shuffle's random state and the counters. Used by one thread only.
+// The `log` line of one exchange, when a rule of `config` selects it.
+void log_exchange(const QueryLogConfig& config, std::span<const uint8_t> query,
+                  std::span<const uint8_t> reply, Proto proto, const ClientRef& client,
+                  std::chrono::steady_clock::time_point start) {
+    HostPort remote = from_socket_address(client.address);
+    auto described = describe_exchange(
+        query, reply, proto == kTcp, remote, client.local,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (!described) return;
+    const QueryLogRule* rule = config.rule_for(described->lower_name);
+    if (!rule || !rule->selects(*described)) return;
+    write_stdout_line("[INFO] " + format_log_line(rule->format, *described));
+}
+
+// A forward that failed: the errors plugin's line when the query's server
+// block has `errors` (CoreDNS logs nothing else then), else at debug.
+void report_forward_error(const QueryLogConfig& config, const Message& query, const Error& error) {
+    if (query.questions.empty()) return;
+    const std::string lower = name_lower(query.questions[0].name);
+    const QueryLogBlock* block = config.block_for(lower);
+    if (block && block->errors) {
+        write_stdout_line("[ERROR] " + format_error_line(static_cast<uint8_t>(Rcode::kServFail),
+                                                         lower, query.questions[0].qtype,
+                                                         error.describe()));
+        return;
+    }
+    log::debug("dns: forward failed: {}", error.describe());
+}
+
+std::span<const uint8_t> bytes_of(const std::string& text) {
+    return {reinterpret_cast<const uint8_t*>(text.data()), text.size()};
+}
+
+// The per-thread query state: the current zone and engine, the
+// rendered-reply cache, the shuffle's random state and the counters. Used by
+// one thread only.
+// The flags path's kubernetes options, for an engine holder still empty.
+const ClusterPolicy kFlagsCluster{};
+
 class Engine {
   public:
     enum class Outcome { kReply, kNone, kForwarded };
 
-    Engine(const ServerOptions& options, const ZoneHolder& zones, Forwarder* forwarder,
-           const CacheSet* caches, ReplySink& sink)
-        : options_(options), zones_(zones), forwarder_(forwarder), caches_(caches), sink_(sink) {
+    Engine(const ServerOptions& options, const ZoneHolder& zones, const EngineHolder& engines,
+           ReplySink& sink)
+        : options_(options), zones_(zones), engines_(engines), sink_(sink) {
         uint64_t seed = 0;
         if (::getrandom(&seed, sizeof(seed), 0) != sizeof(seed)) {
             seed = reinterpret_cast<uintptr_t>(this);
@@ -236,7 +274,17 @@ class Engine {
     ServerStats& stats() { return *stats_; }
     const ServerStats& stats() const { return *stats_; }
 
+    // Takes the zone and engine published now; call before a batch.
     void refresh_zone() {
+        if (uint64_t version = engines_.version(); version != engine_version_) {
+            engine_ = engines_.get();
+            engine_version_ = version;
+            forwarder_ = engine_ ? engine_->forwarder.get() : nullptr;
+            cluster_ = engine_ ? &engine_->cluster : &kFlagsCluster;
+            shuffle_ = engine_ ? engine_->shuffle : AnswerShuffle::kZoneAnswers;
+            logging_ = engine_ && engine_->query_log.logs_queries();
+            zone_.reset();  // the rendered replies were made with the old engine
+        }
         uint64_t version = zones_.version();
         bool forwarding = forwarder_ && forwarder_->enabled();
         // The hosts table's replies are rendered too: a new table flushes.
@@ -271,6 +319,15 @@ class Engine {
     static void bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
         // One writer per Engine: a plain load+store avoids a locked RMW.
         counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
+
+    // The one branch the serving path pays for `log` when it is off.
+    bool logging() const { return logging_; }
+    // Writes the `log` line of a reply made now (not a forwarded one: the
+    // forward callback logs those). Only when logging().
+    void log_reply(const uint8_t* p, size_t n, Proto proto, const ClientRef& client,
+                   const std::string& reply, std::chrono::steady_clock::time_point start) const {
+        log_exchange(engine_->query_log, {p, n}, bytes_of(reply), proto, client, start);
     }
 
   private:
@@ -309,8 +366,7 @@ class Engine {
     }
 
     void shuffle(std::string& bytes, size_t offset, size_t size, size_t count) {
-        if (options_.shuffle == AnswerShuffle::kNone || count < 2 ||
-            offset + size * count > bytes.size())
+        if (shuffle_ == AnswerShuffle::kNone || count < 2 || offset + size * count > bytes.size())
             return;
         char temp[64];
         if (size > sizeof(temp)) return;
@@ -373,7 +429,7 @@ class Engine {
         }
         ResolverOptions resolver_options;
         resolver_options.forwarding = forwarding_;
-        resolver_options.cluster = &options_.cluster;
+        resolver_options.cluster = cluster_;
         resolver_options.hosts = hosts_.get();
         Resolution resolution = resolve(zone_.get(), query, resolver_options);
         if (resolution.kind == Resolution::Kind::kDrop) {
@@ -381,7 +437,7 @@ class Engine {
             return Outcome::kNone;
         }
         if (resolution.kind == Resolution::Kind::kForward) {
-            return forward(std::move(query), std::move(resolution), proto, client, out);
+            return forward(packet, std::move(query), std::move(resolution), proto, client, out);
         }
         size_t limit = finish_reply(query, resolution.response);
         if (proto == kTcp) limit = 65535;
@@ -428,19 +484,27 @@ class Engine {
         return std::move(written.bytes);
     }
 
-    Outcome forward(Message query, Resolution resolution, Proto proto, const ClientRef& client,
-                    std::string& out) {
+    Outcome forward(std::span<const uint8_t> packet, Message query, Resolution resolution,
+                    Proto proto, const ClientRef& client, std::string& out) {
         auto now = Cache::Clock::now();
         std::optional<uint64_t> shuffle_seed;
-        if (options_.shuffle == AnswerShuffle::kAll) shuffle_seed = next_random();
-        Cache* cache = caches_ ? caches_->for_name(name_lower(resolution.forward.name)) : nullptr;
+        if (shuffle_ == AnswerShuffle::kAll) shuffle_seed = next_random();
+        const QueryEngine* engine = engine_.get();
+        Cache* cache = engine->caches
+                           ? engine->caches->for_name(name_lower(resolution.forward.name))
+                           : nullptr;
         CacheLookup found;
         if (cache) found = cache->lookup(resolution.forward, now);
         if (found.kind != CacheLookup::Kind::kMiss && !found.verify) {
             if (found.refresh) {
                 Question question = resolution.forward;
-                forwarder_->submit(question, [cache, question](Result<Message> upstream) {
-                    cache->refreshed(question, std::move(upstream), Cache::Clock::now());
+                engine->in_flight.fetch_add(1, std::memory_order_relaxed);
+                forwarder_->submit(question, [engine, cache, question](Result<Message> upstream) {
+                    run_guarded("dns cache refresh", [&] {
+                        cache->refreshed(question, std::move(upstream), Cache::Clock::now());
+                    });
+                    // Last use of the engine: once 0, its owner may stop and free it.
+                    engine->in_flight.fetch_sub(1, std::memory_order_release);
                 });
             }
             bool truncated = false;
@@ -453,20 +517,26 @@ class Engine {
         std::optional<CachedAnswer> stale;
         if (found.verify) stale = std::move(found.answer);
         // The callback runs on the forwarder's thread: it touches only the
-        // sink (thread-safe), the cache (thread-safe) and atomics shared with
-        // the exporter.
+        // sink (thread-safe), the cache (thread-safe), atomics shared with the
+        // exporter, and the engine, which its owner keeps until `in_flight` is
+        // back to 0.
         std::shared_ptr<ServerStats> stats = stats_;
         ReplySink* sink = &sink_;
         Question question = resolution.forward;
+        // The query's bytes for its log line; none when nothing logs.
+        std::string logged_query =
+            logging_ ? std::string(reinterpret_cast<const char*>(packet.data()), packet.size())
+                     : std::string();
         // For the SERVFAIL should on_reply throw: the client (and a TCP
         // connection's count of pending replies) still gets its answer.
         Message asked;
         asked.header = query.header;
         asked.questions = query.questions;
-        auto on_reply = [sink, stats, cache, query = std::move(query), proto, client, question, now,
-                         shuffle_seed, stale = std::move(stale),
-                         reply = std::move(resolution.response)](Result<Message> upstream) mutable {
-            if (!upstream) log::debug("dns: forward failed: {}", upstream.error().describe());
+        auto on_reply = [sink, stats, engine, cache, query = std::move(query), proto, client,
+                         question, now, shuffle_seed, stale = std::move(stale),
+                         reply = std::move(resolution.response),
+                         logged_query = std::move(logged_query)](Result<Message> upstream) mutable {
+            if (!upstream) report_forward_error(engine->query_log, query, upstream.error());
             Result<CachedAnswer> answer =
                 cache ? cache->complete(question, std::move(upstream), std::move(stale),
                                         Cache::Clock::now())
@@ -474,6 +544,10 @@ class Engine {
             bool truncated = false;
             std::string bytes =
                 merge_upstream(query, std::move(reply), proto, answer, shuffle_seed, truncated);
+            if (!logged_query.empty()) {
+                log_exchange(engine->query_log, bytes_of(logged_query), bytes_of(bytes), proto,
+                             client, now);
+            }
             if (truncated) stats->forwarded_truncated.fetch_add(1);
             stats->forwarded_responses[std::min<size_t>(bytes[3] & 0x0f, ServerStats::kRcodes - 1)]
                 .fetch_add(1);
@@ -482,14 +556,17 @@ class Engine {
             stats->forwarded_response_size[proto].record(bytes.size(), true);
             sink->post(client, std::move(bytes));
         };
+        engine->in_flight.fetch_add(1, std::memory_order_relaxed);
         forwarder_->submit(
             question,
-            [on_reply = std::move(on_reply), asked = std::move(asked), sink,
-             client](Result<Message> upstream) mutable {
-                if (run_guarded("dns forwarded reply", [&] { on_reply(std::move(upstream)); }))
-                    return;
-                run_guarded("dns forwarded reply",
-                            [&] { sink->post(client, rcode_reply(asked, Rcode::kServFail)); });
+            [on_reply = std::move(on_reply), asked = std::move(asked), sink, client,
+             engine](Result<Message> upstream) mutable {
+                if (!run_guarded("dns forwarded reply", [&] { on_reply(std::move(upstream)); })) {
+                    run_guarded("dns forwarded reply",
+                                [&] { sink->post(client, rcode_reply(asked, Rcode::kServFail)); });
+                }
+                // Last use of the engine: once 0, its owner may stop and free it.
+                engine->in_flight.fetch_sub(1, std::memory_order_release);
             },
             proto == kTcp ? ClientProtocol::kTcp : ClientProtocol::kUdp);
         return Outcome::kForwarded;
@@ -497,9 +574,15 @@ class Engine {
 
     const ServerOptions& options_;
     const ZoneHolder& zones_;
-    Forwarder* forwarder_;
-    const CacheSet* caches_;
+    const EngineHolder& engines_;
     ReplySink& sink_;
+    std::shared_ptr<const QueryEngine> engine_;
+    uint64_t engine_version_ = 0;
+    Forwarder* forwarder_ = nullptr;  // engine_'s, or null
+    // engine_'s kubernetes options and answer shuffling (the flags' without one).
+    const ClusterPolicy* cluster_ = &kFlagsCluster;
+    AnswerShuffle shuffle_ = AnswerShuffle::kZoneAnswers;
+    bool logging_ = false;  // engine_ has `log` rules
     // Shared with forward callbacks, which may outlive a query's thread.
     std::shared_ptr<ServerStats> stats_ = std::make_shared<ServerStats>();
     std::shared_ptr<const Zone> zone_;
@@ -516,13 +599,11 @@ class Engine {
 
 class Server::Worker : public ReplySink {
   public:
-    Worker(const ServerOptions& options, const ZoneHolder& zones, Forwarder* forwarder,
-           const CacheSet* caches)
+    Worker(const ServerOptions& options, const ZoneHolder& zones, const EngineHolder& engines)
         : options_(options),
           zones_(zones),
-          forwarder_(forwarder),
-          caches_(caches),
-          tcp_engine_(options, zones, forwarder, caches, *this) {
+          engines_(engines),
+          tcp_engine_(options, zones, engines, *this) {
         max_connections_ =
             std::max<size_t>(1, options.max_tcp_connections / std::max<size_t>(1, options.workers));
     }
@@ -561,7 +642,7 @@ class Server::Worker : public ReplySink {
         ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
         std::lock_guard lock(sockets_mutex_);
         auto& loop = udp_loops_.emplace_back(
-            std::make_unique<UdpLoop>(fd, options_, zones_, forwarder_, caches_, *this));
+            std::make_unique<UdpLoop>(fd, options_, zones_, engines_, *this));
         UdpLoop* raw = loop.get();
         loop->thread = std::thread([this, raw] { serve_udp(*raw); });
     }
@@ -610,16 +691,25 @@ class Server::Worker : public ReplySink {
     // costs one receive and one send system call, with no epoll round.
     struct UdpLoop {
         UdpLoop(int socket, const ServerOptions& options, const ZoneHolder& zones,
-                Forwarder* forwarder, const CacheSet* caches, ReplySink& sink)
-            : fd(socket), engine(options, zones, forwarder, caches, sink) {}
+                const EngineHolder& engines, ReplySink& sink)
+            : fd(socket), engine(options, zones, engines, sink) {
+            sockaddr_storage bound{};
+            socklen_t length = sizeof(bound);
+            if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == 0) {
+                local = from_socket_address(bound);
+            }
+        }
         int fd;
+        std::optional<HostPort> local;  // the bound address, for the log's {local}
         Engine engine;
         std::thread thread;
     };
 
     struct Connection {
         int fd = -1;
-        sa_family_t family = AF_UNSPEC;  // the client's, for the metrics' family label
+        sockaddr_storage peer{};  // the client (its family is the metrics' family label)
+        socklen_t peer_length = 0;
+        std::optional<HostPort> local;  // the connection's own address, for the log
         std::string in;
         std::string out;
         std::chrono::steady_clock::time_point last_active;
@@ -692,9 +782,13 @@ class Server::Worker : public ReplySink {
                 client.address_length = in[i].msg_hdr.msg_namelen;
                 std::string& reply = replies[replies_ready];
                 size_t length = std::min<size_t>(in[i].msg_len, kUdpBuffer);
+                client.local = loop.local;
                 if (loop.engine.handle(buffers[i].data(), length, kUdp, client, reply) !=
                     Engine::Outcome::kReply) {
                     continue;
+                }
+                if (loop.engine.logging()) {
+                    loop.engine.log_reply(buffers[i].data(), length, kUdp, client, reply, start);
                 }
                 out_iov[replies_ready] = {reply.data(), reply.size()};
                 out[replies_ready].msg_hdr = {};
@@ -736,7 +830,13 @@ class Server::Worker : public ReplySink {
             uint64_t id = next_connection_++;
             Connection& conn = connections_[id];
             conn.fd = fd;
-            conn.family = peer.ss_family;
+            conn.peer = peer;
+            conn.peer_length = peer_length;
+            sockaddr_storage own{};
+            socklen_t own_length = sizeof(own);
+            if (::getsockname(fd, reinterpret_cast<sockaddr*>(&own), &own_length) == 0) {
+                conn.local = from_socket_address(own);
+            }
             conn.last_active = std::chrono::steady_clock::now();
             add_fd(fd, EPOLLIN | EPOLLRDHUP, id);
         }
@@ -813,9 +913,14 @@ class Server::Worker : public ReplySink {
                 ClientRef client;
                 client.proto = kTcp;
                 client.connection = id;
-                client.address.ss_family = conn.family;
+                client.address = conn.peer;
+                client.address_length = conn.peer_length;
+                client.local = conn.local;
                 const auto* p = reinterpret_cast<const uint8_t*>(conn.in.data() + pos + 2);
                 Engine::Outcome outcome = tcp_engine_.handle(p, length, kTcp, client, reply);
+                if (outcome == Engine::Outcome::kReply && tcp_engine_.logging()) {
+                    tcp_engine_.log_reply(p, length, kTcp, client, reply, start);
+                }
                 if (outcome == Engine::Outcome::kReply) {
                     tcp_engine_.stats().duration.record(
                         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -875,8 +980,7 @@ class Server::Worker : public ReplySink {
 
     const ServerOptions& options_;
     const ZoneHolder& zones_;
-    Forwarder* forwarder_;
-    const CacheSet* caches_;
+    const EngineHolder& engines_;
 
     int epoll_fd_ = -1;
     int wake_fd_ = -1;
@@ -929,9 +1033,8 @@ void ServerStats::SizeHistogram::record(size_t bytes, bool shared) {
     sum.store(sum.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
 }
 
-Server::Server(ServerOptions options, const ZoneHolder& zones, Forwarder* forwarder,
-               const CacheSet* caches)
-    : options_(std::move(options)), zones_(zones), forwarder_(forwarder), caches_(caches) {
+Server::Server(ServerOptions options, const ZoneHolder& zones, const EngineHolder& engines)
+    : options_(std::move(options)), zones_(zones), engines_(engines) {
     options_.workers = std::max(1u, options_.workers);
 }
 
@@ -969,7 +1072,7 @@ Result<uint16_t> pick_port(const HostPort& address) {
 
 Status Server::start() {
     for (unsigned i = 0; i < options_.workers; ++i) {
-        auto worker = std::make_unique<Worker>(options_, zones_, forwarder_, caches_);
+        auto worker = std::make_unique<Worker>(options_, zones_, engines_);
         if (auto status = worker->open(); !status) return status;
         workers_.push_back(std::move(worker));
     }

@@ -38,6 +38,7 @@
 #include "dns/forward.h"
 #include "dns/hosts.h"
 #include "dns/published.h"
+#include "dns/query_log.h"
 #include "dns/resolver.h"
 #include "dns/zone.h"
 
@@ -45,6 +46,25 @@ namespace sb::dns {
 
 // The published zone: writers replace it whole, readers take a reference.
 using ZoneHolder = Published<Zone>;
+
+using ZoneHolder = Published<Zone>;
+
+// What queries are served with besides the zone: the upstreams, the cache
+// and the query log. Published whole and replaced whole by a Corefile
+// reload (DnsService::reconfigure); the forwarder and cache are thread-safe.
+// A replaced engine keeps serving the forwards it started: its owner stops
+// its forwarder only once `in_flight` is 0.
+struct QueryEngine {
+    std::unique_ptr<Forwarder> forwarder;  // null: no upstream, other zones REFUSED
+    std::unique_ptr<CacheSet> caches;      // set with the forwarder
+    QueryLogConfig query_log;
+    ClusterPolicy cluster;  // the kubernetes plugin's reverse zones and fallthrough
+    AnswerShuffle shuffle = AnswerShuffle::kZoneAnswers;
+    // Forwards submitted whose callback has not returned yet.
+    mutable std::atomic<uint64_t> in_flight{0};
+};
+
+using EngineHolder = Published<QueryEngine>;
 
 // Request counters, one set per serving thread (summed when exported), so
 // that the serving path shares no cache line and needs no locked
@@ -106,12 +126,9 @@ struct ServerOptions {
     // bound by start()), e.g. to send the forwarder's loop probes again. An
     // exception it throws is counted in coredns_panics_total (run_guarded).
     std::function<void()> on_late_bind;
-    // A Corefile's kubernetes options the resolver honours (ResolverOptions).
-    ClusterPolicy cluster;
     // The hosts plugin's table, asked before the zone; null: none. Must
     // outlive the server.
     const HostsHolder* hosts = nullptr;
-    AnswerShuffle shuffle = AnswerShuffle::kZoneAnswers;
 };
 
 // One listener's state, for metrics and status pages.
@@ -127,9 +144,10 @@ struct ListenerState {
 
 class Server {
   public:
-    // `forwarder` and `caches` may be null (no upstreams: other zones REFUSED).
-    Server(ServerOptions options, const ZoneHolder& zones, Forwarder* forwarder,
-           const CacheSet* caches);
+    // Queries read the zone and the engine published at the time (an empty
+    // holder: no upstreams, other zones REFUSED). Both holders must outlive
+    // the server.
+    Server(ServerOptions options, const ZoneHolder& zones, const EngineHolder& engines);
     ~Server();
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;
@@ -170,8 +188,7 @@ class Server {
 
     ServerOptions options_;
     const ZoneHolder& zones_;
-    Forwarder* forwarder_;
-    const CacheSet* caches_;
+    const EngineHolder& engines_;
     std::vector<std::unique_ptr<Worker>> workers_;
     mutable std::mutex mutex_;
     std::vector<HostPort> addresses_;  // guarded by mutex_ (ports picked late)

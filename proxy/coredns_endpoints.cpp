@@ -92,7 +92,12 @@ CorednsEndpoints::CorednsEndpoints(HttpServer& http, CorednsEndpointsConfig conf
 }
 
 CorednsEndpoints::~CorednsEndpoints() {
+    close();
+}
+
+void CorednsEndpoints::close() {
     for (const auto& listener : listeners_) http_.close(listener.id);
+    listeners_.clear();
 }
 
 HttpResponse CorednsEndpoints::ready() const {

@@ -36,6 +36,7 @@ struct CorednsEndpointsConfig {
     // /health go on serving after SIGTERM.
     std::chrono::milliseconds lameduck{0};
     bool empty() const { return prometheus.empty() && health.empty() && ready.empty(); }
+    bool operator==(const CorednsEndpointsConfig&) const = default;
 };
 
 CorednsEndpointsConfig coredns_endpoints_config(const dns::CorefileConfig& corefile);
@@ -62,7 +63,13 @@ class CorednsEndpoints {
     // Serves each address of `config` on `http`; a bind that fails is logged
     // and retried every kCorednsBindRetryPeriod and stops nothing.
     CorednsEndpoints(HttpServer& http, CorednsEndpointsConfig config, Probes probes);
-    ~CorednsEndpoints();  // closes the listeners
+    ~CorednsEndpoints();  // close()s
+
+    // Closes the listeners (a Corefile reload that changes them). Requests
+    // in flight may still call the handlers: keep the object until the
+    // HttpServer stops. Idempotent.
+    void close();
+    const CorednsEndpointsConfig& config() const { return config_; }
     CorednsEndpoints(const CorednsEndpoints&) = delete;
     CorednsEndpoints& operator=(const CorednsEndpoints&) = delete;
 

@@ -12,6 +12,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 
 #include "base/log.h"
+#include "dns/corefile_options.h"
 #include "proxy/bootstrap_check.h"
 #include "proxy/node_setup.h"
 #include "proxy/planner.h"
@@ -247,12 +248,14 @@ Status Daemon::start() {
         }
         dns_ = std::move(*service);
     }
-    if (auto config = coredns_endpoints_config(options_.dns_corefile_config); !config.empty()) {
-        coredns_ = std::make_unique<CorednsEndpoints>(
-            http_, std::move(config),
-            CorednsEndpoints::Probes{[this] { return store_.snapshot()->synced; },
-                                     [this] { return dns_ && dns_->serving(); },
-                                     [this] { return coredns_metrics_text(); }});
+    replace_coredns_endpoints(coredns_endpoints_config(options_.dns_corefile_config));
+    if (auto reload = reload_config(options_.dns_corefile_config)) {
+        const Environment environment = current_environment();
+        reloader_ = std::make_unique<CorefileReloader>(
+            options_.dns_corefile, options_.dns_corefile_text, *reload, environment.lookup_env,
+            environment.read_file,
+            [this](const std::string& text) { return apply_reloaded_corefile(text); });
+        reloader_->start();
     }
 
     // Serving starts only now: the handlers read file_source_, kube_source_
@@ -305,10 +308,54 @@ void Daemon::stop() {
     // Sources first: nothing may call the Store listener once the rest stops.
     if (file_source_) file_source_->stop();
     if (kube_source_) kube_source_->stop();
+    // Before DNS: a reload under way reconfigures it.
+    if (reloader_) reloader_->stop();
     if (dns_) dns_->stop();
     runner_.stop();
     http_.stop();
+    std::lock_guard lock(coredns_mutex_);
     coredns_.reset();
+    retired_coredns_.clear();
+}
+
+Result<std::optional<dns::ReloadConfig>> Daemon::apply_reloaded_corefile(const std::string& text) {
+    dns::DnsOptions next = options_.dns_flags;
+    dns::CorefileConfig typed;
+    auto warnings =
+        dns::apply_corefile(text, options_.dns_corefile, current_environment().lookup_env, next,
+                            !options_.dns_local_addresses.empty(), &typed);
+    if (!warnings) return warnings.error();
+    for (const auto& warning : *warnings) log::warn("{}", warning);
+    for (const IpAddress& address : options_.dns_local_addresses) {
+        next.listen.push_back(HostPort{address, rules::dns_local::kDnsPort});
+    }
+    if (dns_) {
+        if (auto status = dns_->reconfigure(std::move(next)); !status) {
+            return make_error(status.error().code,
+                              options_.dns_corefile + ": " + status.error().describe());
+        }
+    } else if (!next.listen.empty()) {
+        log::warn("{}: DNS was off at start; it starts serving at the next restart",
+                  options_.dns_corefile);
+    }
+    replace_coredns_endpoints(coredns_endpoints_config(typed));
+    return reload_config(typed);
+}
+
+void Daemon::replace_coredns_endpoints(CorednsEndpointsConfig config) {
+    std::lock_guard lock(coredns_mutex_);
+    if (coredns_ ? coredns_->config() == config : config.empty()) return;
+    if (coredns_) {
+        // Closed first: the new listeners may take the same ports.
+        coredns_->close();
+        retired_coredns_.push_back(std::move(coredns_));
+    }
+    if (config.empty()) return;
+    coredns_ = std::make_shared<CorednsEndpoints>(
+        http_, std::move(config),
+        CorednsEndpoints::Probes{[this] { return store_.snapshot()->synced; },
+                                 [this] { return dns_ && dns_->serving(); },
+                                 [this] { return coredns_metrics_text(); }});
 }
 
 void Daemon::on_store_changes(const std::vector<watch::Change>& changes) {
@@ -479,12 +526,18 @@ std::string Daemon::coredns_metrics_text() const {
     metrics::TextWriter out;
     write_coredns_build_info(out, build_info_);
     if (dns_) dns_->append_metrics(out);
+    if (reloader_) reloader_->append_metrics(out);
     write_process_metrics(out, read_process_stats());
     return out.text();
 }
 
 void Daemon::lameduck() const {
-    if (coredns_) coredns_->lameduck();
+    std::shared_ptr<CorednsEndpoints> endpoints;
+    {
+        std::lock_guard lock(coredns_mutex_);
+        endpoints = coredns_;
+    }
+    if (endpoints) endpoints->lameduck();  // sleeps: not under the lock
 }
 
 HttpRoutes Daemon::metrics_routes() {

@@ -19,6 +19,7 @@
 #include "dns/dns_service.h"
 #include "proxy/change_tracker.h"
 #include "proxy/coredns_endpoints.h"
+#include "proxy/corefile_reload.h"
 #include "proxy/flags.h"
 #include "proxy/health.h"
 #include "proxy/http_server.h"
@@ -89,6 +90,11 @@ class Daemon {
     Status serve_http(const char* flag, const std::optional<HostPort>& address, HttpRoutes routes,
                       int& listener);
     void on_store_changes(const std::vector<watch::Change>& changes);
+    // The Corefile's `reload`: applies a changed Corefile over the flags'
+    // DNS options (DNS, then CoreDNS's HTTP endpoints). Reloader thread.
+    Result<std::optional<dns::ReloadConfig>> apply_reloaded_corefile(const std::string& text);
+    // Opens `config`'s endpoints in place of the current ones, unless equal.
+    void replace_coredns_endpoints(CorednsEndpointsConfig config);
     // The Store holds a complete initial state: syncs may start.
     void on_store_ready();
     Status sync(bool full);  // the runner's SyncFunction
@@ -120,7 +126,13 @@ class Daemon {
     std::unique_ptr<watch::FileSource> file_source_;
     std::unique_ptr<watch::kube::KubeSource> kube_source_;
     std::unique_ptr<dns::DnsService> dns_;
-    std::unique_ptr<CorednsEndpoints> coredns_;  // on http_, read dns_ and store_
+    // On http_, read dns_ and store_. Replaced by a reload: guarded by
+    // coredns_mutex_; the replaced ones are kept (closed) until stop(), as
+    // requests in flight may still run their handlers.
+    mutable std::mutex coredns_mutex_;
+    std::shared_ptr<CorednsEndpoints> coredns_;
+    std::vector<std::shared_ptr<CorednsEndpoints>> retired_coredns_;
+    std::unique_ptr<CorefileReloader> reloader_;  // with `reload` in the Corefile
     std::atomic<bool> store_ready_{false};
     bool started_ = false;
 

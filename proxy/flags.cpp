@@ -296,12 +296,14 @@ Result<Options> parse_flags(const std::vector<std::string>& args, const Environm
         auto text = environment.read_file(options.dns_corefile);
         if (!text) return flag_error("--dns-corefile", text.error().message);
         dns::CorefileConfig config;
+        options.dns_flags = options.dns;
         auto warnings = dns::apply_corefile(
             *text, options.dns_corefile, environment.lookup_env, options.dns,
             /*local_addresses_serve=*/!options.dns_local_addresses.empty(), &config);
         if (!warnings) return warnings.error();
         options.warnings.insert(options.warnings.end(), warnings->begin(), warnings->end());
         options.dns_corefile_config = std::move(config);
+        options.dns_corefile_text = std::move(*text);
     }
     if (options.node_name.empty()) options.node_name = trim_lower(environment.node_name_env);
     if (options.node_name.empty()) options.node_name = trim_lower(environment.hostname);

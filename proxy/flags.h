@@ -112,6 +112,10 @@ struct Options {
     // Its typed configuration (no servers without --dns-corefile): the
     // daemon opens CoreDNS's prometheus, health and ready listeners from it.
     dns::CorefileConfig dns_corefile_config;
+    // For the Corefile's `reload`: the text `dns` was set from, and `dns` as
+    // the flags alone set it, which a reloaded Corefile is applied over.
+    std::string dns_corefile_text;
+    dns::DnsOptions dns_flags;
     bool dry_run = false;
     bool cleanup = false;
     // --cleanup-kube-proxy: remove kube-proxy's kernel objects and exit.

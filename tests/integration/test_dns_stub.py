@@ -64,19 +64,25 @@ while True:
     s.sendto(header + query[12:pos + 4] + b"".join(records), peer)
 '''
 
+def start_fake_upstreams(netns, tmp_path, addresses, processes, script=FAKE_UPSTREAM):
+    """Starts `script` on each address (its log: tmp_path/ADDRESS.log), appending
+    the processes to `processes`; returns once each is bound."""
+    for address in addresses:
+        upstream = subprocess.Popen(
+            ["ip", "netns", "exec", netns, sys.executable, "-c", script, address,
+             str(tmp_path / f"{address}.log")], stdout=subprocess.PIPE, text=True)
+        processes.append(upstream)
+        # Bound before the daemon starts: its loop probes go out once, at start.
+        assert upstream.stdout.readline() == "listening\n"
+
+
 @pytest.fixture
 def daemon(switchboard_bin, netns, tmp_path):
     (tmp_path / "cluster.json").write_text(json.dumps(CLUSTER))
     (tmp_path / "Corefile").write_text(COREFILE)
     processes = []
     try:
-        for address in UPSTREAMS:
-            upstream = subprocess.Popen(
-                ["ip", "netns", "exec", netns, sys.executable, "-c", FAKE_UPSTREAM, address,
-                 str(tmp_path / f"{address}.log")], stdout=subprocess.PIPE, text=True)
-            processes.append(upstream)
-            # Bound before the daemon starts: its loop probes go out once, at start.
-            assert upstream.stdout.readline() == "listening\n"
+        start_fake_upstreams(netns, tmp_path, UPSTREAMS, processes)
         log_path = tmp_path / "daemon.log"
         # stderr to a file: a pipe nobody reads could fill and stall the daemon.
         with open(log_path, "w") as log:

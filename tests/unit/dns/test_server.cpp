@@ -10,6 +10,7 @@
 #include <chrono>
 #include <thread>
 
+#include "dns/dns_service.h"
 #include "dns/panic_guard.h"
 #include "dns/server.h"
 #include "dns/socket_util.h"
@@ -157,6 +158,7 @@ const ListenerState* find_listener(const std::vector<ListenerState>& all, bool t
 
 struct Running {
     ZoneHolder zones;
+    EngineHolder engines;  // none published: no upstreams
     std::unique_ptr<Server> server;
     HostPort address;
 
@@ -168,7 +170,7 @@ struct Running {
         options.workers = 1;
         options.max_tcp_connections = max_tcp;
         options.tcp_idle_timeout = idle;
-        server = std::make_unique<Server>(options, zones, nullptr, nullptr);
+        server = std::make_unique<Server>(options, zones, engines);
         auto status = server->start();
         REQUIRE(status.ok());
         address = server->bound().at(0);
@@ -240,13 +242,14 @@ TEST_CASE("server: a taken UDP port is retried while TCP and other addresses ser
     int udp_holder = hold(SOCK_DGRAM, 0);
     const uint16_t taken = port_of(udp_holder);
     ZoneHolder zones;
+    EngineHolder engines;  // none published: no upstreams
     zones.publish(zone_with_endpoints(1));
     ServerOptions options;
     const HostPort contested{*IpAddress::parse("127.0.0.1"), taken};
     options.listen = {contested, HostPort{*IpAddress::parse("127.0.0.1"), 0}};
     options.workers = 2;
     options.bind_retry_interval = std::chrono::milliseconds(50);
-    Server server(options, zones, nullptr, nullptr);
+    Server server(options, zones, engines);
     REQUIRE(server.start().ok());
 
     CHECK_FALSE(server.serving());
@@ -300,12 +303,13 @@ TEST_CASE("server: a port taken for UDP and TCP serves both once freed") {
     const uint16_t taken = port_of(udp_holder);
     int tcp_holder = hold(SOCK_STREAM, taken);
     ZoneHolder zones;
+    EngineHolder engines;  // none published: no upstreams
     zones.publish(zone_with_endpoints(1));
     ServerOptions options;
     const HostPort address{*IpAddress::parse("127.0.0.1"), taken};
     options.listen = {address};
     options.bind_retry_interval = std::chrono::milliseconds(50);
-    Server server(options, zones, nullptr, nullptr);
+    Server server(options, zones, engines);
     REQUIRE(server.start().ok());
     CHECK_FALSE(server.serving());
     for (const auto& listener : server.listeners()) {
@@ -328,11 +332,12 @@ TEST_CASE("server: a port taken for UDP and TCP serves both once freed") {
 TEST_CASE("server: stop() ends the retries of a listener that never binds") {
     int udp_holder = hold(SOCK_DGRAM, 0);
     ZoneHolder zones;
+    EngineHolder engines;  // none published: no upstreams
     zones.publish(zone_with_endpoints(1));
     ServerOptions options;
     options.listen = {HostPort{*IpAddress::parse("127.0.0.1"), port_of(udp_holder)}};
     options.bind_retry_interval = std::chrono::milliseconds(50);
-    Server server(options, zones, nullptr, nullptr);
+    Server server(options, zones, engines);
     REQUIRE(server.start().ok());
     REQUIRE(eventually([&] { return server.listeners().at(0).bind_failures >= 2; }));
     server.stop();
@@ -397,7 +402,8 @@ TEST_CASE("server: an on_late_bind that throws is counted and the retries go on"
         throw std::runtime_error("late bind hook failed");
     };
     const uint64_t panics = panics_total();
-    Server server(options, zones, nullptr, nullptr);
+    EngineHolder engines;
+    Server server(options, zones, engines);
     REQUIRE(server.start().ok());
     ::close(first_holder);
     REQUIRE(eventually([&] { return calls == 1; }));
@@ -409,4 +415,44 @@ TEST_CASE("server: an on_late_bind that throws is counted and the retries go on"
     CHECK(panics_total() == panics + 2);
     CHECK(udp_ask(second, query_bytes(4, "many.default.svc.cluster.local")).header.rcode ==
           static_cast<uint8_t>(Rcode::kNoError));
+}
+
+TEST_CASE("dns service: reconfigure serves the new zone settings on the same listeners") {
+    watch::Store store;
+    store.set_synced(true);
+    DnsOptions options;
+    options.listen = {HostPort{*IpAddress::parse("127.0.0.1"), 0}};
+    options.workers = 1;
+    options.ttl = 30;
+    options.resolv_conf = "/nonexistent";  // no upstream: other zones REFUSED
+    auto service = DnsService::start(options, store);
+    REQUIRE(service);
+    DnsService& dns = **service;
+    const HostPort address = dns.bound().at(0);
+    auto version_txt = [&address](const char* name) {
+        Message q;
+        q.header.id = 7;
+        q.questions.push_back({*name_from_text(name), type::kTXT, kClassIN});
+        return udp_ask(address, write_message(q).bytes);
+    };
+    Message before = version_txt("dns-version.cluster.local");
+    REQUIRE(before.answers.size() == 1);
+    CHECK(before.answers[0].ttl == 30);
+
+    DnsOptions next = options;
+    next.cluster_domain = "example.local";
+    next.ttl = 60;
+    next.listen = {HostPort{*IpAddress::parse("127.0.0.1"), 1}};  // kept: needs a restart
+    REQUIRE(dns.reconfigure(next).ok());
+    CHECK(dns.bound() == std::vector<HostPort>{address});
+    Message after = version_txt("dns-version.example.local");
+    REQUIRE(after.answers.size() == 1);
+    CHECK(after.answers[0].ttl == 60);
+    CHECK(version_txt("dns-version.cluster.local").header.rcode ==
+          static_cast<uint8_t>(Rcode::kRefused));
+
+    next.cluster_domain = "bad..domain";
+    CHECK_FALSE(dns.reconfigure(next).ok());
+    CHECK(version_txt("dns-version.example.local").answers.size() == 1);
+    dns.stop();
 }
