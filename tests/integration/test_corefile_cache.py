@@ -22,6 +22,7 @@ import pytest
 # cluster (web.default: 10.96.0.10) is test_coredns_endpoints'.
 from test_coredns_endpoints import CLUSTER, curl
 from test_daemon import netns, netns_exec, wait_for  # noqa: F401 (netns is a fixture)
+from test_dns_stub import start_corefile_daemon
 
 UPSTREAM = "127.0.0.2"
 PROBE_SUFFIX = ".switchboard.invalid"  # the forwarder's loop probes
@@ -144,14 +145,7 @@ def node(switchboard_bin, netns, tmp_path):
         processes.append(upstream)
         # Bound before the daemon starts: its loop probes go out once, at start.
         assert upstream.stdout.readline() == "listening\n"
-        log_path = tmp_path / "daemon.log"
-        # stderr to a file: a pipe nobody reads could fill and stall the daemon.
-        with open(log_path, "w") as log:
-            processes.append(subprocess.Popen(
-                ["ip", "netns", "exec", netns, str(switchboard_bin),
-                 f"--source=file:{tmp_path / 'cluster.json'}", "--hostname-override=node-a",
-                 f"--dns-corefile={tmp_path / 'Corefile'}"],
-                stdout=subprocess.DEVNULL, stderr=log))
+        log_path = start_corefile_daemon(switchboard_bin, netns, tmp_path, processes)
         started = Node(netns, tmp_path, log_path)
         wait_for(lambda: started.dig("warmup.test")[0] == "NOERROR",
                  f"the daemon answering through the upstream; log: {log_path}")

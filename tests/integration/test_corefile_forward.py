@@ -17,6 +17,7 @@ import pytest
 
 from test_coredns_endpoints import CLUSTER, curl, sample
 from test_daemon import netns, netns_exec, wait_for  # noqa: F401 (netns is a fixture)
+from test_dns_stub import start_corefile_daemon
 
 COREFILE = """\
 .:53 {
@@ -124,13 +125,7 @@ def daemon(switchboard_bin, netns, tmp_path):
                  str(tmp_path / f"{address}.log")], stdout=subprocess.PIPE, text=True)
             processes.append(upstream)
             assert upstream.stdout.readline() == "listening\n"
-        log_path = tmp_path / "daemon.log"
-        with open(log_path, "w") as log:
-            processes.append(subprocess.Popen(
-                ["ip", "netns", "exec", netns, str(switchboard_bin),
-                 f"--source=file:{tmp_path / 'cluster.json'}", "--hostname-override=node-a",
-                 f"--dns-corefile={tmp_path / 'Corefile'}"],
-                stdout=subprocess.DEVNULL, stderr=log))
+        log_path = start_corefile_daemon(switchboard_bin, netns, tmp_path, processes)
         wait_for(lambda: ask(netns, "ready.client.example")[0] == "NOERROR",
                  f"DNS serving; log: {log_path}")
         yield netns, tmp_path

@@ -15,7 +15,7 @@ import pytest
 
 from test_coredns_endpoints import CLUSTER
 from test_daemon import netns, netns_exec, wait_for  # noqa: F401 (netns is a fixture)
-from test_dns_stub import start_fake_upstreams
+from test_dns_stub import start_corefile_daemon, start_fake_upstreams
 
 SILENT_UPSTREAM = r'''
 import socket, sys
@@ -39,11 +39,8 @@ def start(switchboard_bin, netns, tmp_path):
         (tmp_path / "cluster.json").write_text(json.dumps(CLUSTER))
         (tmp_path / "Corefile").write_text(corefile)
         stdout_path = tmp_path / "stdout.log"
-        with open(stdout_path, "w") as out, open(tmp_path / "daemon.log", "w") as log:
-            processes.append(subprocess.Popen(
-                ["ip", "netns", "exec", netns, str(switchboard_bin),
-                 f"--source=file:{tmp_path / 'cluster.json'}", "--hostname-override=node-a",
-                 f"--dns-corefile={tmp_path / 'Corefile'}"], stdout=out, stderr=log))
+        with open(stdout_path, "w") as out:
+            start_corefile_daemon(switchboard_bin, netns, tmp_path, processes, stdout=out)
         wait_for(lambda: dig(netns, "web.default.svc.cluster.local") == "10.96.0.10",
                  f"DNS serving; log: {tmp_path / 'daemon.log'}")
         return netns, stdout_path

@@ -20,7 +20,7 @@ import pytest
 
 from test_coredns_endpoints import CLUSTER
 from test_daemon import free_port, http_get, netns, netns_exec, wait_for  # noqa: F401
-from test_dns_stub import start_fake_upstreams
+from test_dns_stub import start_corefile_daemon, start_fake_upstreams
 
 COREFILE = """\
 .:53 {{
@@ -125,14 +125,8 @@ def daemon(switchboard_bin, netns, tmp_path):
     processes = []
     try:
         start_fake_upstreams(netns, tmp_path, ("127.0.0.2", "127.0.0.3"), processes)
-        log_path = tmp_path / "daemon.log"
-        # stderr to a file: a pipe nobody reads could fill and stall the daemon.
-        with open(log_path, "w") as log:
-            processes.append(subprocess.Popen(
-                ["ip", "netns", "exec", netns, str(switchboard_bin),
-                 f"--source=file:{tmp_path / 'cluster.json'}", "--hostname-override=node-a",
-                 f"--dns-corefile={config_dir / 'Corefile'}"],
-                stdout=subprocess.DEVNULL, stderr=log))
+        log_path = start_corefile_daemon(switchboard_bin, netns, tmp_path, processes,
+                                         corefile=config_dir / "Corefile")
         yield netns, tmp_path, config_dir, metrics, log_path
     finally:
         for process in processes:
@@ -196,8 +190,10 @@ def test_reload_applies_a_new_corefile_without_a_failed_query(daemon):
     text = metrics_text(netns, metrics)
     assert "coredns_reload_failed_total 0" in text
     assert version_info(text) not in (None, before)
-    assert "plugin/reload: Running configuration SHA512 = " + version_info(text) in \
-        log_path.read_text()
+    # Logged once the apply returned, which may be after the new answers
+    # (the old engine is retired first).
+    logged = "plugin/reload: Running configuration SHA512 = " + version_info(text)
+    wait_for(lambda: logged in log_path.read_text(), f"{logged} in {log_path}")
 
 
 def test_a_bad_corefile_keeps_the_running_one_and_is_logged(daemon):

@@ -76,6 +76,22 @@ def start_fake_upstreams(netns, tmp_path, addresses, processes, script=FAKE_UPST
         assert upstream.stdout.readline() == "listening\n"
 
 
+def start_corefile_daemon(switchboard_bin, netns, tmp_path, processes, *, corefile=None,
+                          stdout=subprocess.DEVNULL):
+    """Starts the daemon in `netns` on tmp_path/cluster.json with --dns-corefile
+    (tmp_path/Corefile unless `corefile`), appending it to `processes`; returns
+    the path its stderr goes to (a file: a pipe nobody reads could fill and
+    stall the daemon)."""
+    log_path = tmp_path / "daemon.log"
+    with open(log_path, "w") as log:
+        processes.append(subprocess.Popen(
+            ["ip", "netns", "exec", netns, str(switchboard_bin),
+             f"--source=file:{tmp_path / 'cluster.json'}", "--hostname-override=node-a",
+             f"--dns-corefile={corefile or tmp_path / 'Corefile'}"],
+            stdout=stdout, stderr=log))
+    return log_path
+
+
 @pytest.fixture
 def daemon(switchboard_bin, netns, tmp_path):
     (tmp_path / "cluster.json").write_text(json.dumps(CLUSTER))
@@ -83,14 +99,7 @@ def daemon(switchboard_bin, netns, tmp_path):
     processes = []
     try:
         start_fake_upstreams(netns, tmp_path, UPSTREAMS, processes)
-        log_path = tmp_path / "daemon.log"
-        # stderr to a file: a pipe nobody reads could fill and stall the daemon.
-        with open(log_path, "w") as log:
-            processes.append(subprocess.Popen(
-                ["ip", "netns", "exec", netns, str(switchboard_bin),
-                 f"--source=file:{tmp_path / 'cluster.json'}", "--hostname-override=node-a",
-                 f"--dns-corefile={tmp_path / 'Corefile'}"],
-                stdout=subprocess.DEVNULL, stderr=log))
+        log_path = start_corefile_daemon(switchboard_bin, netns, tmp_path, processes)
         yield netns, tmp_path, log_path
     finally:
         for process in processes:
