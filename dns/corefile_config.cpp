@@ -203,8 +203,13 @@ class Mapper {
             if (!coredns_plugins().contains(name)) {
                 return at(directive.line, "unknown directive " + escaped_for_message(name));
             }
-            // CoreDNS's log setup reads every `log` line of a block.
-            if (name != "forward" && name != "log") {
+            // As CoreDNS's setups: these refuse a second line (plugin.ErrOnce);
+            // forward, log and bind read every line, and a plugin switchboard
+            // only warns about is not checked (rewrite, template, ... take many).
+            static const std::set<std::string_view> once_per_block = {
+                "kubernetes", "cache", "hosts", "health",      "reload",
+                "prometheus", "ready", "loop",  "loadbalance", "errors"};
+            if (once_per_block.contains(name)) {
                 auto [it, fresh] = used.emplace(name, directive.line);
                 if (!fresh) {
                     return at(directive.line, name +

@@ -182,9 +182,6 @@ other.test:53 {
     assert query(netns, "web.default.svc.cluster.local")[0] == "NOERROR"
 
 
-@pytest.mark.xfail(strict=True, reason="product bug: several `rewrite` lines in one block are "
-                   "refused (`rewrite can only be used once per server block`); CoreDNS's "
-                   "rewrite setup reads every line")
 def test_several_rewrite_lines_in_a_block_are_accepted_as_coredns_does(node):
     _, _, start, _ = node
     start(kubernetes_block().replace(

@@ -426,6 +426,18 @@ TEST_CASE("corefile config: bad arguments are errors with their line") {
           "Corefile:1: the zones of a server block must share one port (53 and 54)");
 }
 
+TEST_CASE("corefile config: plugins that read every line may repeat in a block, as CoreDNS's") {
+    auto config = map_ok(
+        ".:53 {\n rewrite name a.example b.example\n rewrite name c.example d.example\n"
+        " bind 127.0.0.1\n bind 127.0.0.2\n kubernetes cluster.local\n}\n");
+    REQUIRE(config.servers.size() == 1);
+    CHECK(config.servers[0].bind.size() == 2);
+    // The unsupported plugin is warned once, at its first line.
+    REQUIRE(config.warnings.size() == 1);
+    CHECK(config.warnings[0] ==
+          "Corefile:2: plugin \"rewrite\" is not supported; the server runs without it");
+}
+
 TEST_CASE("corefile config: the same zone on another port or bind address is allowed") {
     auto config = map_ok(".:53 {\n}\n.:5353 {\n}\n.:53 {\n bind 127.0.0.1\n}\n");
     CHECK(config.servers.size() == 3);
