@@ -60,6 +60,15 @@ constexpr auto kCoalesceMax = std::chrono::milliseconds(200);
 // are waited for (the forwarder's attempts end well before).
 constexpr auto kRetireGrace = std::chrono::milliseconds(200);
 constexpr auto kRetireTimeout = std::chrono::seconds(10);
+// How long the listeners a reload replaced go on serving next to the new
+// ones: longer than a forward's attempts (3 x 1 s), so those complete.
+constexpr auto kListenDrain = std::chrono::milliseconds(3500);
+
+std::string listen_names(const std::vector<ListenerState>& listeners) {
+    std::string names;
+    for (const auto& listener : listeners) names += (names.empty() ? "" : ", ") + listener.name();
+    return names;
+}
 
 ZoneConfig zone_config_for(const DnsOptions& options) {
     ZoneConfig config;
@@ -133,7 +142,15 @@ struct DnsService::Impl {
     std::shared_ptr<ZoneBuilder> builder = std::make_shared<ZoneBuilder>();
     std::thread builder_thread;
     EngineHolder engines;
-    std::unique_ptr<Server> server;
+    // The server on the current listen addresses; a reload that changes them
+    // replaces it (reconfigure). Readers take it with current_server().
+    mutable std::mutex server_mutex;
+    std::shared_ptr<Server> server;  // guarded by server_mutex
+    // Servers replaced by a reload, stopped: kept until stop(), since the
+    // forwarder may still post a reply into their workers' inboxes. Guarded
+    // by reconfigure_mutex.
+    std::vector<std::shared_ptr<Server>> replaced_servers;
+    unsigned default_workers = 1;
     // Shared with the Store's listener, which may outlive the service.
     std::shared_ptr<ProgrammingLatency> latency =
         std::make_shared<ProgrammingLatency>(std::chrono::system_clock::now());
@@ -158,12 +175,29 @@ struct DnsService::Impl {
         rebuilds.fetch_add(1, std::memory_order_relaxed);
     }
 
+    std::shared_ptr<Server> current_server() const {
+        std::lock_guard lock(server_mutex);
+        return server;
+    }
+
+    // The server options for `options`' listen addresses and workers.
+    ServerOptions server_options_for(const DnsOptions& options) {
+        ServerOptions server_options;
+        server_options.listen = options.listen;
+        // An empty holder (no hosts plugin) answers nothing; a reload may fill it.
+        server_options.hosts = &hosts;
+        server_options.workers = options.workers ? options.workers : default_workers;
+        // A listener bound late is one more address a loop could come back to.
+        server_options.on_late_bind = [this] { probe_loops(); };
+        return server_options;
+    }
+
     // Drops our own listen addresses from the current engine's upstreams and
     // sends its loop probes (none without a forwarder).
     void probe_loops() {
         auto engine = engines.get();
         if (!engine || !engine->forwarder) return;
-        engine->forwarder->drop_self(server->bound());
+        engine->forwarder->drop_self(current_server()->bound());
         engine->forwarder->send_loop_probes();
     }
 
@@ -229,20 +263,14 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
     const size_t upstream_count = built->upstreams;
     impl->engines.publish(std::move(built->engine));
 
-    ServerOptions server_options;
-    server_options.listen = options.listen;
-    // An empty holder (no hosts plugin) answers nothing; a reload may fill it.
-    server_options.hosts = &impl->hosts;
     if (options.hosts) {
         impl->hosts_reloader = std::make_unique<HostsReloader>(*options.hosts, impl->hosts);
         impl->hosts_reloader->start();
     }
-    server_options.workers =
-        options.workers ? options.workers : std::max(1u, std::thread::hardware_concurrency());
+    impl->default_workers = std::max(1u, std::thread::hardware_concurrency());
     Impl* raw = impl.get();
-    // A listener bound late is one more address a loop could come back to.
-    server_options.on_late_bind = [raw] { raw->probe_loops(); };
-    impl->server = std::make_unique<Server>(server_options, impl->zones, impl->engines);
+    impl->server =
+        std::make_shared<Server>(impl->server_options_for(options), impl->zones, impl->engines);
     if (auto status = impl->server->start(); !status) {
         impl->server->stop();
         if (auto engine = impl->engines.get(); engine->forwarder) engine->forwarder->stop();
@@ -299,7 +327,8 @@ void DnsService::stop() {
     if (impl_->builder_thread.joinable()) impl_->builder_thread.join();
     // Workers first (no new forwards), then the forwarder, whose pending
     // callbacks post into the (still allocated) workers' inboxes.
-    impl_->server->stop();
+    impl_->current_server()->stop();
+    for (auto& replaced : impl_->replaced_servers) replaced->stop();
     if (auto engine = impl_->engines.get(); engine && engine->forwarder) engine->forwarder->stop();
     if (impl_->hosts_reloader) impl_->hosts_reloader->stop();
 }
@@ -310,17 +339,29 @@ Status DnsService::reconfigure(DnsOptions next) {
     if (auto origin = name_from_text(next.cluster_domain); !origin) {
         return make_error(ErrorCode::kInvalidArgument, "cluster domain: " + origin.error().message);
     }
-    if (next.listen != impl_->options.listen || next.workers != impl_->options.workers) {
-        log::warn(
-            "dns: the listen addresses changed; they take effect at the next restart "
-            "(docs/corefile.md, \"reload\")");
-        next.listen = impl_->options.listen;
-        next.workers = impl_->options.workers;
+    const bool listen_changed =
+        next.listen != impl_->options.listen || next.workers != impl_->options.workers;
+    if (listen_changed && next.listen.empty()) {
+        return make_error(ErrorCode::kInvalidArgument, "no DNS address to listen on");
     }
     auto built = build_engine(next);
     if (!built) return built.error();
+    std::shared_ptr<Server> retiring;
+    if (listen_changed) {
+        // The new listeners first (an address both sets have is bound twice:
+        // SO_REUSEPORT), so no moment has neither set serving.
+        auto server =
+            std::make_shared<Server>(impl_->server_options_for(next), impl_->zones, impl_->engines);
+        if (auto status = server->start(); !status) {
+            server->stop();
+            if (built->engine->forwarder) built->engine->forwarder->stop();
+            return status.error();
+        }
+        std::lock_guard server_lock(impl_->server_mutex);
+        retiring = std::exchange(impl_->server, std::move(server));
+    }
     if (built->engine->forwarder) {
-        built->engine->forwarder->drop_self(impl_->server->bound());
+        built->engine->forwarder->drop_self(impl_->current_server()->bound());
         built->engine->forwarder->send_loop_probes();
     }
     {
@@ -342,21 +383,29 @@ Status DnsService::reconfigure(DnsOptions next) {
     log::info("dns: reconfigured: serving {} ({} upstreams, {} stub zones)", next.cluster_domain,
               built->upstreams, next.stubs.size());
     impl_->options = std::move(next);
+    if (retiring) {
+        // The old listeners go on answering while their forwards complete
+        // (the forwarder's attempts are bounded well below kListenDrain).
+        std::this_thread::sleep_for(kListenDrain);
+        retiring->stop();
+        impl_->replaced_servers.push_back(std::move(retiring));
+        log::info("dns: now listening on {}", listen_names(impl_->current_server()->listeners()));
+    }
     Impl::retire(std::move(replaced));
     return {};
 }
 
 std::vector<HostPort> DnsService::bound() const {
-    return impl_->server->bound();
+    return impl_->current_server()->bound();
 }
 
 bool DnsService::serving() const {
-    return impl_->server->serving();
+    return impl_->current_server()->serving();
 }
 
 std::string DnsService::status_text() const {
     std::string text;
-    for (const auto& listener : impl_->server->listeners()) {
+    for (const auto& listener : impl_->current_server()->listeners()) {
         text += listener.name();
         if (listener.serving) {
             text += " serving\n";
@@ -369,10 +418,11 @@ std::string DnsService::status_text() const {
 }
 
 void DnsService::append_metrics(metrics::TextWriter& out) const {
-    impl_->server->append_metrics(out);
+    auto server = impl_->current_server();
+    server->append_metrics(out);
     auto engine = impl_->engines.get();
     if (engine && engine->caches) {
-        engine->caches->append_metrics(out, impl_->server->metrics_server_label());
+        engine->caches->append_metrics(out, server->metrics_server_label());
     }
     auto line = [&out](const char* name, metrics::Type type, const char* help, uint64_t value) {
         out.family({name, help, type, {}});

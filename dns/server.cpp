@@ -610,9 +610,6 @@ class Server::Worker : public ReplySink {
 
     ~Worker() {
         stop();
-        for (auto& [id, conn] : connections_) ::close(conn.fd);
-        for (auto& loop : udp_loops_) ::close(loop->fd);
-        for (int fd : tcp_fds_) ::close(fd);
         if (epoll_fd_ >= 0) ::close(epoll_fd_);
         if (wake_fd_ >= 0) ::close(wake_fd_);
     }
@@ -664,6 +661,17 @@ class Server::Worker : public ReplySink {
         for (auto& loop : udp_loops_) {
             if (loop->thread.joinable()) loop->thread.join();
         }
+        // The sockets close now, so a stopped server no longer holds its
+        // addresses (a reload may bind them again). The inbox and its eventfd
+        // stay until destruction: the forwarder may still post into them.
+        for (auto& [id, conn] : connections_) ::close(conn.fd);
+        connections_.clear();
+        for (auto& loop : udp_loops_) {
+            if (loop->fd >= 0) ::close(loop->fd);
+            loop->fd = -1;
+        }
+        for (int fd : tcp_fds_) ::close(fd);
+        tcp_fds_.clear();
     }
 
     template <typename F>

@@ -251,3 +251,22 @@ def test_reload_moves_the_coredns_endpoints(daemon):
     wait_for(lambda: version_info(metrics_text(netns, moved)), "/metrics on its new port")
     assert http_get(netns, metrics, "/metrics")[0] == 0  # the old listener is closed
     assert answer(netns, "web.default.svc.cluster.local") == (5, "10.96.0.10")
+
+
+def test_reload_moves_the_dns_listeners(daemon):
+    netns, tmp_path, config_dir, metrics, log_path = daemon
+    wait_for(lambda: answer(netns, "web.default.svc.cluster.local") == (5, "10.96.0.10"),
+             f"the cluster zone; log: {log_path}")
+    # The stub block moves along: all blocks share the kubernetes block's port.
+    kubelet_write(config_dir, COREFILE.format(ttl=5, metrics=metrics, extra="").replace(
+        ".:53 {", ".:5354 {").replace("bind 127.0.0.1", "bind 127.0.0.1 127.0.0.9"))
+
+    def on(server, port):
+        result = netns_exec(netns, "dig", "+noall", "+answer", "+time=1", "+tries=1",
+                            f"@{server}", "-p", str(port), "web.default.svc.cluster.local")
+        return result.returncode == 0 and "10.96.0.10" in result.stdout
+
+    wait_for(lambda: on("127.0.0.9", 5354), f"DNS on 127.0.0.9:5354; log: {log_path}")
+    assert on("127.0.0.1", 5354)
+    wait_for(lambda: "dns: now listening on" in log_path.read_text(), "the old listeners closed")
+    assert not on("127.0.0.1", 53)
