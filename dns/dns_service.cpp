@@ -430,6 +430,16 @@ void DnsService::append_metrics(metrics::TextWriter& out) const {
     };
     using metrics::Type;
     if (engine && engine->forwarder) engine->forwarder->append_metrics(out);
+    if (auto hosts = impl_->hosts.get()) {
+        // The hosts plugin's, as CoreDNS exports them (plugin/hosts/metrics.go).
+        line("coredns_hosts_entries", Type::kGauge,
+             "The combined number of entries in hosts and Corefile.", hosts->mapping_count());
+        out.family({"coredns_hosts_reload_timestamp_seconds",
+                    "The timestamp of the last reload of hosts file.",
+                    Type::kGauge,
+                    {}});
+        out.sample({}, static_cast<double>(hosts->file_mtime_ns()) / 1e9);
+    }
     line("coredns_panics_total", Type::kCounter, "A metrics that counts the number of panics.",
          panics_total());
     impl_->latency->append_metrics(out);

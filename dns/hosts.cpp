@@ -65,9 +65,11 @@ Result<std::vector<HostsMapping>> parse_hosts(std::string_view text, const ZoneS
     return mappings;
 }
 
-std::shared_ptr<const HostsTable> HostsTable::build(
-    const HostsOptions& options, const std::vector<HostsMapping>& file_mappings) {
+std::shared_ptr<const HostsTable> HostsTable::build(const HostsOptions& options,
+                                                    const std::vector<HostsMapping>& file_mappings,
+                                                    int64_t file_mtime_ns) {
     auto table = std::make_shared<HostsTable>();
+    table->file_mtime_ns_ = file_mtime_ns;
     table->zones_ = options.zones;
     table->fallthrough_ = options.fallthrough;
     table->ttl_ = options.ttl;

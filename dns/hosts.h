@@ -60,8 +60,10 @@ class HostsTable {
   public:
     // The file's mappings, then the inline ones (CoreDNS's order), each
     // (name, address) once.
+    // `file_mtime_ns`: the modification time of the file read, 0 for none.
     static std::shared_ptr<const HostsTable> build(const HostsOptions& options,
-                                                   const std::vector<HostsMapping>& file_mappings);
+                                                   const std::vector<HostsMapping>& file_mappings,
+                                                   int64_t file_mtime_ns = 0);
 
     enum class Verdict {
         kNext,      // not the plugin's: the cluster zone and forwarding decide
@@ -77,6 +79,9 @@ class HostsTable {
                    std::vector<Record>& answers) const;
 
     size_t mapping_count() const { return mapping_count_; }
+    // What CoreDNS exports as coredns_hosts_reload_timestamp_seconds: the
+    // modification time of the file this table was read from (0: none).
+    int64_t file_mtime_ns() const { return file_mtime_ns_; }
 
   private:
     struct Addresses {
@@ -87,6 +92,7 @@ class HostsTable {
     std::optional<ZoneSet> fallthrough_;
     uint32_t ttl_ = 3600;
     size_t mapping_count_ = 0;
+    int64_t file_mtime_ns_ = 0;
     std::unordered_map<std::string, Addresses> by_name_;
     std::unordered_map<std::string, std::vector<std::string>> by_reverse_;  // -> names
 };

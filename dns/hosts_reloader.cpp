@@ -112,7 +112,7 @@ bool HostsReloader::poll() {
         return fail(
             make_error(ErrorCode::kInvalidArgument, path + ": " + mappings.error().message));
     }
-    auto table = HostsTable::build(options_, *mappings);
+    auto table = HostsTable::build(options_, *mappings, identity.mtime_ns);
     log::info("dns: hosts: {} read: {} names and addresses", path, table->mapping_count());
     holder_.publish(std::move(table));
     last_ = identity;

@@ -10,13 +10,14 @@ logs the names it was asked.
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
 
 import pytest
 
-from test_daemon import netns, netns_exec, wait_for  # noqa: F401 (netns is a fixture)
+from test_daemon import free_port, http_get, netns, netns_exec, wait_for  # noqa: F401
 from test_dns_stub import FAKE_UPSTREAM, asked
 
 UPSTREAM = "127.0.0.2"
@@ -151,9 +152,11 @@ def test_hosts_file_is_reread_when_it_changes_and_falls_through(bed):
     netns, tmp_path, start = bed
     hosts = tmp_path / "NodeHosts"
     hosts.write_text("10.1.0.1 node-a\n")
+    metrics = free_port()
     corefile = f"""\
 .:53 {{
     bind 127.0.0.1
+    prometheus 127.0.0.1:{metrics}
     kubernetes cluster.local in-addr.arpa ip6.arpa {{
         pods insecure
         fallthrough in-addr.arpa ip6.arpa
@@ -174,6 +177,11 @@ def test_hosts_file_is_reread_when_it_changes_and_falls_through(bed):
         new.write_text("10.1.0.2 node-b\n")
         os.replace(new, hosts)
         wait_for(lambda: dig(netns, "node-b") == "10.1.0.2", "the new hosts file served")
+        # CoreDNS's hosts metrics: the entries, and the file's mtime at the read.
+        body = http_get(netns, metrics, "/metrics")[2]
+        assert "coredns_hosts_entries 1\n" in body
+        stamp = re.search(r"^coredns_hosts_reload_timestamp_seconds (\S+)$", body, re.M)
+        assert stamp and abs(float(stamp.group(1)) - hosts.stat().st_mtime) < 0.01
         # node-a is gone from the table: fallthrough sends it to the upstream.
         assert dig(netns, "node-a") == UPSTREAM
         assert "node-a" in asked(tmp_path, UPSTREAM)
