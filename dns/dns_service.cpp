@@ -1,5 +1,7 @@
 #include "dns/dns_service.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <thread>
@@ -63,6 +65,18 @@ constexpr auto kRetireTimeout = std::chrono::seconds(10);
 // How long the listeners a reload replaced go on serving next to the new
 // ones: longer than a forward's attempts (3 x 1 s), so those complete.
 constexpr auto kListenDrain = std::chrono::milliseconds(3500);
+
+// The CPUs this process may run on (its affinity mask, as Go's runtime
+// sizes GOMAXPROCS for CoreDNS): a Pod pinned to CPUs by the kubelet's
+// static CPU manager gets that many workers, not one per core of the node.
+unsigned usable_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof(set), &set) == 0) {
+        if (int count = CPU_COUNT(&set); count > 0) return static_cast<unsigned>(count);
+    }
+    return std::max(1u, std::thread::hardware_concurrency());
+}
 
 std::string listen_names(const std::vector<ListenerState>& listeners) {
     std::string names;
@@ -267,7 +281,7 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
         impl->hosts_reloader = std::make_unique<HostsReloader>(*options.hosts, impl->hosts);
         impl->hosts_reloader->start();
     }
-    impl->default_workers = std::max(1u, std::thread::hardware_concurrency());
+    impl->default_workers = usable_cpus();
     Impl* raw = impl.get();
     impl->server =
         std::make_shared<Server>(impl->server_options_for(options), impl->zones, impl->engines);
