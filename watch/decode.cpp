@@ -161,6 +161,31 @@ std::optional<IpAddress> parse_ip(std::string_view text) {
     return *parsed;
 }
 
+// Why the API server refuses `address` as an endpoint (ValidateEndpointIP:
+// these ranges serve node-local purposes; the link-local range holds the
+// cloud metadata address, CVE-2021-25737); empty when it is allowed. An
+// IPv4-mapped IPv6 address is judged as its IPv4 address, as Go's net.IP.
+std::string special_endpoint_range(const IpAddress& address) {
+    IpAddress ip = address;
+    const uint8_t* b = address.bytes();
+    if (address.is_v6() && std::all_of(b, b + 10, [](uint8_t x) { return x == 0; }) &&
+        b[10] == 0xff && b[11] == 0xff) {
+        ip = IpAddress::from_bytes(IpFamily::kV4, b + 12);
+    }
+    const uint8_t* v = ip.bytes();
+    if (ip.is_unspecified()) return "may not be unspecified (0.0.0.0, ::)";
+    if (ip.is_loopback()) return "may not be in the loopback range (127.0.0.0/8, ::1/128)";
+    if (ip.is_link_local()) {
+        return "may not be in the link-local range (169.254.0.0/16, fe80::/10)";
+    }
+    const bool link_local_multicast =
+        ip.is_v4() ? v[0] == 224 && v[1] == 0 && v[2] == 0 : v[0] == 0xff && (v[1] & 0x0f) == 0x02;
+    if (link_local_multicast) {
+        return "may not be in the link-local multicast range (224.0.0.0/24, ff02::/16)";
+    }
+    return "";
+}
+
 std::string_view trim(std::string_view text) {
     const auto space = [](char c) {
         return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
@@ -841,6 +866,9 @@ bool Decoder::endpoint(const Value& value, const Path& path, AddressType type, E
         if (ip->family() != want) {
             return fail(here, "address " + quoted(text) + " is not " + to_string(want) +
                                   " (addressType " + to_string(type) + ")");
+        }
+        if (std::string why = special_endpoint_range(*ip); !why.empty()) {
+            return fail(here, "address " + quoted(text) + " " + why);
         }
         out.addresses.push_back(*ip);
     }

@@ -364,6 +364,54 @@ TEST_CASE("a DELETED event with an invalid final state still names the object") 
           "\"bogus\"");
 }
 
+TEST_CASE("endpoint addresses the API server refuses are refused (CVE-2021-25737)") {
+    auto decoded = [](const char* type, const char* address) {
+        // Both endpoints get the address: the fixture's second one is IPv4.
+        auto body = fixtures::edited(fixtures::kSlice, {{"/addressType", type},
+                                                        {"/endpoints/0/addresses/0", address},
+                                                        {"/endpoints/1/addresses/0", address}});
+        return decode_watch_event(R"({"type":"MODIFIED","object":)" + fixtures::to_json(body) +
+                                  "}");
+    };
+    const std::string where = "EndpointSlice default/web-abc12: endpoints[0].addresses[0]: ";
+    struct Case {
+        const char* type;
+        const char* address;
+        const char* why;
+    };
+    const Case refused[] = {
+        {R"("IPv4")", R"("127.0.0.1")", "may not be in the loopback range (127.0.0.0/8, ::1/128)"},
+        {R"("IPv4")", R"("127.9.9.9")", "may not be in the loopback range (127.0.0.0/8, ::1/128)"},
+        {R"("IPv4")", R"("169.254.169.254")",
+         "may not be in the link-local range (169.254.0.0/16, fe80::/10)"},
+        {R"("IPv4")", R"("0.0.0.0")", "may not be unspecified (0.0.0.0, ::)"},
+        {R"("IPv4")", R"("224.0.0.251")",
+         "may not be in the link-local multicast range (224.0.0.0/24, ff02::/16)"},
+        {R"("IPv6")", R"("::1")", "may not be in the loopback range (127.0.0.0/8, ::1/128)"},
+        {R"("IPv6")", R"("::")", "may not be unspecified (0.0.0.0, ::)"},
+        {R"("IPv6")", R"("fe80::1")",
+         "may not be in the link-local range (169.254.0.0/16, fe80::/10)"},
+        {R"("IPv6")", R"("ff02::fb")",
+         "may not be in the link-local multicast range (224.0.0.0/24, ff02::/16)"},
+        {R"("IPv6")", R"("::ffff:127.0.0.1")",
+         "may not be in the loopback range (127.0.0.0/8, ::1/128)"},
+    };
+    for (const auto& c : refused) {
+        auto event = decoded(c.type, c.address);
+        INFO(c.address);
+        REQUIRE_FALSE(event.ok());
+        CHECK(event.error().message == where + "address " + c.address + " " + c.why);
+    }
+    // Ordinary addresses, other multicast and unique-local IPv6 pass.
+    for (const auto& [type, address] :
+         {std::pair{R"("IPv4")", R"("10.0.0.9")"}, std::pair{R"("IPv4")", R"("224.1.2.3")"},
+          std::pair{R"("IPv4")", R"("169.253.0.1")"}, std::pair{R"("IPv6")", R"("fd00::5")"},
+          std::pair{R"("IPv6")", R"("ff05::2")"}}) {
+        INFO(address);
+        CHECK(decoded(type, address).ok());
+    }
+}
+
 TEST_CASE("watch events: BOOKMARK and ERROR 410") {
     auto bookmark = decode_watch_event(
         R"({"type":"BOOKMARK","object":{"kind":"Service","apiVersion":"v1",)"
