@@ -1,6 +1,7 @@
 #include "proxy/node_setup.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -153,12 +154,29 @@ std::vector<std::string> apply_oom_score_adj(int value, const KernelPaths& paths
     return warnings;
 }
 
+std::vector<std::string> raise_open_file_limit() {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+        return {std::string("cannot read RLIMIT_NOFILE: ") + std::strerror(errno)};
+    }
+    if (limit.rlim_cur >= limit.rlim_max) return {};
+    const rlim_t before = limit.rlim_cur;
+    limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+        return {"cannot raise RLIMIT_NOFILE from " + std::to_string(before) + " to " +
+                std::to_string(limit.rlim_max) + ": " + std::strerror(errno)};
+    }
+    log::info("open file limit raised from {} to {}", before, limit.rlim_max);
+    return {};
+}
+
 std::vector<std::string> apply_node_settings(const Options& options, const KernelPaths& paths) {
     auto warnings = apply_conntrack_settings(options.conntrack, paths);
     if (!options.init_only) {
         for (auto& warning : apply_oom_score_adj(options.oom_score_adj, paths)) {
             warnings.push_back(std::move(warning));
         }
+        for (auto& warning : raise_open_file_limit()) warnings.push_back(std::move(warning));
     }
     return warnings;
 }

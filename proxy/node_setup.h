@@ -43,9 +43,17 @@ std::vector<std::string> apply_conntrack_settings(const ConntrackOptions& conntr
 // Writes <proc>/self/oom_score_adj. Returns the warning lines (none or one).
 std::vector<std::string> apply_oom_score_adj(int value, const KernelPaths& paths);
 
-// What run() does before the daemon starts: the conntrack settings, and the
-// oom_score_adj unless options.init_only (a process about to exit has no
-// use for it; kube-proxy's --init-only does not set it either).
+// Raises this process's soft RLIMIT_NOFILE to its hard limit, as Go's
+// runtime does at start for kube-proxy and CoreDNS: every socket (DNS TCP
+// clients, forwarded queries, HTTP connections) draws on it, and a
+// container's soft default (often 1024) would cap the DNS server far below
+// its own bounds. Returns the warning lines (none or one). Idempotent.
+std::vector<std::string> raise_open_file_limit();
+
+// What run() does before the daemon starts: the conntrack settings, and,
+// unless options.init_only (a process about to exit has no use for them;
+// kube-proxy's --init-only does not set them either), the oom_score_adj and
+// the open file limit.
 std::vector<std::string> apply_node_settings(const Options& options, const KernelPaths& paths);
 
 }  // namespace sb::proxy

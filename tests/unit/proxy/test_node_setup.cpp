@@ -2,6 +2,7 @@
 // folder: which files are written, with what, and what is left alone.
 #include <catch.hpp>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -162,4 +163,19 @@ TEST_CASE("oom_score_adj, and --init-only skipping it") {
     REQUIRE(warnings.size() == 1);
     CHECK(warnings[0].rfind("cannot set " + kernel.paths.proc + "/self/oom_score_adj to -999: ",
                             0) == 0);
+}
+
+TEST_CASE("node setup: the soft open file limit is raised to the hard one") {
+    rlimit saved{};
+    REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+    rlimit lowered = saved;
+    lowered.rlim_cur = saved.rlim_max > 256 ? 256 : saved.rlim_max / 2;
+    REQUIRE(lowered.rlim_cur < saved.rlim_max);
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &lowered) == 0);
+    CHECK(raise_open_file_limit().empty());
+    rlimit now{};
+    REQUIRE(::getrlimit(RLIMIT_NOFILE, &now) == 0);
+    CHECK(now.rlim_cur == saved.rlim_max);
+    CHECK(raise_open_file_limit().empty());  // idempotent: nothing left to raise
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &saved) == 0);
 }
