@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "base/log.h"
+#include "dns/panic_guard.h"
 #include "dns/socket_util.h"
 #include "dns/upstream_exchange.h"
 
@@ -527,16 +528,20 @@ void Forwarder::run() {
                 uint64_t value = 0;
                 (void)!::read(wake_fd_, &value, sizeof(value));
             } else {
-                handle_reply(fd);
+                // Each unit of work guarded (coredns_panics_total): an
+                // exception costs that reply or query, never the thread.
+                run_guarded("dns forwarder reply", [&] { handle_reply(fd); });
             }
         }
-        handle_tcp_results();
+        run_guarded("dns forwarder TCP results", [&] { handle_tcp_results(); });
         std::deque<Submission> submissions;
         {
             std::lock_guard lock(mutex_);
             submissions.swap(submissions_);
         }
-        for (auto& submission : submissions) start_query(std::move(submission));
+        for (auto& submission : submissions) {
+            run_guarded("dns forwarder query", [&] { start_query(std::move(submission)); });
+        }
         auto now = std::chrono::steady_clock::now();
         std::vector<uint16_t> expired;
         for (const auto& [id, pending] : pending_) {
@@ -544,7 +549,7 @@ void Forwarder::run() {
         }
         for (uint16_t id : expired) {
             timeouts_.fetch_add(1, std::memory_order_relaxed);
-            attempt_failed(id, "timeout");
+            run_guarded("dns forwarder timeout", [&] { attempt_failed(id, "timeout"); });
         }
     }
     while (!pending_.empty()) {
@@ -571,7 +576,10 @@ void Forwarder::run_tcp() {
             tcp_jobs_.pop_front();
         }
         TcpResult result{job.id, job.attempt,
-                         tcp_exchange(job.upstream, job.packet, options_.tcp_timeout)};
+                         make_error(ErrorCode::kIo, "TCP exchange failed unexpectedly")};
+        run_guarded("dns forwarder TCP exchange", [&] {
+            result.reply = tcp_exchange(job.upstream, job.packet, options_.tcp_timeout);
+        });
         {
             std::lock_guard lock(mutex_);
             tcp_results_.push_back(std::move(result));
