@@ -36,7 +36,7 @@ RESOURCES = {
 KIND_TO_RESOURCE = {kind: res for res, kind, _, _ in RESOURCES.values()}
 
 # Fault kinds the server can be told to inject (see FakeApiServer.inject).
-FAULTS = ("drop", "gone_http", "gone_event", "garbage", "stall", "500", "429", "401")
+FAULTS = ("drop", "gone_http", "gone_event", "garbage", "stall", "short", "500", "429", "401")
 
 
 def make_pki(folder):
@@ -211,7 +211,8 @@ class FakeApiServer:
         of a watch), gone_http (answer 410), gone_event (an ERROR event with
         code 410 in the stream), garbage (a non-JSON line and an invalid
         object, then carry on), stall (headers, then silence until the
-        client gives up), 500, 429 (with Retry-After), 401.
+        client gives up), short (a 200 whose stream ends at once, with no
+        event), 500, 429 (with Retry-After), 401.
         resource: "services", "endpointslices", "nodes" or None for any.
         watch_only: apply to WATCH requests only (else to LISTs too).
         """
@@ -499,6 +500,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         if fault and fault.kind == "stall":
             self._stall()
+            return
+        if fault and fault.kind == "short":
+            self._chunk(b"")
+            self.wfile.flush()
             return
         if fault and fault.kind == "gone_event":
             self._write_events([json.dumps({"type": "ERROR", "object": json.loads(status_body(

@@ -450,11 +450,34 @@ def test_a_stalled_watch_is_abandoned_and_resumed(api, pki, run_dump, tmp_path):
     assert "stalled" in dump.logs()
 
 
+def test_watches_that_end_at_once_back_off(api, pki, run_dump, tmp_path):
+    dump = run_dump(token_kubeconfig(tmp_path, api, pki))
+    dump.wait(mirrors(api), what="initial sync")
+    # More short watches than the backoff (100 ms doubling to a 1 s cap)
+    # lets through in the window; a client that resets its backoff on each
+    # clean end takes them all in a tight loop.
+    faults = 200
+    for _ in range(faults):
+        api.inject("short", "services")
+    dump.wait(lambda s: api.pending_faults() <= faults - 3, what="three short watches")
+    time.sleep(3)
+    served = faults - api.pending_faults()
+    # 50-100, 100-200, 200-400, 400-800 ms, then 0.5-1 s each: at most about
+    # ten in the few seconds waited here.
+    assert served <= 20, f"{served} short watches served: no backoff"
+    assert dump.metric("switchboard_apiserver_reconnects_total", resource="services") >= 3
+    assert "watch ended within a second" in dump.logs()
+    with api.lock:
+        api.faults.clear()
+    api.apply(fake.service("after-short", cluster_ip="10.96.9.9"))
+    dump.wait(mirrors(api), what="convergence after the short watches")
+
+
 # ---- randomized ---------------------------------------------------------------
 
 def random_mutations(api, rng, count, inject_faults):
-    fault_cycle = ["drop", "gone_http", "gone_event", "garbage", "stall", "500", "429", "401",
-                   "partition", "compact"]
+    fault_cycle = ["drop", "gone_http", "gone_event", "garbage", "stall", "short", "500", "429",
+                   "401", "partition", "compact"]
     live_services = set(f"svc-{i}" for i in range(3))
     live_slices = set(f"svc-{i}-abc" for i in range(3))
     for n in range(count):
@@ -468,8 +491,8 @@ def random_mutations(api, rng, count, inject_faults):
             elif fault == "compact":
                 api.compact()
             else:
-                # garbage and gone_event only exist inside a watch stream.
-                in_stream = fault in ("garbage", "gone_event")
+                # garbage, gone_event and short only exist inside a watch stream.
+                in_stream = fault in ("garbage", "gone_event", "short")
                 api.inject(fault, resource, watch_only=in_stream or rng.random() < 0.7,
                            retry_after=1, after_events=rng.randint(0, 3))
         op = rng.random()

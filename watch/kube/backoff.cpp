@@ -27,6 +27,10 @@ int Backoff::uniform(int low, int high) {
     return value(random_);
 }
 
+bool watch_counts_as_failure(Millis lasted, size_t lines) {
+    return lasted < Millis(1000) && lines == 0;
+}
+
 std::optional<Millis> parse_retry_after(std::string_view value) {
     while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
     while (!value.empty() && value.back() == ' ') value.remove_suffix(1);

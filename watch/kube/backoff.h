@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -41,6 +42,13 @@ class Backoff {
     std::mt19937_64 random_;
     unsigned failures_ = 0;
 };
+
+// Whether a watch that answered 200 and then ended cleanly is a failure for
+// the backoff: it is when it lasted under a second and delivered nothing, as
+// in client-go's reflector. A server (or a proxy in front of it) that closes
+// every watch at once would otherwise have every node reconnect in a tight
+// loop, since each clean end resets the backoff.
+bool watch_counts_as_failure(Millis lasted, size_t lines);
 
 // Retry-After as delta-seconds (the form the API server sends); nullopt when
 // absent or not a number. Capped at five minutes so that a bogus header cannot

@@ -277,6 +277,7 @@ class KubeSource::Impl {
     std::map<std::pair<std::string, std::string>, uint64_t> requests_;  // resource, code
     std::map<std::pair<std::string, std::string>, uint64_t> events_;    // resource, type
     std::map<std::string, uint64_t> decode_errors_;
+    std::map<std::string, uint64_t> oversized_lines_;
     std::map<std::string, uint64_t> relists_;
     std::map<std::string, uint64_t> reconnects_;
 
@@ -349,7 +350,9 @@ awaitable<void> KubeSource::Impl::reflect(Resource& resource) {
         }
         switch (outcome.kind) {
             case Outcome::Kind::kOk:
-                // The server ended the watch at its timeout: watch again.
+                // The server ended the watch at its timeout: watch again. (One
+                // that ended at once came back as an error: see
+                // watch_counts_as_failure.)
                 backoff.reset();
                 if (!outcome.keep_connection) connection.reset();
                 break;
@@ -567,6 +570,7 @@ awaitable<Outcome> KubeSource::Impl::watch(Resource& resource, Connection& conne
     if (!resource.field_selector.empty()) {
         target += "&fieldSelector=" + url_encode(resource.field_selector);
     }
+    auto started = std::chrono::steady_clock::now();
     if (auto failed = co_await send(connection, target)) co_return *failed;
     // The server ends the stream at timeoutSeconds; a server that stalls
     // instead is cut off a grace period later.
@@ -602,6 +606,7 @@ awaitable<Outcome> KubeSource::Impl::watch(Resource& resource, Connection& conne
     stream.body_limit(std::numeric_limits<uint64_t>::max());
     LineSplitter splitter;
     std::optional<Outcome> end;
+    size_t lines = 0;
     std::vector<char> chunk(64 * 1024);
     while (!stream.is_done() && !end && !stopping_) {
         stream.get().body().data = chunk.data();
@@ -610,9 +615,15 @@ awaitable<Outcome> KubeSource::Impl::watch(Resource& resource, Connection& conne
                                        asio::redirect_error(asio::use_awaitable, ec));
         if (ec == http::error::need_buffer) ec = {};
         size_t received = chunk.size() - stream.get().body().size;
+        size_t oversized = splitter.oversized();
         splitter.feed(std::string_view(chunk.data(), received), [&](std::string_view line) {
+            ++lines;
             if (!end) handle_line(resource, line, end);
         });
+        if (splitter.oversized() > oversized) {
+            std::lock_guard lock(metrics_mutex_);
+            oversized_lines_[resource.name] += splitter.oversized() - oversized;
+        }
         if (ec == beast::error::timeout) {
             co_return Outcome::error(resource.name + ": watch stalled (no end after " +
                                      std::to_string(timeout + tuning_.watch_grace_s) + " s)");
@@ -623,6 +634,11 @@ awaitable<Outcome> KubeSource::Impl::watch(Resource& resource, Connection& conne
     if (splitter.buffered() > 0) {
         // The stream ended inside an event: it was cut, not finished.
         count(decode_errors_, resource.name);
+    }
+    auto lasted = std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - started);
+    if (watch_counts_as_failure(lasted, lines)) {
+        co_return Outcome::error(resource.name +
+                                 ": watch ended within a second of its start, with no event");
     }
     co_return Outcome::ok(stream.keep_alive());
 }
@@ -655,6 +671,11 @@ void KubeSource::Impl::append_metrics(metrics::TextWriter& out) const {
              Type::kCounter,
              {"resource"}},
             decode_errors_);
+    singles({"switchboard_watch_oversized_lines_total",
+             "Watch lines dropped for exceeding the line size limit.",
+             Type::kCounter,
+             {"resource"}},
+            oversized_lines_);
     singles({"switchboard_watch_relists_total",
              "Relists after 410 Gone.",
              Type::kCounter,

@@ -62,6 +62,15 @@ TEST_CASE("backoff doubles from the initial delay up to the cap") {
     CHECK(Backoff::nominal(params, 1000) == Millis(30000));
 }
 
+TEST_CASE("a watch that ends within a second with no event counts as a failure") {
+    CHECK(watch_counts_as_failure(Millis(0), 0));
+    CHECK(watch_counts_as_failure(Millis(999), 0));
+    // Lasted a second, or delivered something: a normal end, which resets.
+    CHECK_FALSE(watch_counts_as_failure(Millis(1000), 0));
+    CHECK_FALSE(watch_counts_as_failure(Millis(60000), 0));
+    CHECK_FALSE(watch_counts_as_failure(Millis(10), 1));
+}
+
 TEST_CASE("jitter spreads a delay over its upper half") {
     CHECK(Backoff::jittered(Millis(1000), 0.0) == Millis(500));
     CHECK(Backoff::jittered(Millis(1000), 0.5) == Millis(750));
