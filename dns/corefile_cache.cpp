@@ -4,15 +4,6 @@ namespace sb::dns {
 
 namespace {
 
-// Normalised zones (map_corefile checked them) in wire form, lower-case.
-std::vector<std::string> wire_zones(const std::vector<std::string>& zones) {
-    std::vector<std::string> wire;
-    for (const auto& zone : zones) {
-        if (auto name = name_from_text(zone)) wire.push_back(name_lower(*name));
-    }
-    return wire;
-}
-
 // `disable KIND [ZONES]`: no zones means every name.
 std::vector<std::string> disabled_zones(const std::optional<std::vector<std::string>>& zones) {
     if (!zones) return {};

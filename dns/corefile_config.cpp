@@ -668,4 +668,12 @@ Result<CorefileConfig> map_corefile(const Corefile& corefile, std::string_view p
     return Mapper(path).map(corefile);
 }
 
+std::vector<std::string> wire_zones(const std::vector<std::string>& zones) {
+    std::vector<std::string> wire;
+    for (const auto& zone : zones) {
+        if (auto name = name_from_text(zone)) wire.push_back(name_lower(*name));
+    }
+    return wire;
+}
+
 }  // namespace sb::dns

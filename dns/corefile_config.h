@@ -147,4 +147,8 @@ struct CorefileConfig {
 
 Result<CorefileConfig> map_corefile(const Corefile& corefile, std::string_view path);
 
+// Zones as map_corefile normalised them (text, trailing dot) in wire form,
+// lower-case, as the DNS layer matches names against them.
+std::vector<std::string> wire_zones(const std::vector<std::string>& zones);
+
 }  // namespace sb::dns

@@ -56,9 +56,7 @@ ForwardSetOptions set_options(const ForwardConfig& forward) {
     options.max_fails = 2;  // CoreDNS's default; `max_fails` is parsed only
     options.health_check = forward.health_check;
     options.next_on_servfail = false;
-    for (const auto& zone : forward.except) {
-        if (auto wire = name_from_text(zone)) options.except.push_back(name_lower(*wire));
-    }
+    options.except = wire_zones(forward.except);
     return options;
 }
 
@@ -131,11 +129,7 @@ std::vector<StubZone> stub_zones(const CorefileConfig& config, const ServerConfi
 // Normalised zones (text, trailing dot) as a ZoneSet; map_corefile
 // validated every one.
 ZoneSet zone_set(const std::vector<std::string>& zones) {
-    ZoneSet set;
-    for (const auto& zone : zones) {
-        if (auto wire = name_from_text(zone)) set.zones.push_back(name_lower(*wire));
-    }
-    return set;
+    return ZoneSet{wire_zones(zones)};
 }
 
 // `fallthrough [ZONES]`: no zones means every zone of the plugin.
@@ -196,16 +190,10 @@ HostsOptions hosts_options(const HostsConfig& h, const ServerConfig& server) {
 // A server block's `log` rules and `errors`, over the block's zones.
 QueryLogBlock query_log_block(const ServerConfig& server) {
     QueryLogBlock block;
-    auto wire = [](const std::string& zone) {
-        auto name = name_from_text(zone);
-        return name ? name_lower(*name) : std::string(1, '\0');  // map_corefile normalised it
-    };
-    for (const auto& zone : server.zones) block.zones.push_back(wire(zone));
+    block.zones = wire_zones(server.zones);
     for (const auto& rule : server.log) {
         block.rules.push_back(
-            QueryLogRule{{wire(rule.name)},
-                         parse_log_format(rule.format),
-                         rule.classes,
+            QueryLogRule{wire_zones({rule.name}), parse_log_format(rule.format), rule.classes,
                          std::chrono::duration<double>(rule.min_duration).count()});
     }
     block.errors = server.errors;
