@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <exception>
 
 #include "base/log.h"
+#include "dns/panic_guard.h"
 
 namespace sb::dns {
 
@@ -62,13 +62,10 @@ void HostsReloader::run() {
     std::unique_lock lock(mutex_);
     while (!cv_.wait_for(lock, options_.reload, [this] { return stopping_; })) {
         lock.unlock();
-        try {
-            poll();
-        } catch (const std::exception& error) {
-            // Nothing may escape the thread; an allocation failure is a
-            // failed read: the last good table stays, the next poll retries.
-            log::error("dns: hosts: reading {} threw: {}", options_.file, error.what());
-        }
+        // Nothing may escape the thread: an exception (an allocation
+        // failure) is a failed read, counted in coredns_panics_total; the last
+        // good table stays and the next poll retries.
+        run_guarded("dns hosts reload", [this] { poll(); });
         lock.lock();
     }
 }

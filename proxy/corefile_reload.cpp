@@ -5,6 +5,7 @@
 #include <random>
 
 #include "base/log.h"
+#include "dns/panic_guard.h"
 
 namespace sb::proxy {
 
@@ -111,7 +112,10 @@ void CorefileReloader::run() {
     std::unique_lock lock(mutex_);
     while (period_ && !cv_.wait_for(lock, *period_, [this] { return stopping_; })) {
         lock.unlock();
-        check();
+        // Nothing may escape the thread (an exception while applying, e.g. an
+        // allocation failure): counted in coredns_panics_total; the running
+        // configuration stays and the checks go on.
+        dns::run_guarded("corefile reload", [this] { check(); });
         lock.lock();
     }
 }
