@@ -19,7 +19,8 @@ import pytest
 # cluster (web.default: 10.96.0.10) is test_coredns_endpoints'.
 from test_coredns_endpoints import CLUSTER, curl
 from test_daemon import netns, netns_exec, wait_for  # noqa: F401 (netns is a fixture)
-from test_dns_stub import asked, logged, start_corefile_daemon, start_fake_upstreams
+from test_dns_stub import (asked, logged, start_corefile_daemon, start_fake_upstreams,
+                           stop_processes)
 
 POD_IP = "10.0.0.5"  # an endpoint of db.default whose targetRef is Pod db-0
 
@@ -83,10 +84,7 @@ def node(switchboard_bin, netns, tmp_path):
     try:
         yield netns, tmp_path, start, processes
     finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-            process.wait(timeout=30)
+        stop_processes(processes)
 
 
 def kubernetes_block(options=""):

@@ -22,7 +22,7 @@ import pytest
 # cluster (web.default: 10.96.0.10) is test_coredns_endpoints'.
 from test_coredns_endpoints import CLUSTER, curl
 from test_daemon import netns, netns_exec, wait_for  # noqa: F401 (netns is a fixture)
-from test_dns_stub import start_corefile_daemon
+from test_dns_stub import start_corefile_daemon, stop_processes
 
 UPSTREAM = "127.0.0.2"
 PROBE_SUFFIX = ".switchboard.invalid"  # the forwarder's loop probes
@@ -154,10 +154,7 @@ def node(switchboard_bin, netns, tmp_path):
     try:
         yield start
     finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-            process.wait(timeout=30)
+        stop_processes(processes)
 
 
 def test_cache_ttl_caps_and_serves_repeats_with_coredns_metrics(node):

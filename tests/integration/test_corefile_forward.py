@@ -17,7 +17,7 @@ import pytest
 
 from test_coredns_endpoints import CLUSTER, curl, sample
 from test_daemon import netns, netns_exec, wait_for  # noqa: F401 (netns is a fixture)
-from test_dns_stub import start_corefile_daemon
+from test_dns_stub import start_corefile_daemon, start_fake_upstreams, stop_processes
 
 COREFILE = """\
 .:53 {
@@ -119,21 +119,13 @@ def daemon(switchboard_bin, netns, tmp_path):
     (tmp_path / "Corefile").write_text(COREFILE)
     processes = []
     try:
-        for address in UPSTREAMS:
-            upstream = subprocess.Popen(
-                ["ip", "netns", "exec", netns, sys.executable, "-c", FAKE_UPSTREAM, address,
-                 str(tmp_path / f"{address}.log")], stdout=subprocess.PIPE, text=True)
-            processes.append(upstream)
-            assert upstream.stdout.readline() == "listening\n"
+        start_fake_upstreams(netns, tmp_path, UPSTREAMS, processes, script=FAKE_UPSTREAM)
         log_path = start_corefile_daemon(switchboard_bin, netns, tmp_path, processes)
         wait_for(lambda: ask(netns, "ready.client.example")[0] == "NOERROR",
                  f"DNS serving; log: {log_path}")
         yield netns, tmp_path
     finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-            process.wait(timeout=30)
+        stop_processes(processes)
 
 
 def ask(namespace, name, *flags, timeout=5):

@@ -15,7 +15,7 @@ import pytest
 
 from test_coredns_endpoints import CLUSTER
 from test_daemon import netns, netns_exec, wait_for  # noqa: F401 (netns is a fixture)
-from test_dns_stub import start_corefile_daemon, start_fake_upstreams
+from test_dns_stub import start_corefile_daemon, start_fake_upstreams, stop_processes
 
 SILENT_UPSTREAM = r'''
 import socket, sys
@@ -48,10 +48,7 @@ def start(switchboard_bin, netns, tmp_path):
     try:
         yield run, processes
     finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-            process.wait(timeout=30)
+        stop_processes(processes)
 
 
 def dig(namespace, name, *options):

@@ -20,7 +20,7 @@ import pytest
 
 from test_coredns_endpoints import CLUSTER
 from test_daemon import free_port, http_get, netns, netns_exec, wait_for  # noqa: F401
-from test_dns_stub import start_corefile_daemon, start_fake_upstreams
+from test_dns_stub import start_corefile_daemon, start_fake_upstreams, stop_processes
 
 COREFILE = """\
 .:53 {{
@@ -129,10 +129,7 @@ def daemon(switchboard_bin, netns, tmp_path):
                                          corefile=config_dir / "Corefile")
         yield netns, tmp_path, config_dir, metrics, log_path
     finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-            process.wait(timeout=30)
+        stop_processes(processes)
 
 
 def answer(namespace, name):

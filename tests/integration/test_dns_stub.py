@@ -76,6 +76,14 @@ def start_fake_upstreams(netns, tmp_path, addresses, processes, script=FAKE_UPST
         assert upstream.stdout.readline() == "listening\n"
 
 
+def stop_processes(processes):
+    """Kills what is still running of `processes` and reaps each."""
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=30)
+
+
 def start_corefile_daemon(switchboard_bin, netns, tmp_path, processes, *, corefile=None,
                           stdout=subprocess.DEVNULL):
     """Starts the daemon in `netns` on tmp_path/cluster.json with --dns-corefile
@@ -102,10 +110,7 @@ def daemon(switchboard_bin, netns, tmp_path):
         log_path = start_corefile_daemon(switchboard_bin, netns, tmp_path, processes)
         yield netns, tmp_path, log_path
     finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-            process.wait(timeout=30)
+        stop_processes(processes)
 
 
 def dig(namespace, name):
