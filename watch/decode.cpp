@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
+#include <map>
 #include <optional>
 #include <type_traits>
 
@@ -18,6 +20,13 @@ using rapidjson::Value;
 constexpr const char* kUnknownObject = "<unknown>";
 constexpr const char* kLastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration";
 constexpr int64_t kMaxAffinityTimeoutSeconds = 86400;  // Kubernetes' upper bound (one day)
+// The API server's EndpointSlice limits (pkg/apis/discovery/validation).
+constexpr size_t kMaxSliceEndpoints = 1000;
+constexpr size_t kMaxSlicePorts = 100;
+constexpr size_t kMaxEndpointAddresses = 100;
+// The API sets no limit on a Service's ports (ValidateService only checks
+// uniqueness); this bound is ours, chosen in docs/decoding.md.
+constexpr size_t kMaxServicePorts = 20000;
 
 // Iterative parsing bounds the parser's stack whatever the nesting depth;
 // encoding validation keeps invalid UTF-8 out of names and messages.
@@ -186,6 +195,23 @@ std::string special_endpoint_range(const IpAddress& address) {
     return "";
 }
 
+// Remembers the first index of each key, so that checking n items for
+// duplicates costs O(n log n) comparisons, not O(n^2).
+template <typename Key>
+class FirstIndex {
+  public:
+    // The index of an earlier item with `key`; else records `index` as its
+    // first and returns nothing.
+    std::optional<size_t> earlier(Key key, size_t index) {
+        auto [it, inserted] = first_.try_emplace(std::move(key), index);
+        if (inserted) return std::nullopt;
+        return it->second;
+    }
+
+  private:
+    std::map<Key, size_t> first_;
+};
+
 std::string_view trim(std::string_view text) {
     const auto space = [](char c) {
         return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
@@ -236,9 +262,15 @@ class Decoder {
         if (out && !out->IsObject()) return type_error(path.child(key), "an object", *out);
         return true;
     }
-    bool get_array(const Value& parent, const Path& path, const char* key, const Value*& out) {
+    // `max_items`: the most elements the array may hold (an API limit).
+    bool get_array(const Value& parent, const Path& path, const char* key, const Value*& out,
+                   size_t max_items = std::numeric_limits<size_t>::max()) {
         out = member(parent, key);
         if (out && !out->IsArray()) return type_error(path.child(key), "an array", *out);
+        if (out && out->Size() > max_items) {
+            return fail(path.child(key), "too many items: " + std::to_string(out->Size()) +
+                                             " (at most " + std::to_string(max_items) + ")");
+        }
         return true;
     }
     bool get_string(const Value& parent, const Path& path, const char* key, std::string_view& out) {
@@ -326,9 +358,10 @@ class Decoder {
     // Calls each(item, path, index) for every element of the optional array
     // `key`, whose elements must be objects.
     template <typename F>
-    bool for_each_object(const Value& parent, const Path& path, const char* key, F&& each) {
+    bool for_each_object(const Value& parent, const Path& path, const char* key, F&& each,
+                         size_t max_items = std::numeric_limits<size_t>::max()) {
         const Value* array = nullptr;
-        if (!get_array(parent, path, key, array)) return false;
+        if (!get_array(parent, path, key, array, max_items)) return false;
         if (!array) return true;
         const Path list_path = path.child(key);
         for (rapidjson::SizeType i = 0; i < array->Size(); ++i) {
@@ -702,10 +735,12 @@ bool Decoder::service_port(const Value& value, const Path& path, ServicePort& ou
 
 bool Decoder::service_ports(const Value& spec, const Path& path, Service& out) {
     const Value* ports = nullptr;
-    if (!get_array(spec, path, "ports", ports)) return false;
+    if (!get_array(spec, path, "ports", ports, kMaxServicePorts)) return false;
     if (!ports) return true;
     const Path here = path.child("ports");
     out.ports.reserve(ports->Size());
+    FirstIndex<std::string> names;
+    FirstIndex<std::pair<uint16_t, Protocol>> numbers;
     for (rapidjson::SizeType i = 0; i < ports->Size(); ++i) {
         const Path item = here.at(i);
         ServicePort port;
@@ -715,17 +750,14 @@ bool Decoder::service_ports(const Value& spec, const Path& path, Service& out) {
         if (port.name.empty() && ports->Size() > 1) {
             return fail(item.child("name"), "required when a Service has more than one port");
         }
-        for (size_t j = 0; j < out.ports.size(); ++j) {
-            if (out.ports[j].name == port.name) {
-                return fail(item.child("name"), "duplicate port name " + quoted(port.name) +
-                                                    " (also spec.ports[" + std::to_string(j) +
-                                                    "])");
-            }
-            if (out.ports[j].port == port.port && out.ports[j].protocol == port.protocol) {
-                return fail(item, "duplicate port " + std::to_string(port.port) + "/" +
-                                      to_string(port.protocol) + " (also spec.ports[" +
-                                      std::to_string(j) + "])");
-            }
+        if (auto j = names.earlier(port.name, i)) {
+            return fail(item.child("name"), "duplicate port name " + quoted(port.name) +
+                                                " (also spec.ports[" + std::to_string(*j) + "])");
+        }
+        if (auto j = numbers.earlier({port.port, port.protocol}, i)) {
+            return fail(item, "duplicate port " + std::to_string(port.port) + "/" +
+                                  to_string(port.protocol) + " (also spec.ports[" +
+                                  std::to_string(*j) + "])");
         }
         out.ports.push_back(std::move(port));
     }
@@ -827,7 +859,7 @@ bool Decoder::decode(const Value& value, EndpointSlice& out) {
     }
 
     const Value* endpoints = nullptr;
-    if (!get_array(value, root, "endpoints", endpoints)) return false;
+    if (!get_array(value, root, "endpoints", endpoints, kMaxSliceEndpoints)) return false;
     if (endpoints) {
         const Path here = root.child("endpoints");
         out.endpoints.resize(endpoints->Size());
@@ -843,7 +875,7 @@ bool Decoder::decode(const Value& value, EndpointSlice& out) {
 bool Decoder::endpoint(const Value& value, const Path& path, AddressType type, Endpoint& out) {
     if (!value.IsObject()) return type_error(path, "an object", value);
     const Value* addresses = nullptr;
-    if (!get_array(value, path, "addresses", addresses)) return false;
+    if (!get_array(value, path, "addresses", addresses, kMaxEndpointAddresses)) return false;
     const Path addresses_path = path.child("addresses");
     if (!addresses || addresses->Empty()) {
         return fail(addresses_path, "at least one address is required");
@@ -932,23 +964,24 @@ bool Decoder::endpoint_hints(const Value& value, const Path& path, Endpoint& out
 }
 
 bool Decoder::endpoint_ports(const Value& value, EndpointSlice& out) {
+    FirstIndex<std::string> names;
     return for_each_object(
-        value, Path{}, "ports", [&](const Value& item, const Path& here, size_t) {
+        value, Path{}, "ports",
+        [&](const Value& item, const Path& here, size_t i) {
             EndpointPort port;
             if (!get_name(item, here, "name", &is_dns_label, "an RFC 1123 label", port.name)) {
                 return false;
             }
-            for (size_t j = 0; j < out.ports.size(); ++j) {
-                if (out.ports[j].name == port.name) {
-                    return fail(here.child("name"), "duplicate port name " + quoted(port.name) +
-                                                        " (also ports[" + std::to_string(j) + "])");
-                }
+            if (auto j = names.earlier(port.name, i)) {
+                return fail(here.child("name"), "duplicate port name " + quoted(port.name) +
+                                                    " (also ports[" + std::to_string(*j) + "])");
             }
             if (!get_protocol(item, here, port.protocol)) return false;
             if (!get_port(item, here, "port", false, port.port)) return false;
             out.ports.push_back(std::move(port));
             return true;
-        });
+        },
+        kMaxSlicePorts);
 }
 
 // ------------------------------------------------------------------- Node
