@@ -1367,10 +1367,10 @@ Result<WatchEvent> decode_watch_event(std::string_view line) {
     }
 
     auto decoded = decode_object(*object);
-    if (!decoded && event.type == WatchEvent::Type::kDeleted) {
-        // Deleting needs only the key: a final state that fails validation
-        // (perhaps the very reason the store kept an older version) must
-        // still remove the object.
+    if (!decoded) {
+        // Deleting needs only the key, and so does dropping an object whose
+        // new version fails validation: both remove what the store holds.
+        const std::string why = decoded.error().message;
         const Value* kind = member(*object, "kind");
         const ObjectKind which =
             kind && kind->IsString() ? kind_of(view(*kind)) : ObjectKind::kOther;
@@ -1388,7 +1388,10 @@ Result<WatchEvent> decode_watch_event(std::string_view line) {
             case ObjectKind::kOther:
                 break;
         }
-        if (partial) decoded = std::move(*partial);
+        if (partial) {
+            decoded = std::move(*partial);
+            if (event.type != WatchEvent::Type::kDeleted) event.rejected = why;
+        }
     }
     if (!decoded) return decoded.error();
     event.object = std::move(*decoded);

@@ -62,10 +62,18 @@ struct WatchEvent {
     AnyObject object;
     // The object's metadata.resourceVersion (for every type but kError).
     std::string resource_version;
+    // kAdded/kModified whose object failed validation: why (the
+    // DecodeError's describe()), and `object` holds only its metadata (its
+    // key). A relist skips such an object, so the watch must drop it too
+    // (watch/kube/apply_event.h). Empty for a valid object.
+    std::string rejected;
     // kError: the Status object's code (410 for Gone) and message.
     int status_code = 0;
     std::string status_message;
 };
+// An ADDED or MODIFIED object that fails validation is not an error: the
+// event comes back with `rejected` set, as long as the object's kind and
+// name can be read. A DELETED one yields its key (a deletion is never lost).
 Result<WatchEvent> decode_watch_event(std::string_view line);
 
 // RFC 1123 label (<= 63, [a-z0-9-], alphanumeric at both ends) and subdomain

@@ -10,6 +10,7 @@ with `switchboard plan --source file:` of the fake server's final objects.
 Timings are shortened through SWITCHBOARD_KUBE_TUNING (watches of 2-3 s,
 100 ms initial backoff); every wait is bounded.
 """
+import copy
 import json
 import os
 import random
@@ -621,4 +622,84 @@ def test_daemon_converges_to_the_servers_objects(pki, switchboard_bin, netns, tm
         if daemon and daemon.poll() is None:
             daemon.terminate()
             daemon.wait(10)
+        api.stop()
+
+
+def test_an_invalid_modified_leaves_the_state_a_relist_gives(pki, switchboard_bin, netns,
+                                                            tmp_path):
+    """Issue 10, point 7: daemon A sees a Service valid, then a MODIFIED that
+    fails validation; daemon B starts after the change (its LIST holds the
+    invalid version). Both end with the same /debug/services, the one
+    `switchboard plan` gives for the server's objects. The two daemons share
+    one namespace (the fake server listens there) and so run different proxy
+    modes, which own different kernel objects; the plan does not depend on
+    the mode."""
+    api = fake.FakeApiServer(pki, seed=4)
+    seed(api)
+    flip = fake.service("flip", cluster_ip="10.96.1.1")
+    api.apply(flip)
+    api.apply(fake.endpoint_slice("flip-abc", "flip", ["10.244.1.1"]))
+    api.start(netns=f"/run/netns/{netns}")
+    kubeconfig = token_kubeconfig(tmp_path, api, pki)
+    daemons = []
+
+    def start(mode, metrics_port, healthz_port):
+        log = open(tmp_path / f"daemon-{mode}.log", "w")
+        daemons.append(subprocess.Popen(
+            ["ip", "netns", "exec", netns, str(switchboard_bin), f"--proxy-mode={mode}",
+             "--kubeconfig", kubeconfig, "--hostname-override", NODE,
+             f"--metrics-bind-address=127.0.0.1:{metrics_port}",
+             f"--healthz-bind-address=127.0.0.1:{healthz_port}"],
+            stdout=log, stderr=subprocess.STDOUT,
+            env=dict(os.environ, SWITCHBOARD_KUBE_TUNING=TUNING)))
+        return metrics_port
+
+    def services_of(port):
+        text = _debug_services(netns, port)
+        return {s["service"] for s in json.loads(text)["services"]} if text else set()
+
+    def wait(predicate, what, timeout=60, state=lambda: ""):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for daemon in daemons:
+                assert daemon.poll() is None, what
+            if predicate():
+                return
+            time.sleep(0.2)
+        logs = "".join((tmp_path / f).read_text()[-2000:] for f in os.listdir(tmp_path)
+                       if f.startswith("daemon-"))
+        pytest.fail(f"timed out waiting for {what}: {state()}\n{logs}")
+
+    try:
+        watched = start("nftables", 10249, 10256)
+        wait(lambda: "flip" in services_of(watched), "daemon A to serve flip")
+        broken = copy.deepcopy(flip)
+        broken["spec"]["ports"][0]["port"] = 0  # out of range: fails validation
+        api.apply(broken)
+
+        def rejected_by_watched():
+            text = subprocess.run(["ip", "netns", "exec", netns, "curl", "-sf",
+                                   f"http://127.0.0.1:{watched}/metrics"],
+                                  capture_output=True, text=True, timeout=10).stdout
+            return 'switchboard_watch_decode_errors_total{resource="services"} 1' in text
+        wait(rejected_by_watched, "daemon A to reject the MODIFIED Service")
+
+        listed = start("iptables", 10259, 10266)
+        wait(lambda: services_of(listed), "daemon B to serve its first plan")
+        dump_file = tmp_path / "objects.json"
+        dump_file.write_text(json.dumps(api.dump()))
+        expected = subprocess.run(
+            [str(switchboard_bin), "plan", "--source", f"file:{dump_file}",
+             "--hostname-override", NODE], capture_output=True, text=True, timeout=60,
+            check=True).stdout
+        assert "flip" not in {s["service"] for s in json.loads(expected)["services"]}
+        wait(lambda: _debug_services(netns, watched) == expected ==
+             _debug_services(netns, listed), "both daemons to give the plan of the objects",
+             state=lambda: f"A serves {sorted(services_of(watched))}, "
+                           f"B serves {sorted(services_of(listed))}")
+    finally:
+        for daemon in daemons:
+            if daemon.poll() is None:
+                daemon.terminate()
+                daemon.wait(10)
         api.stop()

@@ -31,6 +31,7 @@
 
 #include "base/log.h"
 #include "watch/decode.h"
+#include "watch/kube/apply_event.h"
 #include "watch/kube/backoff.h"
 #include "watch/kube/credentials.h"
 #include "watch/kube/line_splitter.h"
@@ -174,10 +175,6 @@ bool holds_kind(const AnyObject& object, Kind kind) {
             return std::holds_alternative<Node>(object);
     }
     return false;
-}
-
-ObjectKey key_of(const AnyObject& object) {
-    return std::visit([](const auto& value) { return value.meta.key(); }, object);
 }
 
 }  // namespace
@@ -537,11 +534,13 @@ void KubeSource::Impl::handle_line(Resource& resource, std::string_view line,
                           credentials_.server, resource.name);
                 return;
             }
-            if (event->type == WatchEvent::Type::kDeleted) {
-                store_.remove(resource.kind, key_of(event->object));
-            } else {
-                std::visit([this](auto& object) { store_.upsert(std::move(object)); },
-                           event->object);
+            if (apply_watch_event(store_, resource.kind, *event) == Applied::kRejected) {
+                count(decode_errors_, resource.name);
+                log::warn(
+                    "apiserver {}: {}: {} object failed validation and is dropped, as a "
+                    "relist drops it: {}",
+                    credentials_.server, resource.name, event_type_name(event->type),
+                    event->rejected);
             }
             break;
         case WatchEvent::Type::kBookmark:

@@ -345,7 +345,7 @@ TEST_CASE("watch events: ADDED, MODIFIED, DELETED") {
     CHECK(std::get<Node>(deleted->object).meta.name == "node-1");
 }
 
-TEST_CASE("a DELETED event with an invalid final state still names the object") {
+TEST_CASE("DELETED and MODIFIED events with an invalid object still name it") {
     auto body = fixtures::edited(fixtures::kSlice, {{"/endpoints/0/addresses/0", R"("bogus")"}});
     auto deleted =
         decode_watch_event(R"({"type":"DELETED","object":)" + fixtures::to_json(body) + "}");
@@ -355,13 +355,17 @@ TEST_CASE("a DELETED event with an invalid final state still names the object") 
     CHECK(slice.service_name == "web");
     CHECK(deleted->resource_version == "123460");
 
-    // The same body in a MODIFIED event is rejected.
+    // The same body in a MODIFIED event names the object too, marked as
+    // rejected: the reflector drops it, as a relist would.
     auto modified =
         decode_watch_event(R"({"type":"MODIFIED","object":)" + fixtures::to_json(body) + "}");
-    REQUIRE_FALSE(modified.ok());
-    CHECK(modified.error().message ==
+    REQUIRE(modified.ok());
+    CHECK(std::get<EndpointSlice>(modified->object).meta.key() ==
+          ObjectKey{"default", "web-abc12"});
+    CHECK(modified->rejected ==
           "EndpointSlice default/web-abc12: endpoints[0].addresses[0]: invalid IP address "
           "\"bogus\"");
+    CHECK(deleted->rejected.empty());
 }
 
 TEST_CASE("endpoint addresses the API server refuses are refused (CVE-2021-25737)") {
@@ -370,8 +374,7 @@ TEST_CASE("endpoint addresses the API server refuses are refused (CVE-2021-25737
         auto body = fixtures::edited(fixtures::kSlice, {{"/addressType", type},
                                                         {"/endpoints/0/addresses/0", address},
                                                         {"/endpoints/1/addresses/0", address}});
-        return decode_watch_event(R"({"type":"MODIFIED","object":)" + fixtures::to_json(body) +
-                                  "}");
+        return decode_endpoint_slice(body);
     };
     const std::string where = "EndpointSlice default/web-abc12: endpoints[0].addresses[0]: ";
     struct Case {
@@ -450,9 +453,16 @@ TEST_CASE("malformed watch events are errors naming the field") {
     auto bad_service = decode_watch_event(
         R"({"type":"ADDED","object":{"kind":"Service","metadata":{"name":"a","namespace":"b"},)"
         R"("spec":{"ports":[{"port":"x"}]}}})");
-    REQUIRE_FALSE(bad_service.ok());
-    CHECK(bad_service.error().message ==
+    // A named object that fails validation is an event marked rejected
+    // (test_apply_event.cpp); one whose name cannot be read is an error.
+    REQUIRE(bad_service.ok());
+    CHECK(bad_service->rejected ==
           "Service b/a: spec.ports[0].port: expected an integer, got string");
+    auto nameless = decode_watch_event(
+        R"({"type":"ADDED","object":{"kind":"Service","metadata":{"namespace":"b"},)"
+        R"("spec":{"ports":[{"port":"x"}]}}})");
+    REQUIRE_FALSE(nameless.ok());
+    CHECK(nameless.error().message.find("metadata.name") != std::string::npos);
 }
 
 TEST_CASE("RFC 1123 labels and subdomains") {
