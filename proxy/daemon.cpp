@@ -516,6 +516,7 @@ std::string Daemon::metrics_text() const {
                                           metrics::Type::kCounter,
                                           {}},
                           http_bind_failures_);
+    http_.append_metrics(out);
     if (file_source_) file_source_->append_metrics(out);
     if (kube_source_) kube_source_->append_metrics(out);
     if (dns_) dns_->append_metrics(out);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "proxy/http_session.h"
 
 namespace sb::proxy {
 
@@ -21,88 +22,13 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
-// An idle keep-alive connection, or a client that stalls mid-request, is
-// dropped after this long so it cannot hold a socket forever.
-constexpr auto kIdleTimeout = std::chrono::seconds(30);
-
-HttpResponse call_handler(const HttpRoutes& routes, std::string_view path) {
-    auto it = routes.find(std::string(path));
-    if (it == routes.end()) it = routes.find("*");
-    if (it == routes.end())
-        return HttpResponse{404, "text/plain; charset=utf-8", "not found\n", {}};
-    try {
-        return it->second();
-    } catch (const std::exception& error) {
-        log::error("HTTP handler for {} failed: {}", path, error.what());
-    } catch (...) {
-        log::error("HTTP handler for {} failed", path);
-    }
-    return HttpResponse{500, "text/plain; charset=utf-8", "internal error\n", {}};
-}
-
-class Session : public std::enable_shared_from_this<Session> {
-  public:
-    Session(tcp::socket socket, std::shared_ptr<const HttpRoutes> routes)
-        : stream_(std::move(socket)), routes_(std::move(routes)) {}
-
-    void read() {
-        request_ = {};
-        stream_.expires_after(kIdleTimeout);
-        http::async_read(stream_, buffer_, request_,
-                         [self = shared_from_this()](error_code ec, size_t) { self->on_read(ec); });
-    }
-
-  private:
-    void on_read(error_code ec) {
-        if (ec) {
-            // EOF, timeout or a malformed request: drop the connection.
-            stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-            return;
-        }
-        response_ = {};
-        response_.version(request_.version());
-        response_.keep_alive(request_.keep_alive());
-        response_.set("X-Content-Type-Options", "nosniff");
-        const bool head = request_.method() == http::verb::head;
-        HttpResponse answer;
-        if (request_.method() != http::verb::get && !head) {
-            answer = HttpResponse{405, "text/plain; charset=utf-8", "method not allowed\n", {}};
-            response_.set(http::field::allow, "GET, HEAD");
-        } else {
-            std::string_view target(request_.target().data(), request_.target().size());
-            answer = call_handler(*routes_, target.substr(0, target.find('?')));
-        }
-        response_.result(answer.status);
-        response_.set(http::field::content_type, answer.content_type);
-        for (const auto& [name, value] : answer.headers) response_.set(name, value);
-        response_.content_length(answer.body.size());
-        if (!head) response_.body() = std::move(answer.body);
-        http::async_write(
-            stream_, response_,
-            [self = shared_from_this()](error_code write_ec, size_t) { self->on_write(write_ec); });
-    }
-
-    void on_write(error_code ec) {
-        if (ec) return;
-        if (response_.keep_alive()) {
-            read();
-            return;
-        }
-        stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    }
-
-    beast::tcp_stream stream_;
-    beast::flat_buffer buffer_;
-    http::request<http::string_body> request_;
-    http::response<http::string_body> response_;
-    std::shared_ptr<const HttpRoutes> routes_;
-};
-
 class Listener : public std::enable_shared_from_this<Listener> {
   public:
-    Listener(tcp::acceptor acceptor, std::shared_ptr<const HttpRoutes> routes)
+    Listener(tcp::acceptor acceptor, std::shared_ptr<const HttpRoutes> routes,
+             std::shared_ptr<HttpConnections> connections)
         : acceptor_(std::move(acceptor)),
           routes_(std::move(routes)),
+          connections_(std::move(connections)),
           retry_(acceptor_.get_executor()) {}
 
     void accept() {
@@ -117,7 +43,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
                 });
                 return;
             }
-            std::make_shared<Session>(std::move(socket), self->routes_)->read();
+            std::make_shared<HttpSession>(std::move(socket), self->routes_, self->connections_)
+                ->start();
             self->accept();
         });
     }
@@ -131,6 +58,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
   private:
     tcp::acceptor acceptor_;
     std::shared_ptr<const HttpRoutes> routes_;
+    // Outlives the listener while its connections finish.
+    std::shared_ptr<HttpConnections> connections_;
     asio::steady_timer retry_;
 };
 
@@ -184,6 +113,15 @@ struct BindRetry {
 }  // namespace
 
 struct HttpServer::Impl {
+    explicit Impl(HttpLimits limits_) : limits(limits_) {}
+
+    const HttpLimits limits;
+    const std::shared_ptr<metrics::Labelled<metrics::Counter>> closed =
+        std::make_shared<metrics::Labelled<metrics::Counter>>(
+            metrics::Family{"switchboard_http_connections_closed_total",
+                            "HTTP connections the server closed, by listener address and reason.",
+                            metrics::Type::kCounter,
+                            {"listener", "reason"}});
     asio::io_context io;
     asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
     std::thread thread;
@@ -217,8 +155,13 @@ struct HttpServer::Impl {
     }
 
     // Io thread (or before start): starts accepting on a bound acceptor.
-    void serve(int id, tcp::acceptor acceptor, std::shared_ptr<const HttpRoutes> routes) {
-        auto listener = std::make_shared<Listener>(std::move(acceptor), std::move(routes));
+    void serve(int id, const HostPort& address, tcp::acceptor acceptor,
+               std::shared_ptr<const HttpRoutes> routes) {
+        error_code ec;
+        const HostPort bound{address.address, acceptor.local_endpoint(ec).port()};
+        auto connections = std::make_shared<HttpConnections>(limits, bound.to_string(), closed);
+        auto listener = std::make_shared<Listener>(std::move(acceptor), std::move(routes),
+                                                   std::move(connections));
         listeners[id] = listener;
         listener->accept();
     }
@@ -241,7 +184,7 @@ struct HttpServer::Impl {
                 std::lock_guard lock(mutex);
                 if (ports.count(id) == 0) return;  // closed between the checks
             }
-            serve(id, std::move(*acceptor), retry->routes);
+            serve(id, retry->address, std::move(*acceptor), retry->routes);
             retry->on_bound(retry->failures);
             // The port is published last, so port(id) != 0 means on_bound
             // has run. A close() meanwhile erased the entry (its io task,
@@ -252,7 +195,7 @@ struct HttpServer::Impl {
     }
 };
 
-HttpServer::HttpServer() : impl_(std::make_unique<Impl>()) {}
+HttpServer::HttpServer(HttpLimits limits) : impl_(std::make_unique<Impl>(limits)) {}
 
 HttpServer::~HttpServer() {
     stop();
@@ -264,7 +207,7 @@ Result<int> HttpServer::listen(const HostPort& address, HttpRoutes routes, bool 
     error_code ec;
     const int id = impl_->reserve_id(acceptor->local_endpoint(ec).port());
     auto shared_routes = std::make_shared<const HttpRoutes>(std::move(routes));
-    impl_->run_on_io([&] { impl_->serve(id, std::move(*acceptor), shared_routes); });
+    impl_->run_on_io([&] { impl_->serve(id, address, std::move(*acceptor), shared_routes); });
     return id;
 }
 
@@ -276,7 +219,7 @@ int HttpServer::listen_retrying(const HostPort& address, HttpRoutes routes,
     if (acceptor) {
         error_code ec;
         const int id = impl_->reserve_id(acceptor->local_endpoint(ec).port());
-        impl_->run_on_io([&] { impl_->serve(id, std::move(*acceptor), shared_routes); });
+        impl_->run_on_io([&] { impl_->serve(id, address, std::move(*acceptor), shared_routes); });
         return id;
     }
     const int id = impl_->reserve_id(0);
@@ -312,6 +255,10 @@ uint16_t HttpServer::port(int id) const {
     std::lock_guard lock(impl_->mutex);
     auto it = impl_->ports.find(id);
     return it == impl_->ports.end() ? 0 : it->second;
+}
+
+void HttpServer::append_metrics(metrics::TextWriter& out) const {
+    impl_->closed->write(out);
 }
 
 void HttpServer::start() {

@@ -4,7 +4,9 @@
 // Handlers are plain functions returning a response, one per path;
 // they run on the io thread, must be quick and thread-safe with respect to
 // the state they read. An exception escaping a handler becomes a 500 and is
-// logged; none escapes the event loop. Only GET and HEAD are served.
+// logged; none escapes the event loop. Only GET and HEAD are served, and no
+// request body is taken. Every listener enforces HttpLimits (the policy:
+// proxy/http_session.h).
 //
 // Thread safety: listen(), close() and port() may be called from any
 // thread, before or after start(). The destructor stops the io thread.
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "base/ip.h"
+#include "base/metrics.h"
 #include "base/result.h"
 
 namespace sb::proxy {
@@ -36,9 +39,26 @@ struct HttpResponse {
 using HttpHandler = std::function<HttpResponse()>;
 using HttpRoutes = std::map<std::string, HttpHandler>;
 
+// What one client may cost a listener (docs/daemon.md, "HTTP listeners").
+struct HttpLimits {
+    // Open connections per listener; at the cap a new one evicts the
+    // connection that has waited longest for its client.
+    size_t max_connections = 64;
+    // A request's line and header fields: 431 over either limit.
+    uint32_t max_header_bytes = 8192;
+    size_t max_header_fields = 100;
+    // From a request's first byte to its last; a trickle does not extend it.
+    // Also bounds writing the answer, and the lingering close after an error.
+    std::chrono::milliseconds request_deadline{std::chrono::seconds(10)};
+    // Between requests on a keep-alive connection, and before the first.
+    std::chrono::milliseconds idle_timeout{std::chrono::seconds(30)};
+    // Bytes of a rejected request read and dropped before closing.
+    size_t max_linger_bytes = 4 << 20;
+};
+
 class HttpServer {
   public:
-    HttpServer();
+    explicit HttpServer(HttpLimits limits = {});
     ~HttpServer();
     HttpServer(const HttpServer&) = delete;
     HttpServer& operator=(const HttpServer&) = delete;
@@ -68,6 +88,10 @@ class HttpServer {
 
     void start();  // the io thread
     void stop();   // idempotent
+
+    // switchboard_http_connections_closed_total{listener, reason}, with the
+    // listener's bound address as its label. Any thread.
+    void append_metrics(metrics::TextWriter& out) const;
 
   private:
     struct Impl;
