@@ -106,7 +106,9 @@ struct alignas(64) ServerStats {
     SizeHistogram forwarded_response_size[2];  // [udp, tcp]
     std::atomic<uint64_t> truncated{0};
     std::atomic<uint64_t> forwarded_truncated{0};
-    std::atomic<uint64_t> tcp_rejected{0};
+    std::atomic<uint64_t> tcp_rejected{0};  // accepted and closed: no descriptor left
+    std::atomic<uint64_t> tcp_evicted{0};   // closed for a new one over the bound
+    std::atomic<uint64_t> tcp_timeouts{0};  // closed by the read or idle timeout
     std::atomic<uint64_t> dropped{0};
     std::atomic<uint64_t> render_hits{0};
 
@@ -119,6 +121,10 @@ inline constexpr std::chrono::milliseconds kBindRetryInterval{2000};
 struct ServerOptions {
     std::vector<HostPort> listen;
     unsigned workers = 1;
+    // CoreDNS's `timeouts` read and idle defaults: the first query must be
+    // complete this long after the accept, each next one this long after
+    // the last (dns/tcp_stream.h).
+    std::chrono::seconds tcp_read_timeout{3};
     std::chrono::seconds tcp_idle_timeout{10};
     size_t max_tcp_connections = 1024;  // over all workers
     std::chrono::milliseconds bind_retry_interval = kBindRetryInterval;
