@@ -11,11 +11,12 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
-#include <new>
 
 #include "base/log.h"
 #include "dns/loadbalance.h"
 #include "dns/panic_guard.h"
+#include "dns/quick_query.h"
+#include "dns/render_cache.h"
 #include "dns/socket_util.h"
 #include "dns/tcp_connections.h"
 
@@ -56,146 +57,8 @@ constexpr uint16_t kTypeOfIndex[ServerStats::kTypes] = {
 
 constexpr size_t kBatch = 64;
 constexpr size_t kUdpBuffer = 4096;
-constexpr size_t kRenderCacheLimit = 50000;
 
 enum Proto { kUdp = 0, kTcp = 1 };
-
-// The reply-shaping parts of a query that the fast path reads without
-// building a Message: anything unusual goes to the full parser.
-struct QuickQuery {
-    size_t name_end = 0;  // offset just past the question name
-    uint16_t qtype = 0;
-    bool edns = false;
-    bool dnssec_ok = false;
-    uint16_t udp_size = 0;
-};
-
-uint16_t get16(const uint8_t* p) {
-    return static_cast<uint16_t>((p[0] << 8) | p[1]);
-}
-
-bool quick_parse(const uint8_t* p, size_t n, QuickQuery& q, std::string& key) {
-    if (n < kHeaderSize + 5) return false;
-    if ((p[2] & 0xf8) != 0) return false;  // QR or opcode set: full path
-    if (get16(p + 4) != 1 || get16(p + 6) != 0 || get16(p + 8) != 0 || get16(p + 10) > 1) {
-        return false;
-    }
-    key.clear();
-    size_t pos = kHeaderSize;
-    while (true) {
-        if (pos >= n) return false;
-        uint8_t length = p[pos];
-        if (length == 0) break;
-        if (length > kMaxLabelLength || pos + 1 + length >= n) return false;
-        key.push_back(static_cast<char>(length));
-        for (size_t i = 1; i <= length; ++i) {
-            char c = static_cast<char>(p[pos + i]);
-            key.push_back((c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c);
-        }
-        pos += 1 + length;
-    }
-    key.push_back('\0');
-    if (key.size() > kMaxNameLength) return false;
-    q.name_end = pos + 1;
-    if (q.name_end + 4 > n) return false;
-    q.qtype = get16(p + q.name_end);
-    if (get16(p + q.name_end + 2) != kClassIN) return false;
-    size_t end = q.name_end + 4;
-    if (get16(p + 10) == 1) {
-        // OPT: root owner, type 41, class = payload size, version 0.
-        if (end + 11 > n || p[end] != 0 || get16(p + end + 1) != type::kOPT) return false;
-        q.edns = true;
-        q.udp_size = get16(p + end + 3);
-        if (p[end + 6] != 0) return false;  // version: BADVERS on the full path
-        q.dnssec_ok = p[end + 7] & 0x80;
-        end += 11 + get16(p + end + 9);
-    }
-    if (end != n) return false;
-    key.push_back(static_cast<char>(q.qtype >> 8));
-    key.push_back(static_cast<char>(q.qtype & 0xff));
-    return true;
-}
-
-// Rendered zone replies of one serving thread, keyed by the quick-parse
-// key. Open addressing over (hash, entry) slots, and each entry one block
-// holding its key and reply: a hit costs about two cache misses (a
-// node-based map with heap keys costs four).
-class RenderCache {
-  public:
-    struct Entry {
-        uint16_t key_size = 0;
-        uint16_t reply_size = 0;
-        uint16_t shuffle_offset = 0;
-        uint16_t shuffle_size = 0;
-        uint16_t shuffle_count = 0;
-        const char* key() const { return reinterpret_cast<const char*>(this + 1); }
-        const char* reply() const { return key() + key_size; }
-    };
-
-    static uint64_t hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
-
-    const Entry* find(std::string_view key, uint64_t h) const {
-        if (slots_.empty()) return nullptr;
-        size_t mask = slots_.size() - 1;
-        for (size_t i = h & mask;; i = (i + 1) & mask) {
-            const Slot& slot = slots_[i];
-            if (!slot.entry) return nullptr;
-            if (slot.hash == h && slot.entry->key_size == key.size() &&
-                std::memcmp(slot.entry->key(), key.data(), key.size()) == 0) {
-                return slot.entry;
-            }
-        }
-    }
-
-    void insert(std::string_view key, uint64_t h, const WriteResult& written) {
-        if (size_ >= kRenderCacheLimit || written.bytes.size() > 0xffff) return;
-        if ((size_ + 1) * 2 > slots_.size()) grow();
-        auto block = std::make_unique<char[]>(sizeof(Entry) + key.size() + written.bytes.size());
-        auto* entry = new (block.get()) Entry;
-        entry->key_size = static_cast<uint16_t>(key.size());
-        entry->reply_size = static_cast<uint16_t>(written.bytes.size());
-        entry->shuffle_offset = static_cast<uint16_t>(written.shuffle_offset);
-        entry->shuffle_size = static_cast<uint16_t>(written.shuffle_size);
-        entry->shuffle_count = static_cast<uint16_t>(written.shuffle_count);
-        std::memcpy(block.get() + sizeof(Entry), key.data(), key.size());
-        std::memcpy(block.get() + sizeof(Entry) + key.size(), written.bytes.data(),
-                    written.bytes.size());
-        place(Slot{h, entry});
-        blocks_.push_back(std::move(block));
-        ++size_;
-    }
-
-    void clear() {
-        slots_.clear();
-        blocks_.clear();
-        size_ = 0;
-    }
-
-  private:
-    struct Slot {
-        uint64_t hash = 0;
-        const Entry* entry = nullptr;
-    };
-
-    void place(Slot slot) {
-        size_t mask = slots_.size() - 1;
-        size_t i = slot.hash & mask;
-        while (slots_[i].entry) i = (i + 1) & mask;
-        slots_[i] = slot;
-    }
-
-    void grow() {
-        std::vector<Slot> old = std::move(slots_);
-        slots_.assign(std::max<size_t>(1024, old.size() * 2), Slot{});
-        for (const Slot& slot : old) {
-            if (slot.entry) place(slot);
-        }
-    }
-
-    std::vector<Slot> slots_;
-    std::vector<std::unique_ptr<char[]>> blocks_;
-    size_t size_ = 0;
-};
 
 // A client to reply to once a forwarded query completes.
 struct ClientRef {
@@ -346,14 +209,7 @@ class Engine {
             key_.push_back(static_cast<char>(limit & 0xff));
             uint64_t key_hash = RenderCache::hash(key_);
             if (const RenderCache::Entry* r = rendered_.find(key_, key_hash)) {
-                out.assign(r->reply(), r->reply_size);
-                out[0] = static_cast<char>(p[0]);
-                out[1] = static_cast<char>(p[1]);
-                out[2] = static_cast<char>((out[2] & ~0x01) | (p[2] & 0x01));  // RD
-                out[3] = static_cast<char>((out[3] & ~0x10) | (p[3] & 0x10));  // CD
-                // The question as asked (same length: it differs in case only).
-                std::memcpy(out.data() + kHeaderSize, p + kHeaderSize,
-                            quick.name_end - kHeaderSize);
+                RenderCache::reply_to(*r, {p, n}, quick.name_end, out);
                 shuffle(out, r->shuffle_offset, r->shuffle_size, r->shuffle_count);
                 bump(stats_->render_hits);
                 count_response(ServerStats::kKubernetes, static_cast<uint8_t>(out[3] & 0x0f));
