@@ -40,6 +40,7 @@
 #include "dns/published.h"
 #include "dns/query_log.h"
 #include "dns/resolver.h"
+#include "dns/tcp_stream.h"
 #include "dns/zone.h"
 
 namespace sb::dns {
@@ -121,11 +122,10 @@ inline constexpr std::chrono::milliseconds kBindRetryInterval{2000};
 struct ServerOptions {
     std::vector<HostPort> listen;
     unsigned workers = 1;
-    // CoreDNS's `timeouts` read and idle defaults: the first query must be
-    // complete this long after the accept, each next one this long after
-    // the last (dns/tcp_stream.h).
-    std::chrono::seconds tcp_read_timeout{3};
-    std::chrono::seconds tcp_idle_timeout{10};
+    // The first query must be complete this long after the accept, each
+    // next one this long after the last (dns/tcp_stream.h).
+    std::chrono::milliseconds tcp_read_timeout = kTcpReadTimeout;
+    std::chrono::milliseconds tcp_idle_timeout = kTcpIdleTimeout;
     size_t max_tcp_connections = 1024;  // over all workers
     std::chrono::milliseconds bind_retry_interval = kBindRetryInterval;
     // Called on the retry thread after a listener bound late (not for those

@@ -32,6 +32,11 @@
 
 namespace sb::dns {
 
+// CoreDNS's `timeouts` defaults: read (to the first query) and idle
+// (between queries).
+inline constexpr std::chrono::milliseconds kTcpReadTimeout{3000};
+inline constexpr std::chrono::milliseconds kTcpIdleTimeout{10000};
+
 class TcpStream {
   public:
     using Clock = std::chrono::steady_clock;
