@@ -232,6 +232,7 @@ class Mapper {
         if (name == "health") return health(d, server);
         if (name == "reload") return reload(d, server);
         if (name == "bind") return bind(d, server);
+        if (name == "timeouts") return timeouts(d, server);
         if (name == "prometheus" || name == "ready") {
             if (auto s = count(d, 0, 1); !s) return s;
             if (auto s = no_block(d); !s) return s;
@@ -640,6 +641,47 @@ class Mapper {
         // CoreDNS: a jitter over half the interval is set to half of it.
         r.jitter = std::min(r.jitter, r.interval / 2);
         server.reload = r;
+        return {};
+    }
+
+    // CoreDNS's plugin/timeouts: a block of `read|write|idle DURATION` and
+    // `maxtcpqueries N`, at least one; a later `timeouts` adds to the first.
+    Status timeouts(const CorefileDirective& d, ServerConfig& server) {
+        if (auto s = count(d, 0, 0); !s) return s;
+        TimeoutsConfig t = server.timeouts.value_or(TimeoutsConfig{});
+        t.line = d.line;
+        for (const auto& o : d.block) {
+            if (auto s = count(o, 1, 1); !s) return s;
+            if (o.name == "maxtcpqueries") {
+                // -1 (unlimited) or positive; parse_number's uint32 holds -1 as 2^32-1.
+                auto n = check(o, parse_number(o.args[0], -1, INT32_MAX));
+                if (!n) return n.error();
+                if (*n == 0) {
+                    return at(o.line, "timeouts: maxtcpqueries must be -1 (unlimited) or positive");
+                }
+                warn(o.line,
+                     "timeouts: maxtcpqueries is not supported; a TCP connection serves "
+                     "any number of queries");
+                continue;
+            }
+            if (o.name != "read" && o.name != "write" && o.name != "idle") {
+                return at(o.line, "timeouts: unknown option " + escaped_for_message(o.name));
+            }
+            auto value = check(o, parse_duration(o.args[0]));
+            if (!value) return value.error();
+            if (*value < std::chrono::seconds(1) || *value > std::chrono::hours(24)) {
+                return at(o.line, "timeouts: " + o.name + " must be between 1s and 24h");
+            }
+            if (o.name == "write") {
+                warn(o.line,
+                     "timeouts: write is not supported; a client that stops reading is "
+                     "closed by the idle timeout");
+                continue;
+            }
+            (o.name == "read" ? t.read : t.idle) = *value;
+        }
+        if (d.block.empty()) return at(d.line, "timeouts: a timeouts block with no timeouts");
+        server.timeouts = t;
         return {};
     }
 

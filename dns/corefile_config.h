@@ -121,6 +121,15 @@ struct HostsConfig {
     int line = 0;
 };
 
+// The `timeouts` plugin: DNS over TCP's read and idle timeouts (CoreDNS:
+// each between 1s and 24h). `write` and `maxtcpqueries` are validated and
+// warned about: the server has no equivalent (docs/dns.md, "TCP limits").
+struct TimeoutsConfig {
+    std::optional<std::chrono::milliseconds> read;
+    std::optional<std::chrono::milliseconds> idle;
+    int line = 0;
+};
+
 struct ServerConfig {
     std::vector<std::string> zones;
     uint16_t port = 53;
@@ -134,6 +143,7 @@ struct ServerConfig {
     std::optional<HttpListen> ready;
     std::optional<ReloadConfig> reload;
     std::optional<HostsConfig> hosts;
+    std::optional<TimeoutsConfig> timeouts;
     bool loadbalance = false;
     bool loop = false;
     bool errors = false;

@@ -288,6 +288,11 @@ Result<std::vector<std::string>> apply_corefile(std::string_view text, std::stri
                            ": DNS stays off: the server block has no bind and --dns-listen is "
                            "empty");
     }
+    // The kubernetes block's: one server serves every block of its port.
+    if (cluster->timeouts) {
+        if (cluster->timeouts->read) options.tcp_read_timeout = *cluster->timeouts->read;
+        if (cluster->timeouts->idle) options.tcp_idle_timeout = *cluster->timeouts->idle;
+    }
     if (typed != nullptr) *typed = std::move(*config);
     return warnings;
 }

@@ -194,13 +194,15 @@ struct DnsService::Impl {
         return server;
     }
 
-    // The server options for `options`' listen addresses and workers.
+    // The server options for `options`' listen addresses, workers and TCP timeouts.
     ServerOptions server_options_for(const DnsOptions& options) {
         ServerOptions server_options;
         server_options.listen = options.listen;
         // An empty holder (no hosts plugin) answers nothing; a reload may fill it.
         server_options.hosts = &hosts;
         server_options.workers = options.workers ? options.workers : default_workers;
+        server_options.tcp_read_timeout = options.tcp_read_timeout;
+        server_options.tcp_idle_timeout = options.tcp_idle_timeout;
         // A listener bound late is one more address a loop could come back to.
         server_options.on_late_bind = [this] { probe_loops(); };
         return server_options;
@@ -353,8 +355,11 @@ Status DnsService::reconfigure(DnsOptions next) {
     if (auto origin = name_from_text(next.cluster_domain); !origin) {
         return make_error(ErrorCode::kInvalidArgument, "cluster domain: " + origin.error().message);
     }
-    const bool listen_changed =
-        next.listen != impl_->options.listen || next.workers != impl_->options.workers;
+    // New timeouts take new listeners too: each connection keeps its server's.
+    const bool listen_changed = next.listen != impl_->options.listen ||
+                                next.workers != impl_->options.workers ||
+                                next.tcp_read_timeout != impl_->options.tcp_read_timeout ||
+                                next.tcp_idle_timeout != impl_->options.tcp_idle_timeout;
     if (listen_changed && next.listen.empty()) {
         return make_error(ErrorCode::kInvalidArgument, "no DNS address to listen on");
     }

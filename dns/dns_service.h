@@ -26,6 +26,7 @@
 #include "dns/hosts.h"
 #include "dns/query_log.h"
 #include "dns/resolver_policy.h"
+#include "dns/tcp_stream.h"
 #include "watch/store.h"
 
 namespace sb::dns {
@@ -59,6 +60,9 @@ struct DnsOptions {
     AnswerShuffle shuffle = AnswerShuffle::kZoneAnswers;
     // The Corefile's `log` and `errors` (no block without a Corefile: nothing logged).
     QueryLogConfig query_log;
+    // DNS over TCP (ServerOptions'); a Corefile's `timeouts` read and idle.
+    std::chrono::milliseconds tcp_read_timeout = kTcpReadTimeout;
+    std::chrono::milliseconds tcp_idle_timeout = kTcpIdleTimeout;
 };
 
 // --dns-upstream: comma-separated ADDR[:PORT], IPv6 as [ADDR]:PORT, port 53 when omitted.

@@ -11,13 +11,14 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
-#include <new>
-#include <unordered_map>
 
 #include "base/log.h"
 #include "dns/loadbalance.h"
 #include "dns/panic_guard.h"
+#include "dns/quick_query.h"
+#include "dns/render_cache.h"
 #include "dns/socket_util.h"
+#include "dns/tcp_connections.h"
 
 namespace sb::dns {
 
@@ -56,147 +57,8 @@ constexpr uint16_t kTypeOfIndex[ServerStats::kTypes] = {
 
 constexpr size_t kBatch = 64;
 constexpr size_t kUdpBuffer = 4096;
-constexpr size_t kRenderCacheLimit = 50000;
-constexpr size_t kMaxTcpBuffered = 256 * 1024;  // unsent bytes before we stop reading
 
 enum Proto { kUdp = 0, kTcp = 1 };
-
-// The reply-shaping parts of a query that the fast path reads without
-// building a Message: anything unusual goes to the full parser.
-struct QuickQuery {
-    size_t name_end = 0;  // offset just past the question name
-    uint16_t qtype = 0;
-    bool edns = false;
-    bool dnssec_ok = false;
-    uint16_t udp_size = 0;
-};
-
-uint16_t get16(const uint8_t* p) {
-    return static_cast<uint16_t>((p[0] << 8) | p[1]);
-}
-
-bool quick_parse(const uint8_t* p, size_t n, QuickQuery& q, std::string& key) {
-    if (n < kHeaderSize + 5) return false;
-    if ((p[2] & 0xf8) != 0) return false;  // QR or opcode set: full path
-    if (get16(p + 4) != 1 || get16(p + 6) != 0 || get16(p + 8) != 0 || get16(p + 10) > 1) {
-        return false;
-    }
-    key.clear();
-    size_t pos = kHeaderSize;
-    while (true) {
-        if (pos >= n) return false;
-        uint8_t length = p[pos];
-        if (length == 0) break;
-        if (length > kMaxLabelLength || pos + 1 + length >= n) return false;
-        key.push_back(static_cast<char>(length));
-        for (size_t i = 1; i <= length; ++i) {
-            char c = static_cast<char>(p[pos + i]);
-            key.push_back((c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c);
-        }
-        pos += 1 + length;
-    }
-    key.push_back('\0');
-    if (key.size() > kMaxNameLength) return false;
-    q.name_end = pos + 1;
-    if (q.name_end + 4 > n) return false;
-    q.qtype = get16(p + q.name_end);
-    if (get16(p + q.name_end + 2) != kClassIN) return false;
-    size_t end = q.name_end + 4;
-    if (get16(p + 10) == 1) {
-        // OPT: root owner, type 41, class = payload size, version 0.
-        if (end + 11 > n || p[end] != 0 || get16(p + end + 1) != type::kOPT) return false;
-        q.edns = true;
-        q.udp_size = get16(p + end + 3);
-        if (p[end + 6] != 0) return false;  // version: BADVERS on the full path
-        q.dnssec_ok = p[end + 7] & 0x80;
-        end += 11 + get16(p + end + 9);
-    }
-    if (end != n) return false;
-    key.push_back(static_cast<char>(q.qtype >> 8));
-    key.push_back(static_cast<char>(q.qtype & 0xff));
-    return true;
-}
-
-// Rendered zone replies of one serving thread, keyed by the quick-parse
-// key. Open addressing over (hash, entry) slots, and each entry one block
-// holding its key and reply: a hit costs about two cache misses (a
-// node-based map with heap keys costs four).
-class RenderCache {
-  public:
-    struct Entry {
-        uint16_t key_size = 0;
-        uint16_t reply_size = 0;
-        uint16_t shuffle_offset = 0;
-        uint16_t shuffle_size = 0;
-        uint16_t shuffle_count = 0;
-        const char* key() const { return reinterpret_cast<const char*>(this + 1); }
-        const char* reply() const { return key() + key_size; }
-    };
-
-    static uint64_t hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
-
-    const Entry* find(std::string_view key, uint64_t h) const {
-        if (slots_.empty()) return nullptr;
-        size_t mask = slots_.size() - 1;
-        for (size_t i = h & mask;; i = (i + 1) & mask) {
-            const Slot& slot = slots_[i];
-            if (!slot.entry) return nullptr;
-            if (slot.hash == h && slot.entry->key_size == key.size() &&
-                std::memcmp(slot.entry->key(), key.data(), key.size()) == 0) {
-                return slot.entry;
-            }
-        }
-    }
-
-    void insert(std::string_view key, uint64_t h, const WriteResult& written) {
-        if (size_ >= kRenderCacheLimit || written.bytes.size() > 0xffff) return;
-        if ((size_ + 1) * 2 > slots_.size()) grow();
-        auto block = std::make_unique<char[]>(sizeof(Entry) + key.size() + written.bytes.size());
-        auto* entry = new (block.get()) Entry;
-        entry->key_size = static_cast<uint16_t>(key.size());
-        entry->reply_size = static_cast<uint16_t>(written.bytes.size());
-        entry->shuffle_offset = static_cast<uint16_t>(written.shuffle_offset);
-        entry->shuffle_size = static_cast<uint16_t>(written.shuffle_size);
-        entry->shuffle_count = static_cast<uint16_t>(written.shuffle_count);
-        std::memcpy(block.get() + sizeof(Entry), key.data(), key.size());
-        std::memcpy(block.get() + sizeof(Entry) + key.size(), written.bytes.data(),
-                    written.bytes.size());
-        place(Slot{h, entry});
-        blocks_.push_back(std::move(block));
-        ++size_;
-    }
-
-    void clear() {
-        slots_.clear();
-        blocks_.clear();
-        size_ = 0;
-    }
-
-  private:
-    struct Slot {
-        uint64_t hash = 0;
-        const Entry* entry = nullptr;
-    };
-
-    void place(Slot slot) {
-        size_t mask = slots_.size() - 1;
-        size_t i = slot.hash & mask;
-        while (slots_[i].entry) i = (i + 1) & mask;
-        slots_[i] = slot;
-    }
-
-    void grow() {
-        std::vector<Slot> old = std::move(slots_);
-        slots_.assign(std::max<size_t>(1024, old.size() * 2), Slot{});
-        for (const Slot& slot : old) {
-            if (slot.entry) place(slot);
-        }
-    }
-
-    std::vector<Slot> slots_;
-    std::vector<std::unique_ptr<char[]>> blocks_;
-    size_t size_ = 0;
-};
 
 // A client to reply to once a forwarded query completes.
 struct ClientRef {
@@ -347,14 +209,7 @@ class Engine {
             key_.push_back(static_cast<char>(limit & 0xff));
             uint64_t key_hash = RenderCache::hash(key_);
             if (const RenderCache::Entry* r = rendered_.find(key_, key_hash)) {
-                out.assign(r->reply(), r->reply_size);
-                out[0] = static_cast<char>(p[0]);
-                out[1] = static_cast<char>(p[1]);
-                out[2] = static_cast<char>((out[2] & ~0x01) | (p[2] & 0x01));  // RD
-                out[3] = static_cast<char>((out[3] & ~0x10) | (p[3] & 0x10));  // CD
-                // The question as asked (same length: it differs in case only).
-                std::memcpy(out.data() + kHeaderSize, p + kHeaderSize,
-                            quick.name_end - kHeaderSize);
+                RenderCache::reply_to(*r, {p, n}, quick.name_end, out);
                 shuffle(out, r->shuffle_offset, r->shuffle_size, r->shuffle_count);
                 bump(stats_->render_hits);
                 count_response(ServerStats::kKubernetes, static_cast<uint8_t>(out[3] & 0x0f));
@@ -595,18 +450,38 @@ class Engine {
     uint64_t random_ = 1;
 };
 
+// Sends one batch of UDP replies. A message the kernel refuses (EINVAL for
+// a reply to port 0, EPERM or EACCES from a firewall, no route) is skipped,
+// counted as dropped, and the rest of the batch still goes; a full socket
+// buffer (EAGAIN) drops what is left, as UDP does.
+void send_batch(int fd, std::span<mmsghdr> replies, ServerStats& stats) {
+    size_t sent = 0;
+    while (sent < replies.size()) {
+        int n = ::sendmmsg(fd, replies.data() + sent, static_cast<unsigned>(replies.size() - sent),
+                           MSG_DONTWAIT);
+        if (n > 0) {
+            sent += static_cast<size_t>(n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            Engine::bump(stats.dropped, replies.size() - sent);
+            return;
+        }
+        Engine::bump(stats.dropped);  // replies[sent] failed alone
+        ++sent;
+    }
+}
+
 }  // namespace
 
-class Server::Worker : public ReplySink {
+class Server::Worker : public ReplySink, public TcpQueryHandler {
   public:
     Worker(const ServerOptions& options, const ZoneHolder& zones, const EngineHolder& engines)
         : options_(options),
           zones_(zones),
           engines_(engines),
-          tcp_engine_(options, zones, engines, *this) {
-        max_connections_ =
-            std::max<size_t>(1, options.max_tcp_connections / std::max<size_t>(1, options.workers));
-    }
+          tcp_engine_(options, zones, engines, *this) {}
 
     ~Worker() {
         stop();
@@ -623,6 +498,12 @@ class Server::Worker : public ReplySink {
             return make_error(ErrorCode::kIo, "epoll/eventfd", errno);
         }
         add_fd(wake_fd_, EPOLLIN, kWakeTag);
+        TcpLimits limits;
+        limits.max_connections =
+            options_.max_tcp_connections / std::max<size_t>(1, options_.workers);
+        limits.read_timeout = options_.tcp_read_timeout;
+        limits.idle_timeout = options_.tcp_idle_timeout;
+        tcp_ = std::make_unique<TcpConnections>(epoll_fd_, limits, *this, tcp_engine_.stats());
         thread_ = std::thread([this] { run(); });
         return {};
     }
@@ -664,8 +545,7 @@ class Server::Worker : public ReplySink {
         // The sockets close now, so a stopped server no longer holds its
         // addresses (a reload may bind them again). The inbox and its eventfd
         // stay until destruction: the forwarder may still post into them.
-        for (auto& [id, conn] : connections_) ::close(conn.fd);
-        connections_.clear();
+        if (tcp_) tcp_->close_all();
         for (auto& loop : udp_loops_) {
             if (loop->fd >= 0) ::close(loop->fd);
             loop->fd = -1;
@@ -694,6 +574,7 @@ class Server::Worker : public ReplySink {
     static constexpr uint64_t kWakeTag = 1ull << 62;
     static constexpr uint64_t kListenTag = 3ull << 60;
     static constexpr uint64_t kTagMask = 0xfull << 60;
+    static_assert(kListenTag >= TcpConnections::kFirstReservedTag);
 
     // One thread per UDP socket, blocked in recvmmsg: under load a batch
     // costs one receive and one send system call, with no epoll round.
@@ -711,19 +592,6 @@ class Server::Worker : public ReplySink {
         std::optional<HostPort> local;  // the bound address, for the log's {local}
         Engine engine;
         std::thread thread;
-    };
-
-    struct Connection {
-        int fd = -1;
-        sockaddr_storage peer{};  // the client (its family is the metrics' family label)
-        socklen_t peer_length = 0;
-        std::optional<HostPort> local;  // the connection's own address, for the log
-        std::string in;
-        std::string out;
-        std::chrono::steady_clock::time_point last_active;
-        bool want_write = false;
-        bool closing = false;  // peer half-closed: close once all replies went out
-        unsigned pending = 0;  // forwarded queries not yet answered
     };
 
     void wake() {
@@ -750,11 +618,7 @@ class Server::Worker : public ReplySink {
                          reinterpret_cast<const sockaddr*>(&client.address), client.address_length);
                 continue;
             }
-            auto it = connections_.find(client.connection);
-            if (it == connections_.end()) continue;  // the client went away
-            if (it->second.pending > 0) --it->second.pending;
-            queue_tcp(it->second, bytes);
-            flush(client.connection, it->second);
+            tcp_->deliver(client.connection, bytes);
         }
     }
 
@@ -811,156 +675,40 @@ class Server::Worker : public ReplySink {
             stats.duration.record(
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                 replies_ready, false);
-            size_t sent = 0;
-            while (sent < replies_ready) {
-                int n = ::sendmmsg(loop.fd, out.data() + sent,
-                                   static_cast<unsigned>(replies_ready - sent), MSG_DONTWAIT);
-                if (n <= 0) break;  // a full socket buffer drops replies, as UDP does
-                sent += static_cast<size_t>(n);
-            }
+            send_batch(loop.fd, std::span(out.data(), replies_ready), stats);
         };
         while (!stopping_.load(std::memory_order_relaxed))
             run_guarded("dns udp worker", serve_batch);
     }
 
-    void accept_tcp(int listen_fd) {
-        while (true) {
-            sockaddr_storage peer{};
-            socklen_t peer_length = sizeof(peer);
-            int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer), &peer_length,
-                               SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (fd < 0) return;
-            if (connections_.size() >= max_connections_) {
-                Engine::bump(tcp_engine_.stats().tcp_rejected);
-                ::close(fd);
-                continue;
-            }
-            uint64_t id = next_connection_++;
-            Connection& conn = connections_[id];
-            conn.fd = fd;
-            conn.peer = peer;
-            conn.peer_length = peer_length;
-            sockaddr_storage own{};
-            socklen_t own_length = sizeof(own);
-            if (::getsockname(fd, reinterpret_cast<sockaddr*>(&own), &own_length) == 0) {
-                conn.local = from_socket_address(own);
-            }
-            conn.last_active = std::chrono::steady_clock::now();
-            add_fd(fd, EPOLLIN | EPOLLRDHUP, id);
+    // TcpQueryHandler: a query read from a connection, on the event loop.
+    Outcome answer_tcp(std::span<const uint8_t> query, const TcpPeer& peer,
+                       std::string& reply) override {
+        auto start = std::chrono::steady_clock::now();
+        ClientRef client;
+        client.proto = kTcp;
+        client.connection = peer.connection;
+        client.address = peer.address;
+        client.address_length = peer.address_length;
+        client.local = peer.local;
+        Engine::Outcome outcome =
+            tcp_engine_.handle(query.data(), query.size(), kTcp, client, reply);
+        if (outcome == Engine::Outcome::kForwarded) return Outcome::kForwarded;
+        if (outcome != Engine::Outcome::kReply) return Outcome::kNone;
+        if (tcp_engine_.logging()) {
+            tcp_engine_.log_reply(query.data(), query.size(), kTcp, client, reply, start);
         }
-    }
-
-    void queue_tcp(Connection& conn, const std::string& reply) {
-        conn.out.push_back(static_cast<char>(reply.size() >> 8));
-        conn.out.push_back(static_cast<char>(reply.size() & 0xff));
-        conn.out += reply;
-    }
-
-    void close_connection(uint64_t id) {
-        auto it = connections_.find(id);
-        if (it == connections_.end()) return;
-        ::close(it->second.fd);  // also removes it from the epoll set
-        connections_.erase(it);
-    }
-
-    // Sends what is queued; watches for writability while some remains.
-    void flush(uint64_t id, Connection& conn) {
-        while (!conn.out.empty()) {
-            ssize_t n = ::send(conn.fd, conn.out.data(), conn.out.size(), MSG_NOSIGNAL);
-            if (n > 0) {
-                conn.out.erase(0, static_cast<size_t>(n));
-                continue;
-            }
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-            close_connection(id);
-            return;
-        }
-        bool want_write = !conn.out.empty();
-        if (want_write != conn.want_write) {
-            conn.want_write = want_write;
-            epoll_event event{};
-            // Reading pauses while too much is unsent (a client that never reads).
-            event.events = (want_write ? EPOLLOUT : 0u) |
-                           (conn.out.size() < kMaxTcpBuffered ? EPOLLIN | EPOLLRDHUP : 0u);
-            event.data.u64 = id;
-            ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, conn.fd, &event);
-        }
-        if (conn.closing && conn.out.empty() && conn.pending == 0) close_connection(id);
-    }
-
-    void serve_tcp(uint64_t id, uint32_t events) {
-        auto it = connections_.find(id);
-        if (it == connections_.end()) return;
-        Connection& conn = it->second;
-        conn.last_active = std::chrono::steady_clock::now();
-        if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-            char buffer[16384];
-            while (true) {
-                ssize_t n = ::recv(conn.fd, buffer, sizeof(buffer), 0);
-                if (n > 0) {
-                    conn.in.append(buffer, static_cast<size_t>(n));
-                    if (conn.in.size() > 2 * 65538) break;  // process before reading more
-                    continue;
-                }
-                if (n == 0) conn.closing = true;
-                if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-                    close_connection(id);
-                    return;
-                }
-                break;
-            }
-            // Pipelining: every complete frame is answered, in order of
-            // arrival (forwarded ones when their upstream answers).
-            size_t pos = 0;
-            std::string reply;
-            while (conn.in.size() - pos >= 2) {
-                size_t length = (static_cast<uint8_t>(conn.in[pos]) << 8) |
-                                static_cast<uint8_t>(conn.in[pos + 1]);
-                if (conn.in.size() - pos - 2 < length) break;
-                auto start = std::chrono::steady_clock::now();
-                ClientRef client;
-                client.proto = kTcp;
-                client.connection = id;
-                client.address = conn.peer;
-                client.address_length = conn.peer_length;
-                client.local = conn.local;
-                const auto* p = reinterpret_cast<const uint8_t*>(conn.in.data() + pos + 2);
-                Engine::Outcome outcome = tcp_engine_.handle(p, length, kTcp, client, reply);
-                if (outcome == Engine::Outcome::kReply && tcp_engine_.logging()) {
-                    tcp_engine_.log_reply(p, length, kTcp, client, reply, start);
-                }
-                if (outcome == Engine::Outcome::kReply) {
-                    tcp_engine_.stats().duration.record(
-                        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-                            .count(),
-                        1, false);
-                    queue_tcp(conn, reply);
-                } else if (outcome == Engine::Outcome::kForwarded) {
-                    ++conn.pending;
-                }
-                pos += 2 + length;
-            }
-            conn.in.erase(0, pos);
-        }
-        flush(id, conn);
-    }
-
-    void expire_idle() {
-        auto now = std::chrono::steady_clock::now();
-        std::vector<uint64_t> idle;
-        for (const auto& [id, conn] : connections_) {
-            if (conn.pending == 0 && now - conn.last_active > options_.tcp_idle_timeout) {
-                idle.push_back(id);
-            }
-        }
-        for (uint64_t id : idle) close_connection(id);
+        tcp_engine_.stats().duration.record(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1,
+            false);
+        return Outcome::kReply;
     }
 
     void run() {
         std::array<epoll_event, 64> events;
-        auto last_scan = std::chrono::steady_clock::now();
         while (!stopping_.load(std::memory_order_relaxed)) {
-            int n = ::epoll_wait(epoll_fd_, events.data(), events.size(), 1000);
+            int n = ::epoll_wait(epoll_fd_, events.data(), events.size(),
+                                 tcp_->wait_ms(std::chrono::steady_clock::now(), 1000));
             tcp_engine_.refresh_zone();
             for (int i = 0; i < n; ++i) {
                 uint64_t tag = events[i].data.u64;
@@ -969,20 +717,17 @@ class Server::Worker : public ReplySink {
                     (void)!::read(wake_fd_, &value, sizeof(value));
                     run_guarded("dns worker inbox", [this] { drain_inbox(); });
                 } else if ((tag & kTagMask) == kListenTag) {
-                    run_guarded("dns tcp accept",
-                                [this, tag] { accept_tcp(static_cast<int>(tag & ~kTagMask)); });
+                    run_guarded("dns tcp accept", [this, tag] {
+                        tcp_->accept(static_cast<int>(tag & ~kTagMask), tag);
+                    });
                 } else if (!run_guarded("dns tcp connection", [this, tag, &events, i] {
-                               serve_tcp(tag, events[i].events);
+                               tcp_->on_event(tag, events[i].events);
                            })) {
                     // Its buffered frames would throw again on the next event.
-                    close_connection(tag);
+                    tcp_->close(tag);
                 }
             }
-            auto now = std::chrono::steady_clock::now();
-            if (now - last_scan > std::chrono::seconds(1)) {
-                last_scan = now;
-                expire_idle();
-            }
+            run_guarded("dns tcp timers", [this] { tcp_->tick(std::chrono::steady_clock::now()); });
         }
     }
 
@@ -1001,9 +746,7 @@ class Server::Worker : public ReplySink {
 
     // Event-loop thread state.
     Engine tcp_engine_;
-    std::unordered_map<uint64_t, Connection> connections_;
-    uint64_t next_connection_ = 1;
-    size_t max_connections_ = 1;
+    std::unique_ptr<TcpConnections> tcp_;  // made by open()
 
     std::mutex inbox_mutex_;
     std::deque<std::pair<ClientRef, std::string>> inbox_;
@@ -1229,6 +972,8 @@ void Server::append_metrics(metrics::TextWriter& out) const {
     double sum = 0;
     uint64_t truncated = 0;
     uint64_t tcp_rejected = 0;
+    uint64_t tcp_evicted = 0;
+    uint64_t tcp_timeouts = 0;
     uint64_t dropped = 0;
     uint64_t render_hits = 0;
     // [udp, tcp]: summed request and response sizes.
@@ -1258,6 +1003,8 @@ void Server::append_metrics(metrics::TextWriter& out) const {
             do_requests += get(s.do_requests);
             truncated += get(s.truncated) + get(s.forwarded_truncated);
             tcp_rejected += get(s.tcp_rejected);
+            tcp_evicted += get(s.tcp_evicted);
+            tcp_timeouts += get(s.tcp_timeouts);
             dropped += get(s.dropped);
             render_hits += get(s.render_hits);
             for (size_t p = 0; p < 2; ++p) {
@@ -1341,8 +1088,14 @@ void Server::append_metrics(metrics::TextWriter& out) const {
         out.sample({}, value);
     };
     counter("switchboard_dns_truncated_total", "Replies sent with TC set.", truncated);
-    counter("switchboard_dns_tcp_rejected_total", "TCP connections refused over the bound.",
+    counter("switchboard_dns_tcp_rejected_total",
+            "TCP connections accepted and closed at once: no file descriptor was left.",
             tcp_rejected);
+    counter("switchboard_dns_tcp_evictions_total",
+            "TCP connections closed, least recently active first, to make room for a new one.",
+            tcp_evicted);
+    counter("switchboard_dns_tcp_timeouts_total",
+            "TCP connections closed by the read or idle timeout.", tcp_timeouts);
     counter("switchboard_dns_render_cache_hits_total",
             "Zone replies served from a thread's rendered-reply cache.", render_hits);
     counter("switchboard_dns_dropped_total", "Packets not answered (responses, runts).", dropped);

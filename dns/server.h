@@ -40,6 +40,7 @@
 #include "dns/published.h"
 #include "dns/query_log.h"
 #include "dns/resolver.h"
+#include "dns/tcp_stream.h"
 #include "dns/zone.h"
 
 namespace sb::dns {
@@ -106,7 +107,9 @@ struct alignas(64) ServerStats {
     SizeHistogram forwarded_response_size[2];  // [udp, tcp]
     std::atomic<uint64_t> truncated{0};
     std::atomic<uint64_t> forwarded_truncated{0};
-    std::atomic<uint64_t> tcp_rejected{0};
+    std::atomic<uint64_t> tcp_rejected{0};  // accepted and closed: no descriptor left
+    std::atomic<uint64_t> tcp_evicted{0};   // closed for a new one over the bound
+    std::atomic<uint64_t> tcp_timeouts{0};  // closed by the read or idle timeout
     std::atomic<uint64_t> dropped{0};
     std::atomic<uint64_t> render_hits{0};
 
@@ -119,7 +122,10 @@ inline constexpr std::chrono::milliseconds kBindRetryInterval{2000};
 struct ServerOptions {
     std::vector<HostPort> listen;
     unsigned workers = 1;
-    std::chrono::seconds tcp_idle_timeout{10};
+    // The first query must be complete this long after the accept, each
+    // next one this long after the last (dns/tcp_stream.h).
+    std::chrono::milliseconds tcp_read_timeout = kTcpReadTimeout;
+    std::chrono::milliseconds tcp_idle_timeout = kTcpIdleTimeout;
     size_t max_tcp_connections = 1024;  // over all workers
     std::chrono::milliseconds bind_retry_interval = kBindRetryInterval;
     // Called on the retry thread after a listener bound late (not for those

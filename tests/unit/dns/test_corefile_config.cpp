@@ -580,3 +580,48 @@ TEST_CASE("corefile apply: errors") {
           "/etc/coredns/Corefile:2: import is not supported: paste the imported file's content "
           "into the Corefile");
 }
+
+TEST_CASE("corefile config: timeouts, CoreDNS's syntax and range") {
+    ServerConfig server =
+        block_ok("timeouts {\n read 5s\n idle 1m\n write 20s\n maxtcpqueries -1\n}");
+    REQUIRE(server.timeouts);
+    CHECK(server.timeouts->read == milliseconds(5000));
+    CHECK(server.timeouts->idle == milliseconds(60000));
+    auto config =
+        map_ok(".:53 {\n timeouts {\n  idle 30s\n  write 5s\n  maxtcpqueries 10\n }\n}\n");
+    CHECK_FALSE(config.servers[0].timeouts->read);
+    CHECK(config.warnings ==
+          std::vector<std::string>{
+              "Corefile:4: timeouts: write is not supported; a client that stops reading is "
+              "closed by the idle timeout",
+              "Corefile:5: timeouts: maxtcpqueries is not supported; a TCP connection serves "
+              "any number of queries"});
+    CHECK(block_error("timeouts {\n read 500ms\n}") ==
+          "Corefile:3: timeouts: read must be between 1s and 24h");
+    CHECK(block_error("timeouts {\n idle 25h\n}") ==
+          "Corefile:3: timeouts: idle must be between 1s and 24h");
+    CHECK(block_error("timeouts {\n linger 5s\n}") ==
+          "Corefile:3: timeouts: unknown option \"linger\"");
+    CHECK(block_error("timeouts {\n maxtcpqueries 0\n}") ==
+          "Corefile:3: timeouts: maxtcpqueries must be -1 (unlimited) or positive");
+    CHECK(block_error("timeouts {\n}") ==
+          "Corefile:2: timeouts: a timeouts block with no timeouts");
+    CHECK(block_error("timeouts 5s") == "Corefile:2: timeouts: wrong argument count (1, wants 0)");
+}
+
+TEST_CASE("corefile apply: the kubernetes block's timeouts set the TCP timeouts") {
+    DnsOptions options;
+    options.listen = {hp("127.0.0.1:5300")};
+    auto warnings = apply_corefile(
+        ".:53 {\n kubernetes cluster.local\n timeouts {\n  read 2s\n  idle 30s\n }\n}\n",
+        "Corefile", nullptr, options);
+    REQUIRE(warnings.ok());
+    CHECK(options.tcp_read_timeout == milliseconds(2000));
+    CHECK(options.tcp_idle_timeout == milliseconds(30000));
+    DnsOptions defaults;
+    defaults.listen = {hp("127.0.0.1:5300")};
+    REQUIRE(apply_corefile(".:53 {\n kubernetes cluster.local\n}\n", "Corefile", nullptr, defaults)
+                .ok());
+    CHECK(defaults.tcp_read_timeout == kTcpReadTimeout);
+    CHECK(defaults.tcp_idle_timeout == kTcpIdleTimeout);
+}

@@ -1,5 +1,5 @@
 // The server over loopback sockets: UDP and TCP framing, truncation, the
-// TCP idle timeout and connection bound, listeners that cannot bind at
+// TCP timeouts, eviction and half-close, listeners that cannot bind at
 // first. Loopback only.
 #include <netinet/in.h>
 #include <poll.h>
@@ -163,13 +163,15 @@ struct Running {
     HostPort address;
 
     explicit Running(std::shared_ptr<const Zone> zone, size_t max_tcp = 1024,
-                     std::chrono::seconds idle = std::chrono::seconds(10)) {
+                     std::chrono::seconds idle = std::chrono::seconds(10),
+                     std::chrono::seconds read = std::chrono::seconds(3)) {
         zones.publish(std::move(zone));
         ServerOptions options;
         options.listen = {HostPort{*IpAddress::parse("127.0.0.1"), 0}};
         options.workers = 1;
         options.max_tcp_connections = max_tcp;
         options.tcp_idle_timeout = idle;
+        options.tcp_read_timeout = read;
         server = std::make_unique<Server>(options, zones, engines);
         auto status = server->start();
         REQUIRE(status.ok());
@@ -218,24 +220,61 @@ TEST_CASE("server: SERVFAIL for cluster names until the zone is synced") {
     CHECK(udp_ask(r.address, q).header.rcode == static_cast<uint8_t>(Rcode::kNoError));
 }
 
-TEST_CASE("server: idle TCP connections are closed, and their number is bounded") {
-    Running r(zone_with_endpoints(1), 2, std::chrono::seconds(1));
+TEST_CASE("server: over the connection bound, the least recently active one is evicted") {
+    Running r(zone_with_endpoints(1), 2);
     int a = tcp_connect(r.address);
     int b = tcp_connect(r.address);
-    int c = tcp_connect(r.address);  // over the bound: accepted, then closed
+    // a's query makes b the least recently active.
+    std::string q = framed(query_bytes(1, "many.default.svc.cluster.local"));
+    REQUIRE(::send(a, q.data(), q.size(), 0) == static_cast<ssize_t>(q.size()));
+    CHECK(tcp_read(a).header.id == 1);
+    int c = tcp_connect(r.address);
+    REQUIRE(::send(c, q.data(), q.size(), 0) == static_cast<ssize_t>(q.size()));
+    CHECK(tcp_read(c).header.id == 1);
     char byte;
-    REQUIRE(readable(c));
-    CHECK(::recv(c, &byte, 1, 0) == 0);
-    // The two others are closed by the idle timeout (1 s, checked each second).
-    REQUIRE(readable(a));
-    CHECK(::recv(a, &byte, 1, 0) == 0);
     REQUIRE(readable(b));
     CHECK(::recv(b, &byte, 1, 0) == 0);
+    REQUIRE(::send(a, q.data(), q.size(), 0) == static_cast<ssize_t>(q.size()));
+    CHECK(tcp_read(a).header.id == 1);
     for (int fd : {a, b, c}) ::close(fd);
-    sb::metrics::TextWriter writer;
-    r.server->append_metrics(writer);
-    const std::string metrics = writer.text();
-    CHECK(metrics.find("switchboard_dns_tcp_rejected_total 1") != std::string::npos);
+    CHECK(sample_value(metrics_of(*r.server), "switchboard_dns_tcp_evictions_total") == 1);
+}
+
+TEST_CASE("server: TCP connections close after the read and idle timeouts") {
+    Running r(zone_with_endpoints(1), 1024, std::chrono::seconds(1), std::chrono::seconds(1));
+    int quiet = tcp_connect(r.address);  // never completes a query: the read timeout
+    std::string q = framed(query_bytes(1, "many.default.svc.cluster.local"));
+    REQUIRE(::send(quiet, q.data(), 3, 0) == 3);
+    int asked = tcp_connect(r.address);  // one query, then the idle timeout
+    REQUIRE(::send(asked, q.data(), q.size(), 0) == static_cast<ssize_t>(q.size()));
+    CHECK(tcp_read(asked).header.id == 1);
+    char byte;
+    for (int fd : {quiet, asked}) {
+        REQUIRE(readable(fd));
+        CHECK(::recv(fd, &byte, 1, 0) == 0);
+        ::close(fd);
+    }
+    CHECK(sample_value(metrics_of(*r.server), "switchboard_dns_tcp_timeouts_total") == 2);
+}
+
+TEST_CASE("server: a half-closed client gets its pipelined replies, then the close") {
+    Running r(zone_with_endpoints(100));
+    int fd = tcp_connect(r.address);
+    std::string queries;
+    for (uint16_t id = 1; id <= 50; ++id) {
+        queries += framed(query_bytes(id, "many.default.svc.cluster.local"));
+    }
+    REQUIRE(::send(fd, queries.data(), queries.size(), 0) == static_cast<ssize_t>(queries.size()));
+    REQUIRE(::shutdown(fd, SHUT_WR) == 0);
+    for (uint16_t id = 1; id <= 50; ++id) {
+        Message reply = tcp_read(fd);
+        CHECK(reply.header.id == id);
+        CHECK(reply.answers.size() == 100);
+    }
+    char byte;
+    REQUIRE(readable(fd));
+    CHECK(::recv(fd, &byte, 1, 0) == 0);
+    ::close(fd);
 }
 
 TEST_CASE("server: a taken UDP port is retried while TCP and other addresses serve") {
