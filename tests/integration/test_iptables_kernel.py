@@ -28,6 +28,8 @@ CASES = [
     "kernel: a partial sync rewrites only the chains that changed",
     "kernel: cleanup removes hooks and own chains only, is idempotent, creates nothing",
     "kernel: an invalid service port is skipped, the rest applied",
+    "kernel: a refused filter table leaves both tables as they were",
+    "kernel: a refused nat table puts the committed filter table back",
 ]
 
 
