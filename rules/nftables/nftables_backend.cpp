@@ -24,10 +24,11 @@ class NftablesBackend final : public Backend {
     Result<SyncStats> sync(const Plan& plan, const Plan* previous) override {
         if (Status s = validate_options(options_); !s) return s.error();
         if (Status s = ensure_socket(); !s) return s.error();
+        const size_t stale_before = socket_->stale_answers();
         Result<SyncStats> result = SyncStats{};
         bool done = false;
         // What changed since `previous`, computed once: it drives the
-        // incremental sync and the conntrack and affinity cleanups.
+        // incremental sync and the affinity cleanup.
         const std::optional<std::vector<PortChange>> found =
             previous ? changed_ports(*previous, plan) : std::nullopt;
         const bool comparable = found.has_value();
@@ -42,10 +43,11 @@ class NftablesBackend final : public Backend {
             }
         }
         if (!done) result = sync_full(plan);
-        if (result.ok() && comparable) {
-            clean_conntrack(changed);
-            clean_affinity(changed);
-        }
+        if (!result.ok()) return result;
+        // From the whole plan, full syncs included: they have no previous one.
+        result->conntrack = reconcile_udp_conntrack(plan);
+        if (comparable) clean_affinity(changed);
+        result->stale_netlink_messages = socket_->stale_answers() - stale_before;
         return result;
     }
 
@@ -131,17 +133,6 @@ class NftablesBackend final : public Backend {
         }
         stats.objects_sent = delta.objects(applied_);
         return stats;
-    }
-
-    void clean_conntrack(const std::vector<PortChange>& changed) {
-        const std::vector<ConntrackFilter> filters = stale_udp_conntrack(changed);
-        if (filters.empty()) return;
-        auto deleted = delete_udp_conntrack(filters);
-        if (!deleted) {
-            log::warn("nftables: UDP conntrack cleanup failed: {}", deleted.error().describe());
-        } else if (*deleted > 0) {
-            log::debug("nftables: deleted {} stale UDP conntrack entries", *deleted);
-        }
     }
 
     // Affinity entries pointing at endpoints that left a service port with

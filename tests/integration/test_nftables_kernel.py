@@ -25,6 +25,7 @@ CASES = [
     "kernel: an invalid service port is skipped, the rest applied",
     "kernel: UDP conntrack entries of a removed endpoint are deleted, others kept",
     "kernel: affinity entries of a removed endpoint are deleted, others kept",
+    "kernel: a full sync (no previous plan) deletes the flows of a removed endpoint",
     "kernel: a stale netlink refusal is skipped, not charged to the next batch",
     "kernel: kube-proxy cleanup's socket skips a stale refusal in dumps and batches",
 ]

@@ -19,6 +19,7 @@
 
 using namespace sb;
 using namespace sb::rules;
+using sb::rules::testing::add_udp_flow;
 using sb::rules::testing::Command;
 using sb::rules::testing::fresh_netns;
 using sb::rules::testing::run;
@@ -259,6 +260,28 @@ TEST_CASE("kernel: an invalid service port is skipped, the rest applied") {
     const std::string v4 = save("iptables-legacy-save");
     REQUIRE(v4.find("default/dns:p/UDP") == std::string::npos);
     REQUIRE(v4.find("default/web:p/TCP cluster IP") != std::string::npos);
+}
+
+TEST_CASE("kernel: every sync, full ones included, deletes the UDP flows of removed endpoints") {
+    fresh_netns();
+    Plan plan = sample_plan();  // dns: 10.96.0.53:80 -> 10.244.2.9:8080
+    auto backend = iptables::make_backend(options());
+    REQUIRE(backend->sync(plan, nullptr));
+    if (!add_udp_flow("10.96.0.53", 80, "10.244.2.9", 8080, 40000)) return;
+    REQUIRE(add_udp_flow("10.96.0.53", 80, "10.244.2.10", 8080, 40001));  // a removed endpoint
+    // Recorded while the port had no endpoints: nothing DNATed it.
+    REQUIRE(add_udp_flow("10.96.0.53", 80, "10.96.0.53", 80, 40002));
+    auto restarted = iptables::make_backend(options());
+    auto stats = restarted->sync(plan, nullptr);
+    REQUIRE(stats);
+    const Command left = run("conntrack -L -p udp");
+    INFO(left.out);
+    CHECK(left.out.find("src=10.244.2.9") != std::string::npos);
+    CHECK(left.out.find("src=10.244.2.10") == std::string::npos);
+    CHECK(left.out.find("sport=40002") == std::string::npos);
+    REQUIRE(stats->conntrack.size() == 2);
+    CHECK(stats->conntrack[0].deleted == 2);
+    CHECK_FALSE(stats->conntrack[1].dumped);  // no IPv6 UDP service port
 }
 
 namespace {
