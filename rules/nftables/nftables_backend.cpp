@@ -24,7 +24,6 @@ class NftablesBackend final : public Backend {
     Result<SyncStats> sync(const Plan& plan, const Plan* previous) override {
         if (Status s = validate_options(options_); !s) return s.error();
         if (Status s = ensure_socket(); !s) return s.error();
-        const size_t stale_before = socket_->stale_answers();
         Result<SyncStats> result = SyncStats{};
         bool done = false;
         // What changed since `previous`, computed once: it drives the
@@ -47,7 +46,9 @@ class NftablesBackend final : public Backend {
         // From the whole plan, full syncs included: they have no previous one.
         result->conntrack = reconcile_udp_conntrack(plan);
         if (comparable) clean_affinity(changed);
-        result->stale_netlink_messages = socket_->stale_answers() - stale_before;
+        // Since the last report: those skipped during failed syncs count too.
+        result->stale_netlink_messages = socket_->stale_answers() - stale_reported_;
+        stale_reported_ = socket_->stale_answers();
         return result;
     }
 
@@ -170,6 +171,7 @@ class NftablesBackend final : public Backend {
     std::unique_ptr<NetlinkSocket> socket_;
     Model applied_;  // what the kernel holds after the last successful sync
     bool applied_valid_ = false;
+    size_t stale_reported_ = 0;  // socket_->stale_answers() at the last report
 };
 
 }  // namespace
