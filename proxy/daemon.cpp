@@ -476,7 +476,7 @@ Status Daemon::sync(bool full) {
     if (size_t failed = health_ports_.update(*plan, health_check_addresses_); failed > 0) {
         metrics_.health_check_errors.inc(failed);
     }
-    if (unchanged && !fresh_backend) {
+    if (unchanged && !fresh_backend && !retry_conntrack_) {
         // The kernel already has this plan: the changes are programmed.
         const auto now = std::chrono::system_clock::now();
         observe_network_programming(now);
@@ -491,6 +491,10 @@ Status Daemon::sync(bool full) {
         return result.error();
     }
     applied_ = plan;
+    retry_conntrack_ = backend_metrics_.record(*result);
+    for (const rules::ConntrackReconcile& r : result->conntrack) {
+        if (!r.ok) log::warn("UDP conntrack reconcile failed (retried next sync): {}", r.error);
+    }
     const auto now = std::chrono::system_clock::now();
     metrics_.observe_sync(seconds, full, unix_seconds(now));
     observe_network_programming(now);
@@ -508,6 +512,7 @@ std::shared_ptr<const rules::Plan> Daemon::last_plan() const {
 std::string Daemon::metrics_text() const {
     metrics::TextWriter out;
     metrics_.write(out, build_info_, tracker_.pending());
+    backend_metrics_.write(out);
     write_process_metrics(out, read_process_stats());
     metrics::write_metric(out,
                           metrics::Family{"switchboard_http_bind_failures_total",

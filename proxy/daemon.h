@@ -17,6 +17,7 @@
 
 #include "base/result.h"
 #include "dns/dns_service.h"
+#include "proxy/backend_metrics.h"
 #include "proxy/change_tracker.h"
 #include "proxy/coredns_endpoints.h"
 #include "proxy/corefile_reload.h"
@@ -113,6 +114,7 @@ class Daemon {
     const SteadyClock clock_;
     const BuildInfo build_info_;
     ProxyMetrics metrics_;
+    BackendMetrics backend_metrics_;
     ProxierHealth health_;
     watch::Store store_;
     ChangeTracker tracker_;
@@ -144,6 +146,9 @@ class Daemon {
     rules::BackendOptions backend_options_;        // what backend_ was made with
     std::shared_ptr<const rules::Plan> computed_;  // the last plan computed
     std::shared_ptr<const rules::Plan> applied_;   // the last plan the backend accepted
+    // The last sync's conntrack reconcile failed: the next sync reaches the
+    // backend even when the plan is unchanged, so the reconcile is retried.
+    bool retry_conntrack_ = false;
 
     // The last computed plan, for /debug/services.
     mutable std::mutex published_mutex_;

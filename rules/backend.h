@@ -9,6 +9,7 @@
 
 #include "base/ip.h"
 #include "base/result.h"
+#include "rules/conntrack.h"
 #include "rules/plan.h"
 
 namespace sb::rules {
@@ -46,6 +47,16 @@ struct SyncStats {
     bool full = false;        // the whole ruleset was (re)written
     size_t objects_sent = 0;  // rules/elements/servers in the batch
     size_t services = 0;      // service ports in the plan
+    // The UDP conntrack reconcile that followed the rules, per family. A
+    // failed one does not fail the sync (the rules are in); the caller counts
+    // it and must call sync() again even when the plan did not change.
+    std::vector<ConntrackReconcile> conntrack;
+    // iptables: service ports and endpoints skipped because their chain name
+    // collided with another's (each also logged).
+    size_t chain_name_collisions = 0;
+    // nftables: netlink answers to an earlier request found in the socket and
+    // skipped (not charged to this sync's batch).
+    size_t stale_netlink_messages = 0;
 };
 
 class Backend {

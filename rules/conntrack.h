@@ -1,41 +1,78 @@
-// UDP conntrack cleanup (libnetfilter_conntrack over netlink, no `conntrack`
-// binary). UDP has no connection teardown, so a client keeps sending to a
-// removed endpoint (or keeps hitting the reject recorded before a service
-// had endpoints) until its conntrack entry expires; kube-proxy deletes those
-// entries and so do we. Nothing else in conntrack is touched.
+// The UDP conntrack reconciler (kube-proxy's pkg/proxy/conntrack
+// CleanStaleEntries), over libnetfilter_conntrack (no `conntrack` binary).
+// UDP has no teardown, so a client keeps sending to a removed endpoint (or
+// keeps hitting the reject recorded before a service had endpoints) until
+// its conntrack entry expires. After every sync, full ones included, both
+// backends compare the kernel's UDP flows with the WHOLE plan, not with the
+// difference to a previous plan: the first sync after a start, a periodic
+// resync and a retry have no previous plan, and an endpoint removed while
+// the daemon was down or during a full resync must lose its flows too.
+// Nothing else in conntrack is touched. docs/nftables.md#udp-conntrack.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "base/ip.h"
-#include "base/result.h"
 #include "rules/plan.h"
 
 namespace sb::rules {
 
-struct ConntrackFilter {
-    enum class Kind : uint8_t {
-        kReplySource,   // entries whose reply comes from ip:port (a removed endpoint)
-        kOrigDest,      // entries the client sent to ip:port (a service address)
-        kOrigDestPort,  // entries the client sent to any address at port (a NodePort)
-    };
-    Kind kind = Kind::kReplySource;
-    IpAddress ip;
-    uint16_t port = 0;
-    auto operator<=>(const ConntrackFilter&) const = default;
+// One UDP flow as conntrack holds it: where the client sent it (original
+// destination) and where the reply comes from (reply source: the endpoint
+// after DNAT, or the service address itself when nothing DNATed it).
+struct UdpFlow {
+    IpAddress orig_dst;
+    uint16_t orig_dport = 0;
+    IpAddress reply_src;
+    uint16_t reply_sport = 0;
 };
 
-// What kube-proxy flushes for UDP service ports between two plans: entries
-// of removed endpoints, and entries for the addresses of service ports that
-// gained their first endpoint. Pure; the result is sorted, without
-// duplicates; empty when a plan is not sorted as Plan promises.
-std::vector<ConntrackFilter> stale_udp_conntrack(const Plan& previous, const Plan& plan);
-// The same from the changed service ports (see changed_ports in port_changes.h).
-std::vector<ConntrackFilter> stale_udp_conntrack(
-    const std::vector<std::pair<const ServicePortPlan*, const ServicePortPlan*>>& changed);
+// What UDP flows may point at, from a whole Plan: for every UDP service port
+// with at least one endpoint, its addresses (cluster IPs, external IPs,
+// load-balancer IPs) with its port, and its NodePort, each mapped to the
+// endpoints (ip and port, cluster and local ones) that serve it. A port
+// without endpoints is left out: its traffic is refused, nothing to clean.
+// Pure; immutable once built, so const members are thread-safe.
+class UdpServiceTargets {
+  public:
+    explicit UdpServiceTargets(const Plan& plan);
 
-// Deletes the UDP entries matching any filter; returns how many were deleted.
-Result<size_t> delete_udp_conntrack(const std::vector<ConntrackFilter>& filters);
+    // A flow to a service address:port or to a NodePort (any address) whose
+    // reply does not come from one of that port's endpoints: it was DNATed to
+    // a removed endpoint, or recorded before the port had endpoints.
+    bool stale(const UdpFlow& flow) const;
+    // Whether some service port of `family` (by its addresses) is tracked;
+    // a NodePort counts for both families.
+    bool tracks(IpFamily family) const;
+
+  private:
+    using EndpointSet = std::set<std::pair<IpAddress, uint16_t>>;
+    std::map<std::pair<IpAddress, uint16_t>, EndpointSet> by_address_;
+    std::map<uint16_t, EndpointSet> by_node_port_;
+};
+
+// The outcome of one family's reconcile.
+struct ConntrackReconcile {
+    IpFamily family = IpFamily::kV4;
+    bool ok = true;       // false: the dump (or a delete) failed; the next sync retries
+    bool dumped = false;  // a dump was made (false: nothing of this family is tracked)
+    size_t deleted = 0;
+    double seconds = 0;
+    std::string error;  // when !ok, one line
+};
+
+// Dumps the kernel's conntrack table once per family that has tracked
+// service ports (the kernel filters by family; UDP is picked out here, as
+// libnetfilter_conntrack 1.0.9 offers no protocol filter for dumps) and
+// deletes every stale flow. Entries expiring meanwhile are not errors.
+// Returns one result per family, IPv4 first. Not thread-safe with itself
+// (one caller: the sync runner).
+std::vector<ConntrackReconcile> reconcile_udp_conntrack(const Plan& plan);
 
 }  // namespace sb::rules

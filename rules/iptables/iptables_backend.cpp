@@ -43,7 +43,7 @@ class IptablesBackend final : public Backend {
     // x_tables replaces a whole table per commit, so every sync commits
     // each table; with `previous` (and a known last apply) only the chains
     // whose rules changed are rewritten, without it every own chain is
-    // (drift repair). `previous` also scopes the UDP conntrack cleanup.
+    // (drift repair).
     Result<SyncStats> sync(const Plan& plan, const Plan* previous) override {
         if (Status s = validate_options(options_); !s) return s.error();
         RenderResult r = render(plan, options_);
@@ -53,6 +53,7 @@ class IptablesBackend final : public Backend {
         SyncStats stats;
         stats.full = !partial;
         stats.services = plan.services.size();
+        stats.chain_name_collisions = r.chain_name_collisions;
         for (auto [m, before] :
              {std::pair{&r.model.v4, &applied_.v4}, std::pair{&r.model.v6, &applied_.v6}}) {
             const FamilyModel* known = partial ? before : nullptr;
@@ -68,7 +69,8 @@ class IptablesBackend final : public Backend {
         }
         applied_ = std::move(r.model);
         applied_valid_ = true;
-        if (previous) clean_conntrack(*previous, plan);
+        // From the whole plan, full syncs included: they have no previous one.
+        stats.conntrack = reconcile_udp_conntrack(plan);
         return stats;
     }
 
@@ -88,17 +90,6 @@ class IptablesBackend final : public Backend {
     }
 
   private:
-    // UDP flows pinned to removed endpoints (or to a recorded reject) are
-    // deleted, as kube-proxy does; the same rule as the nftables backend.
-    static void clean_conntrack(const Plan& previous, const Plan& plan) {
-        const auto filters = stale_udp_conntrack(previous, plan);
-        if (filters.empty()) return;
-        auto deleted = delete_udp_conntrack(filters);
-        if (!deleted) {
-            log::warn("iptables: UDP conntrack cleanup failed: {}", deleted.error().describe());
-        }
-    }
-
     static void report(const std::vector<std::string>& errors) {
         for (const std::string& e : errors) log::warn("iptables: skipped {}", e);
     }

@@ -27,6 +27,8 @@
 
 #include <fmt/format.h>
 
+#include "rules/iptables/commit_order.h"
+#include "rules/iptables/table_snapshot.h"
 #include "rules/xtables_lock.h"
 
 // libip6tc.h, unlike libiptc.h, has no extern "C" block of its own.
@@ -432,9 +434,9 @@ class Handle {
     bool changed_ = false;
 };
 
+// Makes the handle's copy of the table hold `table` (not committed).
 template <class Ops>
-Status apply_table(const Table& table, const Table* applied) {
-    Handle<Ops> h(table.name.c_str());
+Status prepare_table(Handle<Ops>& h, const Table& table, const Table* applied) {
     if (!h.get()) return h.error("init");
     std::map<std::string, std::vector<const HookRule*>> hooks;
     for (const HookRule& hook : table.hooks) hooks[hook.builtin].push_back(&hook);
@@ -489,7 +491,7 @@ Status apply_table(const Table& table, const Table* applied) {
             }
         }
     }
-    return h.commit();
+    return {};
 }
 
 // Whether the kernel has instantiated `table` in this network namespace.
@@ -526,8 +528,18 @@ template <class Ops>
 Status apply_tables(const FamilyModel& model, const FamilyModel* applied) {
     XtablesLock lock;
     if (!lock.ok()) return make_error(ErrorCode::kIo, "xtables lock /run/xtables.lock is busy");
-    if (Status s = apply_table<Ops>(model.nat, applied ? &applied->nat : nullptr); !s) return s;
-    return apply_table<Ops>(model.filter, applied ? &applied->filter : nullptr);
+    // Both tables are prepared before either is committed, and filter's
+    // contents are kept for the undo: commit_order.h.
+    Handle<Ops> nat(model.nat.name.c_str());
+    if (Status s = prepare_table(nat, model.nat, applied ? &applied->nat : nullptr); !s) return s;
+    Handle<Ops> filter(model.filter.name.c_str());
+    if (Status s = prepare_table(filter, model.filter, applied ? &applied->filter : nullptr); !s) {
+        return s;
+    }
+    auto before = TableSnapshot::take(Ops::kFamily, model.filter.name);
+    if (!before) return before.error();
+    return commit_filter_then_nat({[&] { return filter.commit(); }, [&] { return nat.commit(); },
+                                   [&] { return before->restore(); }});
 }
 
 template <class Ops>

@@ -1,7 +1,9 @@
 // The thin kernel edge of the iptables backend: writes a FamilyModel into
 // the legacy x_tables kernel interface through libiptc (IPv4) / libip6tc
 // (IPv6). Each table is one iptc_commit, i.e. one atomic table replace;
-// nat is committed before filter. Callers serialise (not thread-safe); the
+// both are prepared first, then filter is committed before nat, and filter
+// is put back when nat fails (commit_order.h), so a refused apply changes
+// neither table. Callers serialise (not thread-safe); the
 // xtables lock (/run/xtables.lock, as iptables-legacy -w takes it) keeps
 // other x_tables writers out during each read-modify-commit.
 #pragma once

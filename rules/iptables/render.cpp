@@ -103,8 +103,8 @@ std::vector<Rule> nodeport_conditions(const BackendOptions& options, IpFamily fa
 
 class Renderer {
   public:
-    Renderer(FamilyModel& model, const BackendOptions& options)
-        : m_(model), options_(options), family_(model.family) {}
+    Renderer(FamilyModel& model, const BackendOptions& options, const ChainHash& hash)
+        : m_(model), options_(options), family_(model.family), hash_(hash) {}
 
     void base() {
         const uint32_t mark = options_.masquerade_mark;
@@ -168,10 +168,10 @@ class Renderer {
         const bool has_endpoints = !cluster_eps.empty() || !local_eps.empty();
         const std::vector<Endpoint>& internal_eps = itp_local ? local_eps : cluster_eps;
         const std::vector<Endpoint>& external_eps = etp_local ? local_eps : cluster_eps;
-        const std::string svc = service_chain_name("SVC", port);
-        const std::string svl = service_chain_name("SVL", port);
-        const std::string ext = service_chain_name("EXT", port);
-        const std::string fw = service_chain_name("FW", port);
+        const std::string svc = service_chain_name("SVC", port, hash_);
+        const std::string svl = service_chain_name("SVL", port, hash_);
+        const std::string ext = service_chain_name("EXT", port, hash_);
+        const std::string fw = service_chain_name("FW", port, hash_);
         const std::string& internal_chain = itp_local ? svl : svc;
         const std::string& external_policy_chain = etp_local ? svl : svc;
         const bool has_internal = !internal_eps.empty();
@@ -294,7 +294,7 @@ class Renderer {
                                      ? port.session_affinity.timeout_seconds
                                      : kDefaultAffinitySeconds;
         std::vector<std::string> seps;
-        for (const Endpoint& e : eps) seps.push_back(endpoint_chain_name(port, e));
+        for (const Endpoint& e : eps) seps.push_back(endpoint_chain_name(port, e, hash_));
         if (affinity) {
             for (const std::string& sep : seps) {
                 Rule r = rule_to(jump(sep));
@@ -361,25 +361,22 @@ class Renderer {
     FamilyModel& m_;
     const BackendOptions& options_;
     IpFamily family_;
+    const ChainHash& hash_;
 };
 
 }  // namespace
 
-// 12 base32 characters (60 bits): names stay within x_tables' 28 characters.
-constexpr size_t kHashChars = 12;
-
-std::string service_chain_name(const char* kind, const ServicePortPlan& port) {
-    return std::string(kChainPrefix) + kind + "-" + base32_hash(port.id(), kHashChars);
+std::string service_chain_name(const char* kind, const ServicePortPlan& port,
+                               const ChainHash& hash) {
+    return std::string(kChainPrefix) + kind + "-" + hash(service_hash_input(port));
 }
 
-std::string endpoint_chain_name(const ServicePortPlan& port, const Endpoint& endpoint) {
-    return std::string(kChainPrefix) + "SEP-" +
-           base32_hash(
-               port.id() + " " + endpoint.ip.to_string() + " " + std::to_string(endpoint.port),
-               kHashChars);
+std::string endpoint_chain_name(const ServicePortPlan& port, const Endpoint& endpoint,
+                                const ChainHash& hash) {
+    return std::string(kChainPrefix) + "SEP-" + hash(endpoint_hash_input(port, endpoint));
 }
 
-RenderResult render(const Plan& plan, const BackendOptions& options) {
+RenderResult render(const Plan& plan, const BackendOptions& options, const ChainHash& hash) {
     RenderResult out;
     std::vector<const ServicePortPlan*> valid;
     for (const ServicePortPlan& port : plan.services) {
@@ -389,10 +386,13 @@ RenderResult render(const Plan& plan, const BackendOptions& options) {
             valid.push_back(&port);
         }
     }
+    ChainNameCheck named = check_chain_names(valid, hash);
+    out.errors.insert(out.errors.end(), named.errors.begin(), named.errors.end());
+    out.chain_name_collisions = named.collisions;
     for (FamilyModel* m : {&out.model.v4, &out.model.v6}) {
-        Renderer r(*m, options);
+        Renderer r(*m, options, hash);
         r.base();
-        for (const ServicePortPlan* port : valid) {
+        for (const ServicePortPlan* port : named.ports) {
             for (const IpAddress& ip : port->cluster_ips) {
                 if (ip.family() == m->family) r.service(*port, ip);
             }

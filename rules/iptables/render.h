@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "rules/backend.h"
+#include "rules/iptables/chain_names.h"
 #include "rules/iptables/model.h"
 #include "rules/plan.h"
 #include "rules/validate.h"
@@ -34,14 +35,20 @@ inline constexpr uint32_t kDefaultAffinitySeconds = 10800;  // Kubernetes' defau
 
 // A service port's chain: kPrefix + KIND + "-" + 12 base32 characters of a
 // hash of the port's id (and, for "SEP", the endpoint), at most 28 bytes.
-// KIND: "SVC", "SVL", "EXT", "FW", "SEP".
-std::string service_chain_name(const char* kind, const ServicePortPlan& port);
-std::string endpoint_chain_name(const ServicePortPlan& port, const Endpoint& endpoint);
+// KIND: "SVC", "SVL", "EXT", "FW", "SEP". `hash`: see chain_names.h.
+std::string service_chain_name(const char* kind, const ServicePortPlan& port,
+                               const ChainHash& hash = default_chain_hash);
+std::string endpoint_chain_name(const ServicePortPlan& port, const Endpoint& endpoint,
+                                const ChainHash& hash = default_chain_hash);
 
 struct RenderResult {
     Model model;
-    std::vector<std::string> errors;  // one per skipped service port
+    // One per skipped service port or endpoint (invalid, or its chain name
+    // collides with another's).
+    std::vector<std::string> errors;
+    size_t chain_name_collisions = 0;  // the skips for a collision
 };
-RenderResult render(const Plan& plan, const BackendOptions& options);
+RenderResult render(const Plan& plan, const BackendOptions& options,
+                    const ChainHash& hash = default_chain_hash);
 
 }  // namespace sb::rules::iptables

@@ -8,6 +8,9 @@
 #include <ctime>
 #include <vector>
 
+#include "base/log.h"
+#include "rules/netlink_answers.h"
+
 namespace sb::rules::kube_proxy_cleanup {
 
 struct NetlinkSocket::Impl {
@@ -52,7 +55,20 @@ Result<NetlinkSocket> NetlinkSocket::open(int bus, std::string name) {
 }
 
 uint32_t NetlinkSocket::next_seq() {
-    return ++impl_->seq;
+    return next_seqs(1);
+}
+
+uint32_t NetlinkSocket::next_seqs(uint32_t count) {
+    const uint32_t first = impl_->seq + 1;
+    impl_->seq += count;
+    return first;
+}
+
+// Answers of an earlier request (one given up on a timeout) are skipped,
+// never taken for the current request's; the count is logged.
+void NetlinkSocket::note_stale(size_t stale) const {
+    if (stale > 0)
+        log::warn("{}: skipped {} netlink answers of an earlier request", impl_->name, stale);
 }
 
 Status NetlinkSocket::dump(const nlmsghdr* request, const std::string& what,
@@ -60,23 +76,16 @@ Status NetlinkSocket::dump(const nlmsghdr* request, const std::string& what,
     if (mnl_socket_sendto(impl_->socket, request, request->nlmsg_len) < 0) {
         return error(what, errno);
     }
-    for (;;) {
+    rules::NetlinkAnswers answers(request->nlmsg_seq);
+    while (!answers.finished()) {
         const ssize_t n =
             mnl_socket_recvfrom(impl_->socket, impl_->reply.data(), impl_->reply.size());
         if (n < 0) return error(what, errno);
-        const int r = mnl_cb_run(
-            impl_->reply.data(), static_cast<size_t>(n), request->nlmsg_seq, impl_->port_id,
-            [](const nlmsghdr* m, void* data) -> int {
-                (*static_cast<const std::function<void(const nlmsghdr*)>*>(data))(m);
-                return MNL_CB_OK;
-            },
-            const_cast<std::function<void(const nlmsghdr*)>*>(&on_reply));
-        if (r == MNL_CB_STOP) return {};
-        if (r < 0) {
-            if (errno == ENOENT) return {};
-            return error(what, errno);
-        }
+        answers.feed(impl_->reply.data(), static_cast<size_t>(n), on_reply);
     }
+    note_stale(answers.stale());
+    if (answers.error() != 0 && answers.error() != ENOENT) return error(what, answers.error());
+    return {};
 }
 
 Status NetlinkSocket::request(nlmsghdr* request) {
@@ -84,12 +93,15 @@ Status NetlinkSocket::request(nlmsghdr* request) {
     if (mnl_socket_sendto(impl_->socket, request, request->nlmsg_len) < 0) {
         return error("send a request", errno);
     }
-    const ssize_t n = mnl_socket_recvfrom(impl_->socket, impl_->reply.data(), impl_->reply.size());
-    if (n < 0) return error("receive an answer", errno);
-    if (mnl_cb_run(impl_->reply.data(), static_cast<size_t>(n), request->nlmsg_seq, impl_->port_id,
-                   nullptr, nullptr) < 0) {
-        return make_error(ErrorCode::kKernel, impl_->name, errno);
+    rules::NetlinkAnswers answers(request->nlmsg_seq);
+    while (!answers.finished()) {
+        const ssize_t n =
+            mnl_socket_recvfrom(impl_->socket, impl_->reply.data(), impl_->reply.size());
+        if (n < 0) return error("receive an answer", errno);
+        answers.feed(impl_->reply.data(), static_cast<size_t>(n));
     }
+    note_stale(answers.stale());
+    if (answers.error() != 0) return make_error(ErrorCode::kKernel, impl_->name, answers.error());
     return {};
 }
 
@@ -99,7 +111,8 @@ Result<NetlinkSocket::BatchAnswer> NetlinkSocket::send_batch(const char* bytes, 
     int sndbuf = static_cast<int>(std::min<size_t>(size + (1 << 20), 1u << 30));
     setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf);
     if (mnl_socket_sendto(impl_->socket, bytes, size) < 0) return error("send a batch", errno);
-    BatchAnswer answer;
+    const rules::NetlinkAnswers sent = rules::NetlinkAnswers::for_messages(bytes, size);
+    rules::NetlinkAnswers answers(sent.first_seq(), sent.last_seq(), ack_seq);
     for (;;) {
         const ssize_t n = recv(fd, impl_->reply.data(), impl_->reply.size(), MSG_DONTWAIT);
         if (n < 0) {
@@ -107,18 +120,13 @@ Result<NetlinkSocket::BatchAnswer> NetlinkSocket::send_batch(const char* bytes, 
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;
             return error("receive a batch's answers", errno);
         }
-        int len = static_cast<int>(n);
-        for (auto* m = reinterpret_cast<nlmsghdr*>(impl_->reply.data()); mnl_nlmsg_ok(m, len);
-             m = mnl_nlmsg_next(m, &len)) {
-            if (m->nlmsg_type != NLMSG_ERROR) continue;
-            const auto* err = static_cast<const nlmsgerr*>(mnl_nlmsg_get_payload(m));
-            if (err->error != 0 && answer.error == 0) {
-                answer.error = -err->error;
-                answer.failed_seq = m->nlmsg_seq;
-            }
-            if (err->error == 0 && m->nlmsg_seq == ack_seq) answer.acked = true;
-        }
+        answers.feed(impl_->reply.data(), static_cast<size_t>(n));
     }
+    note_stale(answers.stale());
+    BatchAnswer answer;
+    answer.error = answers.error();
+    answer.failed_seq = answers.error_seq();
+    answer.acked = answers.acked();
     return answer;
 }
 

@@ -26,6 +26,12 @@ class NetlinkSocket {
 
     // A fresh sequence number for a request.
     uint32_t next_seq();
+    // The first of `count` consecutive fresh numbers (a batch's messages).
+    uint32_t next_seqs(uint32_t count);
+
+    // Every exchange reads only its own answers (by sequence number,
+    // rules/netlink_answers.h): answers an earlier request left in the
+    // socket are skipped and logged, never charged to this one.
 
     // Sends `request` (NLM_F_DUMP set) and feeds every reply to `on_reply`.
     // ENOENT (no such table) is an empty dump. `what` names the listing in
@@ -51,6 +57,8 @@ class NetlinkSocket {
     Error error(const std::string& what, int err) const;
 
   private:
+    void note_stale(size_t stale) const;
+
     struct Impl;
     explicit NetlinkSocket(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;

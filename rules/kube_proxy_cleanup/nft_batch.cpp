@@ -89,26 +89,32 @@ void NftBatch::add(uint16_t type, uint16_t family, std::string what, const FillM
 
 Status nft_commit(NetlinkSocket& socket, const NftBatch& batch) {
     if (batch.empty()) return {};
-    // Messages are numbered 1..last inside the batch; the markers take 0
-    // and last + 1.
+    // Numbers of the socket's own, unique per batch, so answers left by an
+    // earlier batch are told apart: BEGIN takes base, message k (1..last)
+    // base + k, END base + last + 1.
     const auto last = static_cast<uint32_t>(batch.what_.size());
+    const uint32_t base = socket.next_seqs(last + 2);
     std::vector<char> bytes;
     bytes.reserve(batch.bytes_.size() + 64);
-    append_marker(bytes, NFNL_MSG_BATCH_BEGIN, 0);
+    append_marker(bytes, NFNL_MSG_BATCH_BEGIN, base);
     const size_t first = bytes.size();
     bytes.insert(bytes.end(), batch.bytes_.begin(), batch.bytes_.end());
-    append_marker(bytes, NFNL_MSG_BATCH_END, last + 1);
+    for (size_t k = 0; k < batch.offsets_.size(); ++k) {
+        reinterpret_cast<nlmsghdr*>(bytes.data() + first + batch.offsets_[k])->nlmsg_seq =
+            base + 1 + static_cast<uint32_t>(k);
+    }
+    append_marker(bytes, NFNL_MSG_BATCH_END, base + last + 1);
     // Only the last message asks for an acknowledgement: seeing it proves
     // the kernel processed the whole batch (a refused message answers
     // anyway, with its error).
     reinterpret_cast<nlmsghdr*>(bytes.data() + first + batch.offsets_.back())->nlmsg_flags |=
         NLM_F_ACK;
-    auto answer = socket.send_batch(bytes.data(), bytes.size(), last);
+    auto answer = socket.send_batch(bytes.data(), bytes.size(), base + last);
     if (!answer) return answer.error();
     if (answer->error != 0) {
-        const std::string what = answer->failed_seq >= 1 && answer->failed_seq <= last
-                                     ? batch.what_[answer->failed_seq - 1]
-                                     : std::string("a transaction");
+        const uint32_t k = answer->failed_seq - base;
+        const std::string what =
+            k >= 1 && k <= last ? batch.what_[k - 1] : std::string("a transaction");
         return socket.error(fmt::format("{} (one of {} changes, none applied)", what, last),
                             answer->error);
     }

@@ -52,7 +52,7 @@ class NftBatch {
     friend Status nft_commit(NetlinkSocket& socket, const NftBatch& batch);
     std::vector<char> bytes_;        // the messages, each aligned
     std::vector<size_t> offsets_;    // where each message starts in bytes_
-    std::vector<std::string> what_;  // what_[seq - 1] describes message seq
+    std::vector<std::string> what_;  // what_[k - 1] describes message k (1..)
     std::vector<char> scratch_;      // where add() builds one message
 };
 

@@ -22,9 +22,13 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <span>
 #include <vector>
+
+#include "base/log.h"
+#include "rules/netlink_answers.h"
 
 namespace sb::rules::nftables {
 
@@ -537,45 +541,49 @@ struct NetlinkSocket::Impl {
     mnl_socket* socket = nullptr;
     uint32_t port_id = 0;
     uint32_t seq = 0;
+    size_t stale = 0;  // answers of earlier requests skipped, since open()
 
     ~Impl() {
         if (socket) mnl_socket_close(socket);
     }
 
     // Sends one request (a dump or a single message) and feeds every reply
-    // message to `on_message`. ENOENT from the kernel is returned as kNotFound.
+    // message to `on_message`; answers left by an earlier request are skipped
+    // (counted in `stale`). ENOENT from the kernel is returned as kNotFound.
     template <typename F>
     Status talk(nlmsghdr* nlh, F&& on_message) {
         if (mnl_socket_sendto(socket, nlh, nlh->nlmsg_len) < 0) {
             return kernel_error("nftables: netlink send", errno);
         }
         std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE * 4);
-        const uint32_t want_seq = nlh->nlmsg_seq;
-        for (;;) {
+        const bool dump = (nlh->nlmsg_flags & NLM_F_DUMP) != 0;
+        NetlinkAnswers answers(nlh->nlmsg_seq);
+        const std::function<void(const nlmsghdr*)> on_data = [&](const nlmsghdr* m) {
+            on_message(m);
+        };
+        while (!answers.finished() && (dump || !answers.data_seen())) {
             const ssize_t n = mnl_socket_recvfrom(socket, buf.data(), buf.size());
             if (n < 0) return kernel_error("nftables: netlink receive", errno);
-            struct Ctx {
-                F* f;
-            } ctx{&on_message};
-            const int r = mnl_cb_run(
-                buf.data(), static_cast<size_t>(n), want_seq, port_id,
-                [](const nlmsghdr* m, void* data) -> int {
-                    (*static_cast<Ctx*>(data)->f)(m);
-                    return MNL_CB_OK;
-                },
-                &ctx);
-            if (r == MNL_CB_STOP) return {};
-            if (r < 0) {
-                if (errno == ENOENT) return make_error(ErrorCode::kNotFound, "nftables: not found");
-                return kernel_error("nftables: netlink request", errno);
-            }
-            if (!(nlh->nlmsg_flags & NLM_F_DUMP)) return {};
+            answers.feed(buf.data(), static_cast<size_t>(n), on_data);
         }
+        stale += answers.stale();
+        if (answers.stale() > 0) {
+            log::warn("nftables: skipped {} netlink answers of an earlier request",
+                      answers.stale());
+        }
+        if (answers.error() == ENOENT)
+            return make_error(ErrorCode::kNotFound, "nftables: not found");
+        if (answers.error() != 0) return kernel_error("nftables: netlink request", answers.error());
+        return {};
     }
 };
 
 NetlinkSocket::NetlinkSocket(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 NetlinkSocket::~NetlinkSocket() = default;
+
+size_t NetlinkSocket::stale_answers() const {
+    return impl_->stale;
+}
 
 Result<std::unique_ptr<NetlinkSocket>> NetlinkSocket::open() {
     auto impl = std::make_unique<Impl>();
@@ -693,7 +701,8 @@ namespace {
 // Accumulates the batch's messages in libnftnl's paged buffer.
 class Batch {
   public:
-    explicit Batch(uint32_t seq) : seq_(seq), batch_(nftnl_batch_alloc(1 << 20, 1 << 16)) {
+    explicit Batch(uint32_t seq)
+        : first_seq_(seq), seq_(seq), batch_(nftnl_batch_alloc(1 << 20, 1 << 16)) {
         nftnl_batch_begin(static_cast<char*>(nftnl_batch_buffer(batch_)), seq_++);
         nftnl_batch_update(batch_);
     }
@@ -719,10 +728,12 @@ class Batch {
     uint32_t last_seq() const { return last_seq_; }
     // The last command message (pages never move), nullptr when none.
     nlmsghdr* last() { return last_; }
+    uint32_t first_seq() const { return first_seq_; }  // the begin message's
     uint32_t next_seq() const { return seq_; }
     size_t messages() const { return messages_; }
 
   private:
+    uint32_t first_seq_;
     uint32_t seq_;
     uint32_t last_seq_ = 0;
     nlmsghdr* last_ = nullptr;
@@ -865,8 +876,10 @@ void put_elements(Batch& b, uint16_t type, const std::vector<ElementId>& ids, co
 
 // Closes the batch and sends it with one sendmsg(). The kernel processes it
 // inside sendmsg(): errors (one per failed message) and the closing
-// acknowledgement are queued when it returns. Advances `seq`.
-Status send_batch(mnl_socket* socket, uint32_t& seq, Batch& b) {
+// acknowledgement are queued when it returns. Answers outside the batch's
+// sequence numbers (left by an earlier request) are skipped and added to
+// `stale`. Advances `seq`.
+Status send_batch(mnl_socket* socket, uint32_t& seq, size_t& stale, Batch& b) {
     if (!b.last()) return {};
     // The last command asks for an acknowledgement: seeing it proves the
     // kernel processed the whole batch (failed messages answer anyway).
@@ -891,10 +904,10 @@ Status send_batch(mnl_socket* socket, uint32_t& seq, Batch& b) {
     msg.msg_iovlen = iov.size();
     if (sendmsg(fd, &msg, 0) < 0) return kernel_error("nftables: send batch", errno);
 
+    // Begin .. end, both included.
+    NetlinkAnswers answers(b.first_seq(), b.next_seq() - 1, ack_seq);
     seq = b.next_seq();
     std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE * 4);
-    int first_error = 0;
-    bool acked = false;
     for (;;) {
         const ssize_t n = recv(fd, buf.data(), buf.size(), MSG_DONTWAIT);
         if (n < 0) {
@@ -902,21 +915,18 @@ Status send_batch(mnl_socket* socket, uint32_t& seq, Batch& b) {
             if (errno == EINTR) continue;
             return kernel_error("nftables: receive batch result", errno);
         }
-        int len = static_cast<int>(n);
-        for (auto* m = reinterpret_cast<nlmsghdr*>(buf.data()); mnl_nlmsg_ok(m, len);
-             m = mnl_nlmsg_next(m, &len)) {
-            if (m->nlmsg_type != NLMSG_ERROR) continue;
-            const auto* err = static_cast<const nlmsgerr*>(mnl_nlmsg_get_payload(m));
-            if (err->error != 0 && first_error == 0) first_error = -err->error;
-            if (err->error == 0 && m->nlmsg_seq == ack_seq) acked = true;
-        }
+        answers.feed(buf.data(), static_cast<size_t>(n));
     }
-    if (first_error != 0) {
+    stale += answers.stale();
+    if (answers.stale() > 0) {
+        log::warn("nftables: skipped {} netlink answers of an earlier request", answers.stale());
+    }
+    if (answers.error() != 0) {
         return kernel_error(
             fmt::format("nftables: the kernel refused the batch of {} messages", b.messages()),
-            first_error);
+            answers.error());
     }
-    if (!acked) {
+    if (!answers.acked()) {
         return make_error(ErrorCode::kKernel, "nftables: the batch was not acknowledged");
     }
     return {};
@@ -953,7 +963,7 @@ Status NetlinkSocket::apply(const Delta& delta, const Model& desired) {
         for (const Rule& r : it->second.rules) put_rule(b, c, r);
     }
     put_elements(b, NFT_MSG_NEWSETELEM, delta.add_elements, desired);
-    return send_batch(impl_->socket, impl_->seq, b);
+    return send_batch(impl_->socket, impl_->seq, impl_->stale, b);
 }
 
 Result<size_t> NetlinkSocket::delete_affinity_entries(
@@ -1017,7 +1027,7 @@ Result<size_t> NetlinkSocket::delete_affinity_entries(
         nftnl_set_free(s);
         b.commit();
     }
-    if (Status s = send_batch(impl_->socket, impl_->seq, b); !s) return s.error();
+    if (Status s = send_batch(impl_->socket, impl_->seq, impl_->stale, b); !s) return s.error();
     return scan.keys.size();
 }
 
@@ -1028,7 +1038,7 @@ Status NetlinkSocket::delete_table() {
 Status NetlinkSocket::delete_table(const std::string& table) {
     Batch b(++impl_->seq);
     put_table(b, table.c_str(), NFT_MSG_DELTABLE);
-    Status s = send_batch(impl_->socket, impl_->seq, b);
+    Status s = send_batch(impl_->socket, impl_->seq, impl_->stale, b);
     if (!s && s.error().errno_value == ENOENT) return {};  // already gone
     return s;
 }
@@ -1045,7 +1055,7 @@ Status NetlinkSocket::replace_table(const std::string& table, const Model& model
     for (const auto& [name, chain] : model.chains) {
         for (const Rule& r : chain.rules) put_rule(b, name, r, table.c_str());
     }
-    return send_batch(impl_->socket, impl_->seq, b);
+    return send_batch(impl_->socket, impl_->seq, impl_->stale, b);
 }
 
 }  // namespace sb::rules::nftables

@@ -55,6 +55,10 @@ class NetlinkSocket {
     Status replace_table(const std::string& table, const Model& model);
     Status delete_table(const std::string& table);
 
+    // Answers of earlier requests found in the socket and skipped since
+    // open() (rules/netlink_answers.h): never charged to a later request.
+    size_t stale_answers() const;
+
   private:
     struct Impl;
     explicit NetlinkSocket(std::unique_ptr<Impl> impl);

@@ -27,7 +27,7 @@ class NftablesBackend final : public Backend {
         Result<SyncStats> result = SyncStats{};
         bool done = false;
         // What changed since `previous`, computed once: it drives the
-        // incremental sync and the conntrack and affinity cleanups.
+        // incremental sync and the affinity cleanup.
         const std::optional<std::vector<PortChange>> found =
             previous ? changed_ports(*previous, plan) : std::nullopt;
         const bool comparable = found.has_value();
@@ -42,10 +42,13 @@ class NftablesBackend final : public Backend {
             }
         }
         if (!done) result = sync_full(plan);
-        if (result.ok() && comparable) {
-            clean_conntrack(changed);
-            clean_affinity(changed);
-        }
+        if (!result.ok()) return result;
+        // From the whole plan, full syncs included: they have no previous one.
+        result->conntrack = reconcile_udp_conntrack(plan);
+        if (comparable) clean_affinity(changed);
+        // Since the last report: those skipped during failed syncs count too.
+        result->stale_netlink_messages = socket_->stale_answers() - stale_reported_;
+        stale_reported_ = socket_->stale_answers();
         return result;
     }
 
@@ -133,17 +136,6 @@ class NftablesBackend final : public Backend {
         return stats;
     }
 
-    void clean_conntrack(const std::vector<PortChange>& changed) {
-        const std::vector<ConntrackFilter> filters = stale_udp_conntrack(changed);
-        if (filters.empty()) return;
-        auto deleted = delete_udp_conntrack(filters);
-        if (!deleted) {
-            log::warn("nftables: UDP conntrack cleanup failed: {}", deleted.error().describe());
-        } else if (*deleted > 0) {
-            log::debug("nftables: deleted {} stale UDP conntrack entries", *deleted);
-        }
-    }
-
     // Affinity entries pointing at endpoints that left a service port with
     // ClientIP affinity are deleted, so those clients choose again at once.
     void clean_affinity(const std::vector<PortChange>& changed) {
@@ -179,6 +171,7 @@ class NftablesBackend final : public Backend {
     std::unique_ptr<NetlinkSocket> socket_;
     Model applied_;  // what the kernel holds after the last successful sync
     bool applied_valid_ = false;
+    size_t stale_reported_ = 0;  // socket_->stale_answers() at the last report
 };
 
 }  // namespace

@@ -461,6 +461,75 @@ def test_udp_flow_moves_off_a_removed_endpoint(bed, proxy):
     assert moved, f"the UDP flow stayed on the removed endpoint\n{proxy.log_tail()}"
 
 
+UDP_PINNED_PORT = 40125  # the client's fixed source port: one conntrack flow per test
+
+
+def pinned_udp(bed, ip, count=1):
+    """UDP exchanges to ip:80 from the client's fixed source port (the same flow each time)."""
+    return bed.probe("client", ip, 80, proto="udp", source_port=UDP_PINNED_PORT, count=count, timeout=0.5)
+
+
+def udp_service_on(bed, name, ip, pod):
+    return web(bed, name, ip, [pod], target=5353, protocol="UDP")
+
+
+def sample_value(proxy, name):
+    """The value of one sample line of /metrics (`name` with its labels), None when absent."""
+    status, body = proxy.http_get(proxy.METRICS, "/metrics")
+    assert status == 200, body
+    for line in body.splitlines():
+        key, _, value = line.rpartition(" ")
+        if key == name:
+            return float(value)
+    return None
+
+
+def test_udp_flow_leaves_an_endpoint_removed_while_the_daemon_was_down(bed, proxy):
+    # kube-proxy's conntrack reconciler: the first sync after a start compares the
+    # kernel's UDP flows with the whole plan, not with a previous plan it does not have.
+    start(proxy, *udp_service_on(bed, "udp-down", "10.96.0.33", "pod-1"))
+    assert pods_of(pinned_udp(bed, "10.96.0.33", count=3)) == {"pod-1": 3}, proxy.log_tail()
+    assert proxy.stop() == 0
+    proxy.set_cluster(udp_service_on(bed, "udp-down", "10.96.0.33", "pod-2"))
+    # The rules stay while the daemon is down, and so does the flow.
+    assert pods_of(pinned_udp(bed, "10.96.0.33")) == {"pod-1": 1}
+
+    proxy.start()  # returns once /readyz says the first sync is done
+
+    after = pinned_udp(bed, "10.96.0.33", count=5)
+    assert pods_of(after) == {"pod-2": 5}, f"the flow kept the removed endpoint\n{proxy.log_tail()}"
+
+
+def test_udp_flow_leaves_an_endpoint_removed_by_a_periodic_full_sync(bed, proxy):
+    # --min-sync-period equal to --sync-period: every sync after the first is due
+    # when the periodic full resync is, so the removal is applied by a full sync
+    # (no previous plan); the metrics below prove that no partial sync ran.
+    proxy.extra_args += ["--min-sync-period=1s", "--sync-period=1s"]
+    start(proxy, *udp_service_on(bed, "udp-full", "10.96.0.34", "pod-1"))
+    assert pods_of(pinned_udp(bed, "10.96.0.34", count=3)) == {"pod-1": 3}, proxy.log_tail()
+
+    proxy.set_cluster(udp_service_on(bed, "udp-full", "10.96.0.34", "pod-2"))
+    changed = time.monotonic()
+    applied = False
+    while not applied and time.monotonic() - changed < 15.0:
+        (fresh,) = bed.probe("client", "10.96.0.34", 80, proto="udp", timeout=0.5)
+        applied = fresh.pod == "pod-2"
+    assert applied, f"new flows never reached the new endpoint\n{proxy.log_tail()}"
+    stale = []
+    moved = False
+    while not moved and time.monotonic() - changed < 30.0:
+        (answer,) = pinned_udp(bed, "10.96.0.34")
+        moved = answer.pod == "pod-2"
+        if not moved:
+            stale.append(answer.pod)
+
+    assert moved, f"the flow kept the removed endpoint ({len(stale)} answers)\n{proxy.log_tail()}"
+    partial = 'kubeproxy_sync_partial_proxy_rules_duration_seconds_count{ip_family="IPv4"}'
+    full = 'kubeproxy_sync_full_proxy_rules_duration_seconds_count{ip_family="IPv4"}'
+    assert sample_value(proxy, partial) == 0, "a partial sync ran: the test shows nothing"
+    assert sample_value(proxy, full) >= 2
+
+
 def test_documentation_nodeport_example_end_to_end(root, mode, switchboard_bin):
     # The demo's ground: a bed shaped after deploy/examples/nodeport.json (pods at the
     # example's endpoint addresses), reached through the example's NodePort.

@@ -28,6 +28,9 @@ CASES = [
     "kernel: a partial sync rewrites only the chains that changed",
     "kernel: cleanup removes hooks and own chains only, is idempotent, creates nothing",
     "kernel: an invalid service port is skipped, the rest applied",
+    "kernel: every sync, full ones included, deletes the UDP flows of removed endpoints",
+    "kernel: a refused filter table leaves both tables as they were",
+    "kernel: a refused nat table puts the committed filter table back",
 ]
 
 

@@ -2,7 +2,8 @@
 namespace the driver unshares for itself (the host's ruleset is never read or
 changed): apply and list back, render_text loading with `nft -f` to the same
 ruleset, incremental updates, drift repair, adopting a table without
-recreating it, cleanup, UDP conntrack cleanup.
+recreating it, cleanup, UDP conntrack cleanup, netlink answers matched to
+their request by sequence number.
 
 The cases live in the C++ driver kernel_nftables (Catch2); this file runs it
 under the `root` fixture and reports each case as its own pytest test.
@@ -24,6 +25,9 @@ CASES = [
     "kernel: an invalid service port is skipped, the rest applied",
     "kernel: UDP conntrack entries of a removed endpoint are deleted, others kept",
     "kernel: affinity entries of a removed endpoint are deleted, others kept",
+    "kernel: a full sync (no previous plan) deletes the flows of a removed endpoint",
+    "kernel: a stale netlink refusal is skipped, not charged to the next batch",
+    "kernel: kube-proxy cleanup's socket skips a stale refusal in dumps and batches",
 ]
 
 

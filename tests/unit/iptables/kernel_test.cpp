@@ -3,6 +3,7 @@
 // (unshare(CLONE_NEWNET)), so the host's tables are never read or changed.
 // Needs root; run by tests/integration/test_iptables_kernel.py under its
 // `root` fixture.
+#include <netinet/in.h>
 #include <unistd.h>
 #include <catch.hpp>
 
@@ -18,6 +19,7 @@
 
 using namespace sb;
 using namespace sb::rules;
+using sb::rules::testing::add_udp_flow;
 using sb::rules::testing::Command;
 using sb::rules::testing::fresh_netns;
 using sb::rules::testing::run;
@@ -258,4 +260,85 @@ TEST_CASE("kernel: an invalid service port is skipped, the rest applied") {
     const std::string v4 = save("iptables-legacy-save");
     REQUIRE(v4.find("default/dns:p/UDP") == std::string::npos);
     REQUIRE(v4.find("default/web:p/TCP cluster IP") != std::string::npos);
+}
+
+TEST_CASE("kernel: every sync, full ones included, deletes the UDP flows of removed endpoints") {
+    fresh_netns();
+    Plan plan = sample_plan();  // dns: 10.96.0.53:80 -> 10.244.2.9:8080
+    auto backend = iptables::make_backend(options());
+    REQUIRE(backend->sync(plan, nullptr));
+    if (!add_udp_flow("10.96.0.53", 80, "10.244.2.9", 8080, 40000)) return;
+    REQUIRE(add_udp_flow("10.96.0.53", 80, "10.244.2.10", 8080, 40001));  // a removed endpoint
+    // Recorded while the port had no endpoints: nothing DNATed it.
+    REQUIRE(add_udp_flow("10.96.0.53", 80, "10.96.0.53", 80, 40002));
+    auto restarted = iptables::make_backend(options());
+    auto stats = restarted->sync(plan, nullptr);
+    REQUIRE(stats);
+    const Command left = run("conntrack -L -p udp");
+    INFO(left.out);
+    CHECK(left.out.find("src=10.244.2.9") != std::string::npos);
+    CHECK(left.out.find("src=10.244.2.10") == std::string::npos);
+    CHECK(left.out.find("sport=40002") == std::string::npos);
+    REQUIRE(stats->conntrack.size() == 2);
+    CHECK(stats->conntrack[0].deleted == 2);
+    CHECK_FALSE(stats->conntrack[1].dumped);  // no IPv6 UDP service port
+}
+
+namespace {
+
+// A rule libiptc takes and the kernel refuses at commit: DNAT outside the nat
+// table, or in a nat chain reached from POSTROUTING (DNAT is valid in
+// PREROUTING and OUTPUT only).
+iptables::Rule refused_dnat() {
+    iptables::Rule r;
+    r.proto = IPPROTO_TCP;
+    r.target.kind = iptables::TargetKind::kDnat;
+    r.target.address = ip("10.244.9.9");
+    r.target.port = 8080;
+    return r;
+}
+
+// sample_plan() without "empty" and "web": both tables of IPv4 change.
+Plan smaller_plan() {
+    Plan plan = sample_plan();
+    plan.services = {plan.services[0], plan.services[2]};
+    return plan;
+}
+
+}  // namespace
+
+TEST_CASE("kernel: a refused filter table leaves both tables as they were") {
+    fresh_netns();
+    REQUIRE(iptables::make_backend(options())->sync(sample_plan(), nullptr));
+    const std::string before = save("iptables-legacy-save");
+    iptables::FamilyModel broken = iptables::render(smaller_plan(), options()).model.v4;
+    broken.filter.chains.at(iptables::kFilterServicesChain).rules.push_back(refused_dnat());
+
+    Status s = iptables::apply_family(broken, nullptr);
+
+    REQUIRE_FALSE(s);
+    INFO(s.error().describe());
+    CHECK(s.error().message.find("filter") != std::string::npos);
+    CHECK(save("iptables-legacy-save") == before);
+}
+
+TEST_CASE("kernel: a refused nat table puts the committed filter table back") {
+    fresh_netns();
+    REQUIRE(iptables::make_backend(options())->sync(sample_plan(), nullptr));
+    const std::string before = save("iptables-legacy-save");
+    iptables::FamilyModel broken = iptables::render(smaller_plan(), options()).model.v4;
+    broken.nat.chains.at(iptables::kPostroutingChain).rules.push_back(refused_dnat());
+    // The same model without the broken rule does change filter: the check
+    // below shows a restore, not a filter table left alone.
+    REQUIRE(iptables::render(smaller_plan(), options()).model.v4.filter !=
+            iptables::render(sample_plan(), options()).model.v4.filter);
+
+    Status s = iptables::apply_family(broken, nullptr);
+
+    REQUIRE_FALSE(s);
+    INFO(s.error().describe());
+    CHECK(s.error().message.find("filter table restored") != std::string::npos);
+    CHECK(save("iptables-legacy-save") == before);
+    // And the next good apply goes through.
+    REQUIRE(iptables::apply_family(iptables::render(smaller_plan(), options()).model.v4, nullptr));
 }

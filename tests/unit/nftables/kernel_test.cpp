@@ -17,6 +17,7 @@
 
 using namespace sb;
 using namespace sb::rules;
+using sb::rules::testing::add_udp_flow;
 using sb::rules::testing::Command;
 using sb::rules::testing::fresh_netns;
 using sb::rules::testing::run;
@@ -306,34 +307,54 @@ TEST_CASE("kernel: an invalid service port is skipped, the rest applied") {
     CHECK(text.find("10.96.0.11") == std::string::npos);
 }
 
-TEST_CASE("kernel: UDP conntrack entries of a removed endpoint are deleted, others kept") {
-    fresh_netns();
-    if (run("command -v conntrack").status != 0) {
-        WARN("conntrack tool missing: cannot create test entries");
-        return;
-    }
-    auto add = [](const char* reply_src, int sport) {
-        const std::string cmd = "conntrack -I -p udp -s 10.244.5.5 -d 10.96.0.12 --sport " +
-                                std::to_string(sport) + " --dport 80 -r " + reply_src +
-                                " -q 10.244.5.5 --reply-port-src 8080 " + "--reply-port-dst " +
-                                std::to_string(sport) + " --timeout 120";
-        Command c = run(cmd);
-        INFO(cmd << "\n" << c.out);
-        REQUIRE(c.status == 0);
-    };
-    add("10.244.0.34", 40000);  // the endpoint that goes away
-    add("10.244.0.35", 40001);  // one that stays
-    const Plan before = sample_plan();
-    Plan after = before;
+// Two UDP flows to svc-2 (10.96.0.12:80): one DNATed to 10.244.0.34, one to
+// 10.244.0.35. False when the conntrack tool is missing.
+bool add_udp_flows() {
+    return add_udp_flow("10.96.0.12", 80, "10.244.0.34", 8080, 40000) &&
+           add_udp_flow("10.96.0.12", 80, "10.244.0.35", 8080, 40001);
+}
+
+// sample_plan() without svc-2's endpoint 10.244.0.34.
+Plan without_first_udp_endpoint() {
+    Plan after = sample_plan();
     after.services[2].cluster_endpoints.erase(after.services[2].cluster_endpoints.begin());
     after.services[2].local_endpoints.clear();
-    auto backend = nftables::make_backend(options());
-    REQUIRE(backend->sync(before, nullptr));
-    REQUIRE(backend->sync(after, &before));
+    return after;
+}
+
+void check_only_removed_flow_deleted() {
     const Command left = run("conntrack -L -p udp");
     INFO(left.out);
     CHECK(left.out.find("src=10.244.0.34") == std::string::npos);
     CHECK(left.out.find("src=10.244.0.35") != std::string::npos);
+}
+
+TEST_CASE("kernel: UDP conntrack entries of a removed endpoint are deleted, others kept") {
+    fresh_netns();
+    if (!add_udp_flows()) return;
+    const Plan before = sample_plan();
+    const Plan after = without_first_udp_endpoint();
+    auto backend = nftables::make_backend(options());
+    REQUIRE(backend->sync(before, nullptr));
+    REQUIRE(backend->sync(after, &before));
+    check_only_removed_flow_deleted();
+}
+
+TEST_CASE("kernel: a full sync (no previous plan) deletes the flows of a removed endpoint") {
+    // The first sync after a restart: the endpoint went while no daemon ran.
+    fresh_netns();
+    auto before = nftables::make_backend(options());
+    REQUIRE(before->sync(sample_plan(), nullptr));
+    if (!add_udp_flows()) return;
+    auto restarted = nftables::make_backend(options());
+    auto stats = restarted->sync(without_first_udp_endpoint(), nullptr);
+    REQUIRE(stats);
+    check_only_removed_flow_deleted();
+    REQUIRE(stats->conntrack.size() == 2);
+    CHECK(stats->conntrack[0].family == IpFamily::kV4);
+    CHECK(stats->conntrack[0].dumped);
+    CHECK(stats->conntrack[0].ok);
+    CHECK(stats->conntrack[0].deleted == 1);
 }
 
 TEST_CASE("kernel: affinity entries of a removed endpoint are deleted, others kept") {

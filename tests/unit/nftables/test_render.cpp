@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <random>
 
-#include "rules/conntrack.h"
 #include "rules/nftables/diff.h"
 #include "rules/nftables/render.h"
 #include "tests/unit/rules_fixtures.h"
@@ -319,33 +318,6 @@ TEST_CASE("render text is the model in nft syntax") {
     REQUIRE(text.find("10.96.0.0 . tcp . 80 . 1 : 10.244.0.1 . 8080") != std::string::npos);
     REQUIRE(text.find("tcp . 30080 : goto np-ext-dnat4-2") != std::string::npos);
     REQUIRE(text.find("tcp . 30080 . 0 : 10.244.0.0 . 8080") != std::string::npos);
-}
-
-TEST_CASE("UDP conntrack cleanup targets removed endpoints and newly served addresses") {
-    Plan before = plan_of(2, 2);
-    for (auto& p : before.services) p.protocol = Protocol::kUDP;
-    before.services[1].cluster_endpoints.clear();
-    before.services[1].local_endpoints.clear();
-    Plan after = before;
-    const Endpoint removed = after.services[0].cluster_endpoints[1];
-    after.services[0].cluster_endpoints.pop_back();
-    after.services[1] = port_plan(1, 1);
-    after.services[1].protocol = Protocol::kUDP;
-    after.services[1].node_port = 30053;
-    const auto filters = stale_udp_conntrack(before, after);
-    using Kind = ConntrackFilter::Kind;
-    REQUIRE(std::find(filters.begin(), filters.end(),
-                      ConntrackFilter{Kind::kReplySource, removed.ip, removed.port}) !=
-            filters.end());
-    REQUIRE(std::find(filters.begin(), filters.end(),
-                      ConntrackFilter{Kind::kOrigDest, after.services[1].cluster_ips[0], 80}) !=
-            filters.end());
-    REQUIRE(std::find(filters.begin(), filters.end(),
-                      ConntrackFilter{Kind::kOrigDestPort, IpAddress(), 30053}) != filters.end());
-    REQUIRE(filters.size() == 3);
-    // TCP services and unchanged plans need nothing.
-    REQUIRE(stale_udp_conntrack(after, after).empty());
-    REQUIRE(stale_udp_conntrack(plan_of(2, 2), plan_of(2, 1)).empty());
 }
 
 TEST_CASE("changed_ports finds added, removed and changed service ports; unsorted: none") {

@@ -33,6 +33,7 @@ struct BackendLog {
     // The options of every backend made through recording_factory(), in order.
     std::vector<rules::BackendOptions> made;
     bool fail_next = false;
+    bool conntrack_fail_next = false;  // the next sync reports a failed IPv4 reconcile
 
     // Bounded wait; only a broken daemon reaches the limit.
     bool wait_for_calls(size_t count) {
@@ -61,7 +62,18 @@ class FakeBackend final : public rules::Backend {
         if (std::exchange(log_->fail_next, false)) {
             return make_error(ErrorCode::kKernel, "injected failure");
         }
-        return rules::SyncStats{previous == nullptr, 1, plan.services.size()};
+        rules::SyncStats stats;
+        stats.full = previous == nullptr;
+        stats.objects_sent = 1;
+        stats.services = plan.services.size();
+        rules::ConntrackReconcile& v4 = stats.conntrack.emplace_back();
+        v4.dumped = true;
+        v4.deleted = 2;
+        if (std::exchange(log_->conntrack_fail_next, false)) {
+            v4.ok = false;
+            v4.error = "conntrack: dump: injected";
+        }
+        return stats;
     }
     Status cleanup() override { return {}; }
     Result<std::string> render_text(const rules::Plan&) override { return std::string("fake\n"); }
@@ -189,7 +201,7 @@ TEST_CASE("the daemon syncs the source's state, full first, then partial") {
 
     CHECK(routes.at("/readyz")().status == 200);
     CHECK(routes.at("/proxyMode")().body == "nftables");
-    CHECK(routes.at("/healthz")().body == "ok");  // kube-proxy's healthz.InstallHandler
+    CHECK(routes.at("/healthz")().body == "ok");     // kube-proxy's healthz.InstallHandler
     CHECK(routes.at("/debug/dns")().status == 404);  // no --dns-listen: DNS is off
     auto debug = routes.at("/debug/services")();
     CHECK(debug.status == 200);
@@ -236,6 +248,35 @@ TEST_CASE("a failed sync is retried in full and counted") {
     // Bounded: the retry succeeds, so readiness follows as soon as sync() returns.
     for (int i = 0; i < 1000 && !daemon.first_sync_done(); ++i) std::this_thread::sleep_for(10ms);
     CHECK(daemon.first_sync_done());
+}
+
+TEST_CASE("a failed conntrack reconcile is counted and retried at the next sync") {
+    TempCluster cluster;
+    cluster.write({service_json("a", "10.96.0.1")});
+    auto log = std::make_shared<BackendLog>();
+    log->conntrack_fail_next = true;
+    Daemon daemon(daemon_options(cluster.file.string()), [log](const rules::BackendOptions&) {
+        return std::unique_ptr<rules::Backend>(new FakeBackend(log));
+    });
+    REQUIRE(daemon.start().ok());
+    REQUIRE(log->wait_for_calls(1));
+    const char* failures = "switchboard_conntrack_reconciler_failures_total{ip_family=\"IPv4\"}";
+    REQUIRE(eventually([&] { return scrape(daemon).value(failures) == 1; }));
+    // A change that leaves the plan as it was (a headless Service has no
+    // service ports): without the failure the backend would not be called.
+    cluster.write({service_json("a", "10.96.0.1"), service_json("b", "None")});
+    REQUIRE(log->wait_for_calls(2));
+    CHECK(log->call(1).had_previous);
+    CHECK(log->call(1).plan == log->call(0).plan);
+    REQUIRE(eventually([&] {
+        return scrape(daemon).value(
+                   "kubeproxy_conntrack_reconciler_deleted_entries_total{ip_family=\"IPv4\"}") == 4;
+    }));
+    CHECK(scrape(daemon).value(failures) == 1);
+    CHECK(scrape(daemon).value(
+              "kubeproxy_conntrack_reconciler_sync_duration_seconds_count{ip_family=\"IPv4\"}") ==
+          2);
+    daemon.stop();
 }
 
 TEST_CASE("an unreadable source is a configuration error naming the file") {
