@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "dns/loadbalance.h"
 #include "dns/panic_guard.h"
+#include "dns/render_cache.h"
 #include "dns/socket_util.h"
 
 namespace sb::dns {
@@ -56,7 +57,6 @@ constexpr uint16_t kTypeOfIndex[ServerStats::kTypes] = {
 
 constexpr size_t kBatch = 64;
 constexpr size_t kUdpBuffer = 4096;
-constexpr size_t kRenderCacheLimit = 50000;
 constexpr size_t kMaxTcpBuffered = 256 * 1024;  // unsent bytes before we stop reading
 
 enum Proto { kUdp = 0, kTcp = 1 };
@@ -116,87 +116,6 @@ bool quick_parse(const uint8_t* p, size_t n, QuickQuery& q, std::string& key) {
     key.push_back(static_cast<char>(q.qtype & 0xff));
     return true;
 }
-
-// Rendered zone replies of one serving thread, keyed by the quick-parse
-// key. Open addressing over (hash, entry) slots, and each entry one block
-// holding its key and reply: a hit costs about two cache misses (a
-// node-based map with heap keys costs four).
-class RenderCache {
-  public:
-    struct Entry {
-        uint16_t key_size = 0;
-        uint16_t reply_size = 0;
-        uint16_t shuffle_offset = 0;
-        uint16_t shuffle_size = 0;
-        uint16_t shuffle_count = 0;
-        const char* key() const { return reinterpret_cast<const char*>(this + 1); }
-        const char* reply() const { return key() + key_size; }
-    };
-
-    static uint64_t hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
-
-    const Entry* find(std::string_view key, uint64_t h) const {
-        if (slots_.empty()) return nullptr;
-        size_t mask = slots_.size() - 1;
-        for (size_t i = h & mask;; i = (i + 1) & mask) {
-            const Slot& slot = slots_[i];
-            if (!slot.entry) return nullptr;
-            if (slot.hash == h && slot.entry->key_size == key.size() &&
-                std::memcmp(slot.entry->key(), key.data(), key.size()) == 0) {
-                return slot.entry;
-            }
-        }
-    }
-
-    void insert(std::string_view key, uint64_t h, const WriteResult& written) {
-        if (size_ >= kRenderCacheLimit || written.bytes.size() > 0xffff) return;
-        if ((size_ + 1) * 2 > slots_.size()) grow();
-        auto block = std::make_unique<char[]>(sizeof(Entry) + key.size() + written.bytes.size());
-        auto* entry = new (block.get()) Entry;
-        entry->key_size = static_cast<uint16_t>(key.size());
-        entry->reply_size = static_cast<uint16_t>(written.bytes.size());
-        entry->shuffle_offset = static_cast<uint16_t>(written.shuffle_offset);
-        entry->shuffle_size = static_cast<uint16_t>(written.shuffle_size);
-        entry->shuffle_count = static_cast<uint16_t>(written.shuffle_count);
-        std::memcpy(block.get() + sizeof(Entry), key.data(), key.size());
-        std::memcpy(block.get() + sizeof(Entry) + key.size(), written.bytes.data(),
-                    written.bytes.size());
-        place(Slot{h, entry});
-        blocks_.push_back(std::move(block));
-        ++size_;
-    }
-
-    void clear() {
-        slots_.clear();
-        blocks_.clear();
-        size_ = 0;
-    }
-
-  private:
-    struct Slot {
-        uint64_t hash = 0;
-        const Entry* entry = nullptr;
-    };
-
-    void place(Slot slot) {
-        size_t mask = slots_.size() - 1;
-        size_t i = slot.hash & mask;
-        while (slots_[i].entry) i = (i + 1) & mask;
-        slots_[i] = slot;
-    }
-
-    void grow() {
-        std::vector<Slot> old = std::move(slots_);
-        slots_.assign(std::max<size_t>(1024, old.size() * 2), Slot{});
-        for (const Slot& slot : old) {
-            if (slot.entry) place(slot);
-        }
-    }
-
-    std::vector<Slot> slots_;
-    std::vector<std::unique_ptr<char[]>> blocks_;
-    size_t size_ = 0;
-};
 
 // A client to reply to once a forwarded query completes.
 struct ClientRef {
@@ -297,6 +216,7 @@ class Engine {
             if (options_.hosts) hosts_ = options_.hosts->get();
             hosts_version_ = hosts_version;
             rendered_.clear();
+            stats_->render_bytes.store(0, std::memory_order_relaxed);
         }
     }
 
@@ -443,7 +363,11 @@ class Engine {
         if (proto == kTcp) limit = 65535;
         WriteResult written = write_message(resolution.response, limit);
         if (written.truncated) bump(stats_->truncated);
-        if (render_key && limit == quick_limit) rendered_.insert(*render_key, key_hash, written);
+        if (render_key && limit == quick_limit) {
+            rendered_.insert(*render_key, key_hash, written);
+            stats_->render_bytes.store(rendered_.bytes(), std::memory_order_relaxed);
+            stats_->render_flushes.store(rendered_.flushes(), std::memory_order_relaxed);
+        }
         out = std::move(written.bytes);
         shuffle(out, written.shuffle_offset, written.shuffle_size, written.shuffle_count);
         count_response(ServerStats::kKubernetes, resolution.response.header.rcode);
@@ -1231,6 +1155,8 @@ void Server::append_metrics(metrics::TextWriter& out) const {
     uint64_t tcp_rejected = 0;
     uint64_t dropped = 0;
     uint64_t render_hits = 0;
+    uint64_t render_bytes = 0;
+    uint64_t render_flushes = 0;
     // [udp, tcp]: summed request and response sizes.
     struct SizeSums {
         uint64_t buckets[ServerStats::kSizeBuckets.size() + 1] = {};
@@ -1260,6 +1186,8 @@ void Server::append_metrics(metrics::TextWriter& out) const {
             tcp_rejected += get(s.tcp_rejected);
             dropped += get(s.dropped);
             render_hits += get(s.render_hits);
+            render_bytes += get(s.render_bytes);
+            render_flushes += get(s.render_flushes);
             for (size_t p = 0; p < 2; ++p) {
                 auto add = [&](SizeSums& to, const ServerStats::SizeHistogram& from) {
                     for (size_t b = 0; b <= ServerStats::kSizeBuckets.size(); ++b)
@@ -1345,6 +1273,14 @@ void Server::append_metrics(metrics::TextWriter& out) const {
             tcp_rejected);
     counter("switchboard_dns_render_cache_hits_total",
             "Zone replies served from a thread's rendered-reply cache.", render_hits);
+    counter("switchboard_dns_render_cache_flushes_total",
+            "Rendered-reply caches emptied because an insert would pass their bound.",
+            render_flushes);
+    out.family({"switchboard_dns_render_cache_bytes",
+                "Bytes the serving threads' rendered-reply caches hold.",
+                Type::kGauge,
+                {}});
+    out.sample({}, render_bytes);
     counter("switchboard_dns_dropped_total", "Packets not answered (responses, runts).", dropped);
 
     // Labelled by the listen address as configured, so that a port 0 keeps

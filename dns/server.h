@@ -109,6 +109,8 @@ struct alignas(64) ServerStats {
     std::atomic<uint64_t> tcp_rejected{0};
     std::atomic<uint64_t> dropped{0};
     std::atomic<uint64_t> render_hits{0};
+    std::atomic<uint64_t> render_bytes{0};    // the thread's RenderCache::bytes()
+    std::atomic<uint64_t> render_flushes{0};  // its RenderCache::flushes()
 
     static size_t type_index(uint16_t qtype);
 };
