@@ -26,6 +26,7 @@
 #include "dns/hosts.h"
 #include "dns/query_log.h"
 #include "dns/resolver_policy.h"
+#include "dns/rrl.h"
 #include "watch/store.h"
 
 namespace sb::dns {
@@ -59,6 +60,9 @@ struct DnsOptions {
     AnswerShuffle shuffle = AnswerShuffle::kZoneAnswers;
     // The Corefile's `log` and `errors` (no block without a Corefile: nothing logged).
     QueryLogConfig query_log;
+    // --dns-rrl, --dns-rrl-slip, --dns-rrl-table-size: rate 0 is off. Read
+    // at start only (a Corefile reload keeps the limiter).
+    RrlSettings rrl;
 };
 
 // --dns-upstream: comma-separated ADDR[:PORT], IPv6 as [ADDR]:PORT, port 53 when omitted.

@@ -670,6 +670,7 @@ class Server::Worker : public ReplySink {
         }
         for (auto& [client, bytes] : items) {
             if (client.proto == kUdp) {
+                if (rate_limited(client, bytes, std::chrono::steady_clock::now())) continue;
                 ::sendto(client.udp_fd, bytes.data(), bytes.size(), MSG_DONTWAIT,
                          reinterpret_cast<const sockaddr*>(&client.address), client.address_length);
                 continue;
@@ -680,6 +681,14 @@ class Server::Worker : public ReplySink {
             queue_tcp(it->second, bytes);
             flush(client.connection, it->second);
         }
+    }
+
+    // --dns-rrl's verdict on a UDP reply: true when it is not to be sent;
+    // a slipped reply is cut to its question in place.
+    bool rate_limited(const ClientRef& client, std::string& reply,
+                      std::chrono::steady_clock::time_point now) {
+        return options_.rrl && options_.rrl->admit(client.address, reply, now) ==
+                                   ResponseRateLimiter::Verdict::kDrop;
     }
 
     void serve_udp(UdpLoop& loop) {
@@ -716,7 +725,8 @@ class Server::Worker : public ReplySink {
                 size_t length = std::min<size_t>(in[i].msg_len, kUdpBuffer);
                 client.local = loop.local;
                 if (loop.engine.handle(buffers[i].data(), length, kUdp, client, reply) !=
-                    Engine::Outcome::kReply) {
+                        Engine::Outcome::kReply ||
+                    rate_limited(client, reply, start)) {
                     continue;
                 }
                 if (loop.engine.logging()) {

@@ -40,6 +40,7 @@
 #include "dns/published.h"
 #include "dns/query_log.h"
 #include "dns/resolver.h"
+#include "dns/rrl.h"
 #include "dns/zone.h"
 
 namespace sb::dns {
@@ -131,6 +132,9 @@ struct ServerOptions {
     // The hosts plugin's table, asked before the zone; null: none. Must
     // outlive the server.
     const HostsHolder* hosts = nullptr;
+    // --dns-rrl: limits the UDP replies (every one, forwarded included);
+    // null: off. Must outlive the server.
+    ResponseRateLimiter* rrl = nullptr;
 };
 
 // One listener's state, for metrics and status pages.
