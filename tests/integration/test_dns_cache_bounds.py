@@ -166,15 +166,16 @@ def test_render_cache_holds_its_bytes_under_many_distinct_names(dns_daemon, netn
     assert grown < 8 * MIB + 12 * MIB
 
 
-# Sends COUNT copies of one A question from one socket in bursts of 100,
-# reading what comes back after each burst, and prints
-# "answers truncated elapsed_seconds".
+# Sends COUNT A questions for NAME (formatted with the query's index i) from
+# one socket in bursts of 100, reading what comes back after each burst, and
+# prints "answers truncated elapsed_seconds".
 RRL_CLIENT = r'''
 import select, socket, struct, sys, time
-port, count = int(sys.argv[1]), int(sys.argv[2])
+port, count, template = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE: no reply lost here
-name = b"".join(bytes([len(l)]) + l for l in b"web.default.svc.cluster.local".split(b".")) + b"\0"
+def wire(name):
+    return b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0"
 answers = truncated = 0
 def drain(idle):
     global answers, truncated
@@ -186,8 +187,8 @@ def drain(idle):
             answers += 1
 began = time.monotonic()
 for i in range(count):
-    s.sendto(struct.pack("!HHHHHH", i, 0x0100, 1, 0, 0, 0) + name + struct.pack("!HH", 1, 1),
-             ("127.0.0.1", port))
+    s.sendto(struct.pack("!HHHHHH", i, 0x0100, 1, 0, 0, 0) + wire(template.format(i=i)) +
+             struct.pack("!HH", 1, 1), ("127.0.0.1", port))
     if i % 100 == 99:
         drain(0.05)
 drain(1.0)
@@ -195,8 +196,8 @@ print(answers, truncated, time.monotonic() - began - 1.0)
 '''
 
 
-def rrl_flood(namespace, port, count=1000):
-    result = run_in(namespace, sys.executable, "-c", RRL_CLIENT, port, count)
+def rrl_flood(namespace, port, count=1000, name="web.default.svc.cluster.local"):
+    result = run_in(namespace, sys.executable, "-c", RRL_CLIENT, port, count, name)
     assert result.returncode == 0, result.stderr
     answers, truncated, elapsed = result.stdout.split()
     return int(answers), int(truncated), float(elapsed)
@@ -217,6 +218,40 @@ def test_rrl_limits_a_flood_to_the_rate_and_slips_every_second_reply(dns_daemon,
     text = daemon.get("/metrics")[2]
     assert metric(text, "switchboard_dns_rrl_slipped_total") == truncated
     assert metric(text, "switchboard_dns_rrl_dropped_total") == limited - truncated
+
+
+# Answers every question NXDOMAIN without SOA: forwarded replies of one
+# flow (nxdomain is keyed by the client prefix alone) whatever the name.
+NXDOMAIN_UPSTREAM = r'''
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], 53))
+print("listening", flush=True)
+while True:
+    query, peer = s.recvfrom(4096)
+    qid, flags = struct.unpack("!HH", query[:4])
+    pos = 12
+    while query[pos]:
+        pos += query[pos] + 1
+    header = struct.pack("!HHHHHH", qid, 0x8183 | (flags & 0x0100), 1, 0, 0, 0)
+    s.sendto(header + query[12:pos + 5], peer)
+'''
+
+
+def test_rrl_limits_forwarded_replies_too(dns_daemon, netns, tmp_path):
+    start, processes = dns_daemon
+    start_fake_upstreams(netns, tmp_path, ["127.0.0.2"], processes, script=NXDOMAIN_UPSTREAM)
+    rate = 10
+    daemon, port = start(f"--dns-rrl={rate}", "--dns-rrl-slip=0")
+    # Distinct names: each one a cache miss, answered when the upstream's
+    # reply reaches the worker's inbox.
+    answers, truncated, elapsed = rrl_flood(netns, port, 300, "n{i}.nx.example")
+    print(f"rrl on, forwarded: {answers} answers, {truncated} truncated of 300 in {elapsed:.1f} s")
+    assert 1 <= answers <= rate * elapsed + rate + 1
+    assert truncated == 0  # slip 0: every limited reply dropped
+    text = daemon.get("/metrics")[2]
+    dropped = metric(text, "switchboard_dns_rrl_dropped_total")
+    assert 300 - answers - 5 <= dropped <= 300 - answers  # 5 replies may be lost on the way
 
 
 def test_without_rrl_every_query_is_answered(dns_daemon, netns):
