@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "dns/socket_util.h"
 #include "dns/wire.h"
 
 namespace sb::dns {
@@ -104,6 +105,12 @@ uint64_t ResponseRateLimiter::flow_of(const sockaddr_storage& client,
 
 ResponseRateLimiter::Verdict ResponseRateLimiter::admit(const sockaddr_storage& client,
                                                         std::string& reply, Clock::time_point now) {
+    if (!settings_.whitelist.empty()) {
+        IpAddress address = from_socket_address(client).address;
+        for (const Prefix& prefix : settings_.whitelist) {
+            if (prefix.contains(address)) return Verdict::kSend;
+        }
+    }
     uint64_t flow = flow_of(client, reply);
     size_t index = flow % settings_.table_size;
     int64_t at =

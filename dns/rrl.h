@@ -4,7 +4,8 @@
 // every query is an amplifier aimed at whoever the source names; TCP needs a
 // handshake and is never limited.
 //
-// Each reply is classified into a flow: the client's /24 (IPv4) or /56
+// Clients in a whitelisted prefix are never limited (Knot's `whitelist`).
+// Each other reply is classified into a flow: the client's /24 (IPv4) or /56
 // (IPv6) prefix, the reply's class (normal, empty, large, any, nxdomain,
 // error) and, except for nxdomain and error, the question's name. A flow is
 // a token bucket of `rate` tokens a second holding at most `rate` tokens
@@ -35,14 +36,16 @@
 #include <string_view>
 #include <vector>
 
+#include "base/ip.h"
 #include "base/metrics.h"
 
 namespace sb::dns {
 
 struct RrlSettings {
-    uint32_t rate = 0;           // --dns-rrl: replies a second per flow; 0: off
-    uint32_t slip = 1;           // --dns-rrl-slip: every Nth limited reply truncated
-    size_t table_size = 393241;  // --dns-rrl-table-size: buckets (Knot's default)
+    uint32_t rate = 0;              // --dns-rrl: replies a second per flow; 0: off
+    uint32_t slip = 1;              // --dns-rrl-slip: every Nth limited reply truncated
+    size_t table_size = 393241;     // --dns-rrl-table-size: buckets (Knot's default)
+    std::vector<Prefix> whitelist;  // --dns-rrl-whitelist: clients never limited
 };
 
 class ResponseRateLimiter {

@@ -763,6 +763,19 @@ std::vector<OptionSpec> build_table() {
         },
     });
     table.push_back({
+        .names = {"--dns-rrl-whitelist"},
+        .kind = ValueKind::kList,
+        .role = OptionRole::kCommandLine,
+        .default_text = "",
+        .help = "CIDRs (comma-separated) whose clients are never rate-limited",
+        .apply = [](std::string_view text, ApplyContext& context) -> Status {
+            auto prefixes = parse_prefix_list(text);
+            if (!prefixes) return prefixes.error();
+            context.options.dns.rrl.whitelist = std::move(*prefixes);
+            return {};
+        },
+    });
+    table.push_back({
         .names = {"--dns-rrl-table-size"},
         .kind = ValueKind::kInt,
         .role = OptionRole::kCommandLine,

@@ -254,6 +254,15 @@ def test_rrl_limits_forwarded_replies_too(dns_daemon, netns, tmp_path):
     assert 300 - answers - 5 <= dropped <= 300 - answers  # 5 replies may be lost on the way
 
 
+def test_rrl_whitelist_exempts_its_clients(dns_daemon, netns):
+    start, _ = dns_daemon
+    daemon, port = start("--dns-rrl=10", "--dns-rrl-whitelist=127.0.0.0/8")
+    answers, truncated, _ = rrl_flood(netns, port)
+    print(f"rrl on, client whitelisted: {answers} answers, {truncated} truncated of 1000")
+    assert (answers, truncated) == (1000, 0)
+    assert metric(daemon.get("/metrics")[2], "switchboard_dns_rrl_dropped_total") == 0
+
+
 def test_without_rrl_every_query_is_answered(dns_daemon, netns):
     start, _ = dns_daemon
     daemon, port = start()

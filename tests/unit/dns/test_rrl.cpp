@@ -37,6 +37,14 @@ std::string reply(const char* name, uint8_t rcode = 0, size_t answers = 1,
     return write_message(m).bytes;
 }
 
+RrlSettings limits(uint32_t rate, uint32_t slip, size_t table_size) {
+    RrlSettings settings;
+    settings.rate = rate;
+    settings.slip = slip;
+    settings.table_size = table_size;
+    return settings;
+}
+
 // Verdicts of `n` replies of `name` to `from`, all at `at`.
 std::vector<Verdict> burst(ResponseRateLimiter& rrl, const char* from, const char* name, int n,
                            ResponseRateLimiter::Clock::time_point at) {
@@ -56,7 +64,7 @@ size_t count(const std::vector<Verdict>& verdicts, Verdict verdict) {
 }  // namespace
 
 TEST_CASE("a flow gets RATE replies at once, then RATE a second") {
-    ResponseRateLimiter rrl({.rate = 5, .slip = 0, .table_size = 1021});
+    ResponseRateLimiter rrl(limits(5, 0, 1021));
     auto first = burst(rrl, "10.0.0.1", "a.example", 20, t0);
     CHECK(count(first, Verdict::kSend) == 5);
     CHECK(count(first, Verdict::kDrop) == 15);
@@ -71,7 +79,7 @@ TEST_CASE("a flow gets RATE replies at once, then RATE a second") {
 }
 
 TEST_CASE("slip N: every Nth limited reply goes out truncated, the others are dropped") {
-    ResponseRateLimiter rrl({.rate = 2, .slip = 3, .table_size = 1021});
+    ResponseRateLimiter rrl(limits(2, 3, 1021));
     auto verdicts = burst(rrl, "10.0.0.1", "a.example", 2 + 9, t0);
     CHECK(count(verdicts, Verdict::kSend) == 2);
     CHECK(count(verdicts, Verdict::kSlip) == 3);
@@ -79,12 +87,12 @@ TEST_CASE("slip N: every Nth limited reply goes out truncated, the others are dr
     CHECK(verdicts[2 + 2] == Verdict::kSlip);
     CHECK(rrl.slipped() == 3);
 
-    ResponseRateLimiter every({.rate = 1, .slip = 1, .table_size = 1021});
+    ResponseRateLimiter every(limits(1, 1, 1021));
     CHECK(count(burst(every, "10.0.0.1", "a.example", 5, t0), Verdict::kSlip) == 4);
 }
 
 TEST_CASE("a slipped reply is the header and question with TC set") {
-    ResponseRateLimiter rrl({.rate = 1, .slip = 1, .table_size = 1021});
+    ResponseRateLimiter rrl(limits(1, 1, 1021));
     sockaddr_storage from = client("10.0.0.1");
     std::string first = reply("a.example", 0, 3);
     REQUIRE(rrl.admit(from, first, t0) == Verdict::kSend);
@@ -102,7 +110,7 @@ TEST_CASE("a slipped reply is the header and question with TC set") {
 }
 
 TEST_CASE("flows: a /24 or /56 prefix, the reply's class and its name") {
-    ResponseRateLimiter rrl({.rate = 1, .slip = 0, .table_size = 100003});
+    ResponseRateLimiter rrl(limits(1, 0, 100003));
     CHECK(burst(rrl, "10.0.0.1", "a.example", 1, t0)[0] == Verdict::kSend);
     CHECK(burst(rrl, "10.0.0.200", "a.example", 1, t0)[0] == Verdict::kDrop);  // same /24
     CHECK(burst(rrl, "10.0.1.1", "a.example", 1, t0)[0] == Verdict::kSend);
@@ -133,7 +141,7 @@ TEST_CASE("classes follow Knot's: normal, empty, large, any, nxdomain, error") {
 }
 
 TEST_CASE("a tiny table: flows share a busy bucket (limited together), take over an idle one") {
-    ResponseRateLimiter rrl({.rate = 2, .slip = 0, .table_size = 1});
+    ResponseRateLimiter rrl(limits(2, 0, 1));
     CHECK(count(burst(rrl, "10.0.0.1", "a.example", 2, t0), Verdict::kSend) == 2);
     // Another flow, same bucket, while the first is still limited: shared.
     CHECK(burst(rrl, "10.0.1.1", "b.example", 1, t0)[0] == Verdict::kDrop);
@@ -143,7 +151,7 @@ TEST_CASE("a tiny table: flows share a busy bucket (limited together), take over
 }
 
 TEST_CASE("a reply without a plain question is never slipped, only dropped") {
-    ResponseRateLimiter rrl({.rate = 1, .slip = 1, .table_size = 1021});
+    ResponseRateLimiter rrl(limits(1, 1, 1021));
     sockaddr_storage from = client("10.0.0.1");
     std::string runt(12, '\0');
     runt[3] = 1;  // FORMERR, no question
@@ -155,8 +163,18 @@ TEST_CASE("a reply without a plain question is never slipped, only dropped") {
     CHECK_FALSE(truncate_to_question(cut));
 }
 
+TEST_CASE("whitelisted clients are never limited, the others are") {
+    RrlSettings settings = limits(1, 0, 1021);
+    settings.whitelist = {*Prefix::parse("10.1.0.0/16"), *Prefix::parse("fd00:1::/32")};
+    ResponseRateLimiter rrl(settings);
+    CHECK(count(burst(rrl, "10.1.2.3", "a.example", 50, t0), Verdict::kSend) == 50);
+    CHECK(count(burst(rrl, "fd00:1::5", "a.example", 50, t0), Verdict::kSend) == 50);
+    CHECK(count(burst(rrl, "10.2.2.3", "a.example", 50, t0), Verdict::kSend) == 1);
+    CHECK(rrl.dropped() == 49);
+}
+
 TEST_CASE("the limiter's counters are exported") {
-    ResponseRateLimiter rrl({.rate = 1, .slip = 2, .table_size = 1021});
+    ResponseRateLimiter rrl(limits(1, 2, 1021));
     burst(rrl, "10.0.0.1", "a.example", 5, t0);  // 1 sent, 2 slipped, 2 dropped
     metrics::TextWriter out;
     rrl.append_metrics(out);

@@ -125,6 +125,10 @@ TEST_CASE("every flag takes --flag=value and --flag value") {
     });
     both_forms("--dns-rrl", "50", [](const Options& o) { CHECK(o.dns.rrl.rate == 50); });
     both_forms("--dns-rrl-slip", "0", [](const Options& o) { CHECK(o.dns.rrl.slip == 0); });
+    both_forms("--dns-rrl-whitelist", "10.0.0.0/8,fd00::/56", [](const Options& o) {
+        CHECK(o.dns.rrl.whitelist ==
+              std::vector<Prefix>{prefix("10.0.0.0/8"), prefix("fd00::/56")});
+    });
     both_forms("--dns-rrl-table-size", "1021",
                [](const Options& o) { CHECK(o.dns.rrl.table_size == 1021); });
     both_forms("--masquerade-bit", "3",
@@ -214,6 +218,8 @@ TEST_CASE("every rejection names its flag on one line") {
     CHECK(parse_error({"--dns-upstream=not-an-ip"}).rfind("--dns-upstream: ", 0) == 0);
     CHECK(parse_error({"--dns-rrl=-1"}) == "--dns-rrl: -1 is out of range 0-1000000");
     CHECK(parse_error({"--dns-rrl-slip=101"}) == "--dns-rrl-slip: 101 is out of range 0-100");
+    CHECK(parse_error({"--dns-rrl-whitelist=10.0.0.1"}) ==
+          "--dns-rrl-whitelist: \"10.0.0.1\" is not a CIDR");
     CHECK(parse_error({"--dns-rrl-table-size=0"}) ==
           "--dns-rrl-table-size: 0 is out of range 1-67108864");
     CHECK(parse_error({"--masquerade-bit=32"}) == "--masquerade-bit: 32 is out of range 0-31");
