@@ -12,6 +12,9 @@ constexpr uint32_t kMinimalDefaultTtl = 5;
 // A shard never holds fewer (CoreDNS: "the minimum allowed cache size is
 // 1024" over 256 shards).
 constexpr size_t kMinShardCapacity = 4;
+// What the allocator adds to each block it hands out (glibc: an 8-byte
+// header, rounded up to 16 bytes).
+constexpr size_t kAllocationOverhead = 16;
 
 bool class_matches(uint16_t record_class, uint16_t qclass) {
     return qclass == kClassANY || record_class == qclass;
@@ -77,6 +80,21 @@ bool under_any(const std::string& lower_name, const std::vector<std::string>& zo
                        [&](const std::string& zone) { return name_is_under(lower_name, zone); });
 }
 
+// The heap bytes `text` owns: none when its characters live inside the
+// object (the small-string buffer).
+size_t heap_bytes(const std::string& text) {
+    const char* object = reinterpret_cast<const char*>(&text);
+    if (text.data() >= object && text.data() < object + sizeof(text)) return 0;
+    return text.capacity() + 1 + kAllocationOverhead;
+}
+
+size_t heap_bytes(const std::vector<Record>& records) {
+    if (records.capacity() == 0) return 0;
+    size_t bytes = records.capacity() * sizeof(Record) + kAllocationOverhead;
+    for (const auto& record : records) bytes += heap_bytes(record.name) + heap_bytes(record.rdata);
+    return bytes;
+}
+
 uint64_t fnv1a(const std::string& bytes) {
     uint64_t hash = 0xcbf29ce484222325ull;
     for (unsigned char c : bytes) hash = (hash ^ c) * 0x100000001b3ull;
@@ -101,8 +119,8 @@ CacheSettings CacheSettings::flags_default() {
 
 CacheSettings CacheSettings::coredns_default() {
     CacheSettings s;
-    s.success = {9984, 3600, kMinimalDefaultTtl};
-    s.denial = {9984, 1800, kMinimalDefaultTtl};
+    s.success = {9984, 3600, kMinimalDefaultTtl, std::nullopt};
+    s.denial = {9984, 1800, kMinimalDefaultTtl, std::nullopt};
     s.shards = 256;
     s.eviction = Eviction::kRandom;
     s.servfail_ttl = kMinimalDefaultTtl;
@@ -115,13 +133,20 @@ Cache::Cache(CacheSettings settings)
       shard_capacity_{std::max(settings_.success.capacity / std::max<size_t>(settings_.shards, 1),
                                kMinShardCapacity),
                       std::max(settings_.denial.capacity / std::max<size_t>(settings_.shards, 1),
-                               kMinShardCapacity)} {
+                               kMinShardCapacity)},
+      shard_bytes_{shard_byte_share(settings_.success, shard_capacity_[kSuccess]),
+                   shard_byte_share(settings_.denial, shard_capacity_[kDenial])} {
     for (auto& shards : shards_) {
         for (size_t i = 0; i < std::max<size_t>(settings_.shards, 1); ++i) {
             shards.push_back(std::make_unique<Shard>());
             shards.back()->random = 0x9e3779b97f4a7c15ull ^ i;
         }
     }
+}
+
+size_t Cache::shard_byte_share(const CacheSettings::Store& store, size_t shard_capacity) const {
+    if (!store.max_bytes) return shard_capacity * CacheSettings::kDefaultEntryBytes;
+    return *store.max_bytes / std::max<size_t>(settings_.shards, 1);
 }
 
 std::string Cache::key_of(const Question& question) {
@@ -148,9 +173,23 @@ Cache::Entry* Cache::find(Shard& shard, const std::string& key) {
 
 void Cache::erase(Shard& shard, const std::string& key) {
     auto it = shard.index.find(key);
-    if (it == shard.index.end()) return;
+    if (it != shard.index.end()) remove(shard, it);
+}
+
+void Cache::remove(Shard& shard, Index::iterator it) {
+    shard.bytes -= it->second->bytes;
     shard.entries.erase(it->second);
     shard.index.erase(it);
+}
+
+size_t Cache::entry_bytes(const Entry& entry) {
+    // std::list node: two links; unordered_map node: a link, the key, the
+    // list iterator and the cached hash, plus a bucket pointer.
+    constexpr size_t kListNode = 2 * sizeof(void*) + sizeof(Entry) + kAllocationOverhead;
+    constexpr size_t kIndexNode = sizeof(void*) + sizeof(Index::value_type) + sizeof(size_t) +
+                                  kAllocationOverhead + sizeof(void*);
+    return kListNode + kIndexNode + 2 * heap_bytes(entry.key) + heap_bytes(entry.answer.answers) +
+           heap_bytes(entry.answer.authority) + heap_bytes(entry.answer.additional);
 }
 
 std::optional<Cache::Verdict> Cache::classify(const Question& question,
@@ -224,8 +263,7 @@ CacheLookup Cache::lookup(const Question& question, Clock::time_point now) {
         int64_t remaining = static_cast<int64_t>(entry.ttl) - age;
         if (remaining <= 0 &&
             !(settings_.serve_stale && -remaining < settings_.serve_stale->count())) {
-            shard.entries.erase(it->second);
-            shard.index.erase(it);
+            remove(shard, it);
             continue;
         }
         shard.entries.splice(shard.entries.begin(), shard.entries, it->second);
@@ -279,6 +317,7 @@ CachedAnswer Cache::store(const Question& question, Message reply, Clock::time_p
 }
 
 void Cache::insert(Kind kind, Entry entry) {
+    entry.bytes = entry_bytes(entry);
     {
         // One answer per question: a newer one of the other store replaces it.
         Shard& other = shard_of(kind == kSuccess ? kDenial : kSuccess, entry.key);
@@ -288,24 +327,33 @@ void Cache::insert(Kind kind, Entry entry) {
     Shard& shard = shard_of(kind, entry.key);
     std::lock_guard lock(shard.mutex);
     erase(shard, entry.key);
-    if (shard.entries.size() >= shard_capacity_[kind]) {
-        auto victim = std::prev(shard.entries.end());
-        if (settings_.eviction == CacheSettings::Eviction::kRandom) {
-            // A random non-empty bucket's first entry (xorshift64).
-            shard.random ^= shard.random << 13;
-            shard.random ^= shard.random >> 7;
-            shard.random ^= shard.random << 17;
-            size_t buckets = shard.index.bucket_count();
-            size_t bucket = shard.random % buckets;
-            while (shard.index.bucket_size(bucket) == 0) bucket = (bucket + 1) % buckets;
-            victim = shard.index.begin(bucket)->second;
-        }
-        shard.index.erase(victim->key);
-        shard.entries.erase(victim);
-        evictions_[kind].fetch_add(1, std::memory_order_relaxed);
+    if (entry.bytes > shard_bytes_[kind]) {
+        too_large_[kind].fetch_add(1, std::memory_order_relaxed);
+        return;
     }
+    while (!shard.entries.empty() && (shard.entries.size() >= shard_capacity_[kind] ||
+                                      shard.bytes + entry.bytes > shard_bytes_[kind])) {
+        evict(kind, shard);
+    }
+    shard.bytes += entry.bytes;
     shard.entries.push_front(std::move(entry));
     shard.index[shard.entries.front().key] = shard.entries.begin();
+}
+
+void Cache::evict(Kind kind, Shard& shard) {
+    auto victim = shard.index.find(shard.entries.back().key);
+    if (settings_.eviction == CacheSettings::Eviction::kRandom) {
+        // A random non-empty bucket's first entry (xorshift64).
+        shard.random ^= shard.random << 13;
+        shard.random ^= shard.random >> 7;
+        shard.random ^= shard.random << 17;
+        size_t buckets = shard.index.bucket_count();
+        size_t bucket = shard.random % buckets;
+        while (shard.index.bucket_size(bucket) == 0) bucket = (bucket + 1) % buckets;
+        victim = shard.index.find(shard.index.begin(bucket)->first);
+    }
+    remove(shard, victim);
+    evictions_[kind].fetch_add(1, std::memory_order_relaxed);
 }
 
 Result<CachedAnswer> Cache::complete(const Question& question, Result<Message> upstream,
@@ -333,6 +381,15 @@ size_t Cache::size(Kind kind) const {
     for (const auto& shard : shards_[kind]) {
         std::lock_guard lock(shard->mutex);
         total += shard->entries.size();
+    }
+    return total;
+}
+
+size_t Cache::bytes(Kind kind) const {
+    size_t total = 0;
+    for (const auto& shard : shards_[kind]) {
+        std::lock_guard lock(shard->mutex);
+        total += shard->bytes;
     }
     return total;
 }
@@ -374,6 +431,14 @@ void Cache::append_metrics(metrics::TextWriter& out, const std::string& server) 
     by_type(
         {"coredns_cache_evictions_total", "The count of cache evictions.", Type::kCounter, typed},
         [this](Kind k) { return evictions(k); });
+    by_type({"switchboard_dns_cache_bytes",
+             "The bytes the cache's entries take: keys, records and per-entry overhead.",
+             Type::kGauge, typed},
+            [this](Kind k) { return static_cast<uint64_t>(bytes(k)); });
+    by_type({"switchboard_dns_cache_too_large_total",
+             "Replies not cached because their entry alone exceeds a shard's byte share.",
+             Type::kCounter, typed},
+            [this](Kind k) { return too_large(k); });
 }
 
 }  // namespace sb::dns

@@ -4,6 +4,11 @@
 // SERVFAIL), each with its own capacity and TTL bounds, sharded, evicting
 // when a shard is full; expired entries optionally served stale.
 //
+// Each store is bounded in bytes as well as in entries (CoreDNS bounds
+// entries only): an entry's bytes are its key, its records' heap and the
+// containers' per-entry overhead (entry_bytes()), and each shard holds at
+// most its share of the store's bytes, evicting as it does when full.
+//
 // Time is always the caller's `now` (tests step it by hand).
 //
 // Thread safety: every method may be called from any thread (one mutex per
@@ -47,7 +52,16 @@ struct CacheSettings {
         size_t capacity = 10000;  // entries, over all shards
         uint32_t max_ttl = 30;    // seconds: caps how long an entry is kept
         uint32_t min_ttl = 0;     // seconds: an entry is kept at least this long
+        // Bytes over all shards (each shard: its equal share); unset:
+        // kDefaultEntryBytes per entry a shard holds, so that `success N`
+        // scales the byte bound too. An entry larger than a shard's share
+        // is not kept.
+        std::optional<size_t> max_bytes;
     };
+    // The byte budget per entry of a store without max_bytes: several times
+    // a typical answer's footprint (a few records: 300-600 bytes), so
+    // a store of ordinary answers fills by entries, never by bytes.
+    static constexpr size_t kDefaultEntryBytes = 2048;
     Store success;
     Store denial;
     size_t shards = 1;
@@ -138,7 +152,10 @@ class Cache {
     uint64_t evictions(Kind kind) const { return get(evictions_[kind]); }
     uint64_t served_stale() const { return get(served_stale_); }
     uint64_t refreshes() const { return get(refreshes_); }
+    // Replies not kept because their entry alone exceeds a shard's bytes.
+    uint64_t too_large(Kind kind) const { return get(too_large_[kind]); }
     size_t size(Kind kind) const;
+    size_t bytes(Kind kind) const;  // entry_bytes() summed over the store
 
   private:
     struct Entry {
@@ -147,12 +164,15 @@ class Cache {
         Clock::time_point stored;
         uint32_t ttl = 0;  // seconds the entry is fresh
         bool refreshing = false;
+        size_t bytes = 0;  // entry_bytes() when stored
     };
+    using Index = std::unordered_map<std::string, std::list<Entry>::iterator>;
     struct Shard {
         mutable std::mutex mutex;
         std::list<Entry> entries;  // guarded by mutex; most recently used first
-        std::unordered_map<std::string, std::list<Entry>::iterator> index;  // guarded by mutex
-        uint64_t random = 0;  // guarded by mutex: picks the entry a full shard evicts
+        Index index;               // guarded by mutex
+        size_t bytes = 0;          // guarded by mutex: the entries' `bytes` summed
+        uint64_t random = 0;       // guarded by mutex: picks the entry a full shard evicts
     };
     // How a reply is kept: its store and for how long (nullopt: not kept).
     struct Verdict {
@@ -160,6 +180,8 @@ class Cache {
         uint32_t ttl = 0;
     };
 
+    // A shard's bytes: its share of store.max_bytes, else its entries' budget.
+    size_t shard_byte_share(const CacheSettings::Store& store, size_t shard_capacity) const;
     static std::string key_of(const Question& question);
     static uint64_t get(const std::atomic<uint64_t>& counter) {
         return counter.load(std::memory_order_relaxed);
@@ -170,10 +192,17 @@ class Cache {
     // The entry of `key` in `kind`'s store, or null; the shard's mutex held.
     static Entry* find(Shard& shard, const std::string& key);
     static void erase(Shard& shard, const std::string& key);
+    static void remove(Shard& shard, Index::iterator it);
+    // The entry's footprint: its list node, its key twice (the index keeps a
+    // copy) with the index's node and bucket, and every record's strings.
+    static size_t entry_bytes(const Entry& entry);
     void insert(Kind kind, Entry entry);
+    // Removes the entry a full shard gives up (settings_.eviction).
+    void evict(Kind kind, Shard& shard);
 
     const CacheSettings settings_;
     const size_t shard_capacity_[kKinds];
+    const size_t shard_bytes_[kKinds];
     std::vector<std::unique_ptr<Shard>> shards_[kKinds];
     std::atomic<uint64_t> requests_{0};
     std::atomic<uint64_t> hits_[kKinds] = {};
@@ -181,6 +210,7 @@ class Cache {
     std::atomic<uint64_t> evictions_[kKinds] = {};
     std::atomic<uint64_t> served_stale_{0};
     std::atomic<uint64_t> refreshes_{0};
+    std::atomic<uint64_t> too_large_[kKinds] = {};
 };
 
 }  // namespace sb::dns

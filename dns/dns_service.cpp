@@ -156,6 +156,7 @@ struct DnsService::Impl {
     std::shared_ptr<ZoneBuilder> builder = std::make_shared<ZoneBuilder>();
     std::thread builder_thread;
     EngineHolder engines;
+    std::unique_ptr<ResponseRateLimiter> rrl;  // --dns-rrl; null: off
     // The server on the current listen addresses; a reload that changes them
     // replaces it (reconfigure). Readers take it with current_server().
     mutable std::mutex server_mutex;
@@ -200,6 +201,7 @@ struct DnsService::Impl {
         server_options.listen = options.listen;
         // An empty holder (no hosts plugin) answers nothing; a reload may fill it.
         server_options.hosts = &hosts;
+        server_options.rrl = rrl.get();
         server_options.workers = options.workers ? options.workers : default_workers;
         server_options.tcp_read_timeout = options.tcp_read_timeout;
         server_options.tcp_idle_timeout = options.tcp_idle_timeout;
@@ -284,6 +286,7 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
         impl->hosts_reloader->start();
     }
     impl->default_workers = usable_cpus();
+    if (options.rrl.rate > 0) impl->rrl = std::make_unique<ResponseRateLimiter>(options.rrl);
     Impl* raw = impl.get();
     impl->server =
         std::make_shared<Server>(impl->server_options_for(options), impl->zones, impl->engines);
@@ -459,6 +462,7 @@ void DnsService::append_metrics(metrics::TextWriter& out) const {
                     {}});
         out.sample({}, static_cast<double>(hosts->file_mtime_ns()) / 1e9);
     }
+    if (impl_->rrl) impl_->rrl->append_metrics(out);
     line("coredns_panics_total", Type::kCounter, "A metrics that counts the number of panics.",
          panics_total());
     impl_->latency->append_metrics(out);

@@ -26,6 +26,7 @@
 #include "dns/hosts.h"
 #include "dns/query_log.h"
 #include "dns/resolver_policy.h"
+#include "dns/rrl.h"
 #include "dns/tcp_stream.h"
 #include "watch/store.h"
 
@@ -63,6 +64,9 @@ struct DnsOptions {
     // DNS over TCP (ServerOptions'); a Corefile's `timeouts` read and idle.
     std::chrono::milliseconds tcp_read_timeout = kTcpReadTimeout;
     std::chrono::milliseconds tcp_idle_timeout = kTcpIdleTimeout;
+    // --dns-rrl, --dns-rrl-slip, --dns-rrl-table-size: rate 0 is off. Read
+    // at start only (a Corefile reload keeps the limiter).
+    RrlSettings rrl;
 };
 
 // --dns-upstream: comma-separated ADDR[:PORT], IPv6 as [ADDR]:PORT, port 53 when omitted.

@@ -6,6 +6,30 @@
 
 namespace sb::dns {
 
+namespace {
+
+// What the allocator adds to each block (glibc: an 8-byte header, rounded
+// up to 16 bytes).
+constexpr size_t kAllocationOverhead = 16;
+constexpr size_t kMinSlots = 1024;
+
+}  // namespace
+
+size_t RenderCache::entry_bytes(size_t key_size, size_t reply_size) {
+    // The block, and its owner in blocks_ (twice: the vector's spare room).
+    return sizeof(Entry) + key_size + reply_size + kAllocationOverhead +
+           2 * sizeof(std::unique_ptr<char[]>);
+}
+
+size_t RenderCache::bytes() const {
+    return entry_bytes_ + slots_.size() * sizeof(Slot);
+}
+
+size_t RenderCache::slots_after_insert() const {
+    if ((size_ + 1) * 2 <= slots_.size()) return slots_.size();
+    return std::max(kMinSlots, slots_.size() * 2);
+}
+
 const RenderCache::Entry* RenderCache::find(std::string_view key, uint64_t h) const {
     if (slots_.empty()) return nullptr;
     size_t mask = slots_.size() - 1;
@@ -20,8 +44,15 @@ const RenderCache::Entry* RenderCache::find(std::string_view key, uint64_t h) co
 }
 
 void RenderCache::insert(std::string_view key, uint64_t h, const WriteResult& written) {
-    if (size_ >= kRenderCacheLimit || written.bytes.size() > 0xffff) return;
-    if ((size_ + 1) * 2 > slots_.size()) grow();
+    if (written.bytes.size() > 0xffff || key.size() > 0xffff) return;
+    size_t added = entry_bytes(key.size(), written.bytes.size());
+    if (added + kMinSlots * sizeof(Slot) > limits_.bytes || limits_.entries == 0) return;
+    if (size_ >= limits_.entries ||
+        entry_bytes_ + added + slots_after_insert() * sizeof(Slot) > limits_.bytes) {
+        clear();
+        ++flushes_;
+    }
+    if (slots_after_insert() != slots_.size()) grow();
     auto block = std::make_unique<char[]>(sizeof(Entry) + key.size() + written.bytes.size());
     auto* entry = new (block.get()) Entry;
     entry->key_size = static_cast<uint16_t>(key.size());
@@ -35,12 +66,15 @@ void RenderCache::insert(std::string_view key, uint64_t h, const WriteResult& wr
     place(Slot{h, entry});
     blocks_.push_back(std::move(block));
     ++size_;
+    entry_bytes_ += added;
 }
 
 void RenderCache::clear() {
-    slots_.clear();
-    blocks_.clear();
+    // Memory given back, not only emptied: the bound is on what is held.
+    std::vector<Slot>().swap(slots_);
+    std::vector<std::unique_ptr<char[]>>().swap(blocks_);
     size_ = 0;
+    entry_bytes_ = 0;
 }
 
 void RenderCache::reply_to(const Entry& entry, std::span<const uint8_t> query, size_t name_end,
@@ -63,7 +97,7 @@ void RenderCache::place(Slot slot) {
 
 void RenderCache::grow() {
     std::vector<Slot> old = std::move(slots_);
-    slots_.assign(std::max<size_t>(1024, old.size() * 2), Slot{});
+    slots_.assign(std::max(kMinSlots, old.size() * 2), Slot{});
     for (const Slot& slot : old) {
         if (slot.entry) place(slot);
     }

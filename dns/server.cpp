@@ -159,6 +159,7 @@ class Engine {
             if (options_.hosts) hosts_ = options_.hosts->get();
             hosts_version_ = hosts_version;
             rendered_.clear();
+            stats_->render_bytes.store(0, std::memory_order_relaxed);
         }
     }
 
@@ -298,7 +299,11 @@ class Engine {
         if (proto == kTcp) limit = 65535;
         WriteResult written = write_message(resolution.response, limit);
         if (written.truncated) bump(stats_->truncated);
-        if (render_key && limit == quick_limit) rendered_.insert(*render_key, key_hash, written);
+        if (render_key && limit == quick_limit) {
+            rendered_.insert(*render_key, key_hash, written);
+            stats_->render_bytes.store(rendered_.bytes(), std::memory_order_relaxed);
+            stats_->render_flushes.store(rendered_.flushes(), std::memory_order_relaxed);
+        }
         out = std::move(written.bytes);
         shuffle(out, written.shuffle_offset, written.shuffle_size, written.shuffle_count);
         count_response(ServerStats::kKubernetes, resolution.response.header.rcode);
@@ -614,12 +619,21 @@ class Server::Worker : public ReplySink, public TcpQueryHandler {
         }
         for (auto& [client, bytes] : items) {
             if (client.proto == kUdp) {
+                if (rate_limited(client, bytes, std::chrono::steady_clock::now())) continue;
                 ::sendto(client.udp_fd, bytes.data(), bytes.size(), MSG_DONTWAIT,
                          reinterpret_cast<const sockaddr*>(&client.address), client.address_length);
                 continue;
             }
             tcp_->deliver(client.connection, bytes);
         }
+    }
+
+    // --dns-rrl's verdict on a UDP reply: true when it is not to be sent;
+    // a slipped reply is cut to its question in place.
+    bool rate_limited(const ClientRef& client, std::string& reply,
+                      std::chrono::steady_clock::time_point now) {
+        return options_.rrl && options_.rrl->admit(client.address, reply, now) ==
+                                   ResponseRateLimiter::Verdict::kDrop;
     }
 
     void serve_udp(UdpLoop& loop) {
@@ -656,7 +670,8 @@ class Server::Worker : public ReplySink, public TcpQueryHandler {
                 size_t length = std::min<size_t>(in[i].msg_len, kUdpBuffer);
                 client.local = loop.local;
                 if (loop.engine.handle(buffers[i].data(), length, kUdp, client, reply) !=
-                    Engine::Outcome::kReply) {
+                        Engine::Outcome::kReply ||
+                    rate_limited(client, reply, start)) {
                     continue;
                 }
                 if (loop.engine.logging()) {
@@ -976,6 +991,8 @@ void Server::append_metrics(metrics::TextWriter& out) const {
     uint64_t tcp_timeouts = 0;
     uint64_t dropped = 0;
     uint64_t render_hits = 0;
+    uint64_t render_bytes = 0;
+    uint64_t render_flushes = 0;
     // [udp, tcp]: summed request and response sizes.
     struct SizeSums {
         uint64_t buckets[ServerStats::kSizeBuckets.size() + 1] = {};
@@ -1007,6 +1024,8 @@ void Server::append_metrics(metrics::TextWriter& out) const {
             tcp_timeouts += get(s.tcp_timeouts);
             dropped += get(s.dropped);
             render_hits += get(s.render_hits);
+            render_bytes += get(s.render_bytes);
+            render_flushes += get(s.render_flushes);
             for (size_t p = 0; p < 2; ++p) {
                 auto add = [&](SizeSums& to, const ServerStats::SizeHistogram& from) {
                     for (size_t b = 0; b <= ServerStats::kSizeBuckets.size(); ++b)
@@ -1098,6 +1117,14 @@ void Server::append_metrics(metrics::TextWriter& out) const {
             "TCP connections closed by the read or idle timeout.", tcp_timeouts);
     counter("switchboard_dns_render_cache_hits_total",
             "Zone replies served from a thread's rendered-reply cache.", render_hits);
+    counter("switchboard_dns_render_cache_flushes_total",
+            "Rendered-reply caches emptied because an insert would pass their bound.",
+            render_flushes);
+    out.family({"switchboard_dns_render_cache_bytes",
+                "Bytes the serving threads' rendered-reply caches hold.",
+                Type::kGauge,
+                {}});
+    out.sample({}, render_bytes);
     counter("switchboard_dns_dropped_total", "Packets not answered (responses, runts).", dropped);
 
     // Labelled by the listen address as configured, so that a port 0 keeps

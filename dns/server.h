@@ -40,6 +40,7 @@
 #include "dns/published.h"
 #include "dns/query_log.h"
 #include "dns/resolver.h"
+#include "dns/rrl.h"
 #include "dns/tcp_stream.h"
 #include "dns/zone.h"
 
@@ -112,6 +113,8 @@ struct alignas(64) ServerStats {
     std::atomic<uint64_t> tcp_timeouts{0};  // closed by the read or idle timeout
     std::atomic<uint64_t> dropped{0};
     std::atomic<uint64_t> render_hits{0};
+    std::atomic<uint64_t> render_bytes{0};    // the thread's RenderCache::bytes()
+    std::atomic<uint64_t> render_flushes{0};  // its RenderCache::flushes()
 
     static size_t type_index(uint16_t qtype);
 };
@@ -135,6 +138,9 @@ struct ServerOptions {
     // The hosts plugin's table, asked before the zone; null: none. Must
     // outlive the server.
     const HostsHolder* hosts = nullptr;
+    // --dns-rrl: limits the UDP replies (every one, forwarded included);
+    // null: off. Must outlive the server.
+    ResponseRateLimiter* rrl = nullptr;
 };
 
 // One listener's state, for metrics and status pages.

@@ -734,6 +734,60 @@ std::vector<OptionSpec> build_table() {
             return {};
         },
     });
+    // --- DNS response-rate limiting (Knot DNS's mod-rrl: docs/dns.md)
+    table.push_back({
+        .names = {"--dns-rrl"},
+        .kind = ValueKind::kInt,
+        .role = OptionRole::kCommandLine,
+        .default_text = "0",
+        .help = "UDP replies a second per client /24 or /56, reply class and name; 0: off",
+        .apply = [](std::string_view text, ApplyContext& context) -> Status {
+            auto rate = parse_integer(text, 0, 1000000);
+            if (!rate) return rate.error();
+            context.options.dns.rrl.rate = static_cast<uint32_t>(*rate);
+            return {};
+        },
+    });
+    table.push_back({
+        .names = {"--dns-rrl-slip"},
+        .kind = ValueKind::kInt,
+        .role = OptionRole::kCommandLine,
+        .default_text = "1",
+        .help = "every Nth rate-limited reply is sent truncated (TC), the others dropped; "
+                "0: all dropped",
+        .apply = [](std::string_view text, ApplyContext& context) -> Status {
+            auto slip = parse_integer(text, 0, 100);
+            if (!slip) return slip.error();
+            context.options.dns.rrl.slip = static_cast<uint32_t>(*slip);
+            return {};
+        },
+    });
+    table.push_back({
+        .names = {"--dns-rrl-whitelist"},
+        .kind = ValueKind::kList,
+        .role = OptionRole::kCommandLine,
+        .default_text = "",
+        .help = "CIDRs (comma-separated) whose clients are never rate-limited",
+        .apply = [](std::string_view text, ApplyContext& context) -> Status {
+            auto prefixes = parse_prefix_list(text);
+            if (!prefixes) return prefixes.error();
+            context.options.dns.rrl.whitelist = std::move(*prefixes);
+            return {};
+        },
+    });
+    table.push_back({
+        .names = {"--dns-rrl-table-size"},
+        .kind = ValueKind::kInt,
+        .role = OptionRole::kCommandLine,
+        .default_text = "393241",
+        .help = "buckets of the rate limiter's table (32 bytes each), allocated at start",
+        .apply = [](std::string_view text, ApplyContext& context) -> Status {
+            auto size = parse_integer(text, 1, 1 << 26);
+            if (!size) return size.error();
+            context.options.dns.rrl.table_size = static_cast<size_t>(*size);
+            return {};
+        },
+    });
     // --- one-shot commands
     table.push_back({
         .names = {"--dry-run"},

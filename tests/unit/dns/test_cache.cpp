@@ -160,8 +160,8 @@ TEST_CASE("a CNAME chain that does not reach the queried type is not kept withou
 
 TEST_CASE("success and denial: their own TTL bounds and minimums") {
     CacheSettings settings = CacheSettings::coredns_default();
-    settings.success = {9984, 100, 20};
-    settings.denial = {9984, 8, 2};
+    settings.success = {9984, 100, 20, std::nullopt};
+    settings.denial = {9984, 8, 2, std::nullopt};
     Cache cache(settings);
     Question up = question_for("up.example.com");
     cache.store(up, answer_for("up.example.com", 1000), t0);

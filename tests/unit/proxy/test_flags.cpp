@@ -68,6 +68,9 @@ TEST_CASE("defaults match kube-proxy's and the design") {
     CHECK(options.dns.ttl == 30);
     CHECK(options.dns.pods == dns::PodRecords::kInsecure);
     CHECK(options.dns.upstreams.empty());
+    CHECK(options.dns.rrl.rate == 0);  // response-rate limiting off
+    CHECK(options.dns.rrl.slip == 1);
+    CHECK(options.dns.rrl.table_size == 393241);
     CHECK_FALSE(options.dry_run);
     CHECK_FALSE(options.cleanup);
     CHECK(options.verbosity == 0);
@@ -120,6 +123,14 @@ TEST_CASE("every flag takes --flag=value and --flag value") {
         CHECK(o.dns.upstreams ==
               std::vector<HostPort>{host_port("8.8.8.8:53"), host_port("1.1.1.1:5353")});
     });
+    both_forms("--dns-rrl", "50", [](const Options& o) { CHECK(o.dns.rrl.rate == 50); });
+    both_forms("--dns-rrl-slip", "0", [](const Options& o) { CHECK(o.dns.rrl.slip == 0); });
+    both_forms("--dns-rrl-whitelist", "10.0.0.0/8,fd00::/56", [](const Options& o) {
+        CHECK(o.dns.rrl.whitelist ==
+              std::vector<Prefix>{prefix("10.0.0.0/8"), prefix("fd00::/56")});
+    });
+    both_forms("--dns-rrl-table-size", "1021",
+               [](const Options& o) { CHECK(o.dns.rrl.table_size == 1021); });
     both_forms("--masquerade-bit", "3",
                [](const Options& o) { CHECK(o.backend.masquerade_mark == 0x8); });
     both_forms("--v", "4", [](const Options& o) { CHECK(o.verbosity == 4); });
@@ -205,6 +216,12 @@ TEST_CASE("every rejection names its flag on one line") {
     CHECK(parse_error({"--dns-pods=all"}) ==
           "--dns-pods: \"all\" is not one of disabled, insecure, verified");
     CHECK(parse_error({"--dns-upstream=not-an-ip"}).rfind("--dns-upstream: ", 0) == 0);
+    CHECK(parse_error({"--dns-rrl=-1"}) == "--dns-rrl: -1 is out of range 0-1000000");
+    CHECK(parse_error({"--dns-rrl-slip=101"}) == "--dns-rrl-slip: 101 is out of range 0-100");
+    CHECK(parse_error({"--dns-rrl-whitelist=10.0.0.1"}) ==
+          "--dns-rrl-whitelist: \"10.0.0.1\" is not a CIDR");
+    CHECK(parse_error({"--dns-rrl-table-size=0"}) ==
+          "--dns-rrl-table-size: 0 is out of range 1-67108864");
     CHECK(parse_error({"--masquerade-bit=32"}) == "--masquerade-bit: 32 is out of range 0-31");
     CHECK(parse_error({"--v=-1"}) == "--v: -1 is out of range 0-10");
     CHECK(parse_error({"--dry-run", "--cleanup"}) ==
