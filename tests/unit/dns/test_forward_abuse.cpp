@@ -2,12 +2,11 @@
 // (issue 10), against fake upstreams on loopback.
 #include <catch.hpp>
 
-#include <atomic>
 #include <future>
 #include <set>
-#include <thread>
 
 #include "dns/forward.h"
+#include "dns/upstream_exchange.h"
 #include "tests/unit/dns/test_forward_fakes.h"
 
 using namespace sb;
@@ -179,4 +178,22 @@ TEST_CASE("forwarder abuse: loop probes go under the set's zone, again periodica
     CHECK(forwarder.loop_detected(name_lower(probe.questions.at(0).name)));
     CHECK_FALSE(forwarder.enabled());
     forwarder.stop();
+}
+
+TEST_CASE("forwarder abuse: a health probe's exchange ignores its query echoed back") {
+    FakeUpstream upstream;
+    Message ping;
+    ping.header.id = 0x4242;
+    ping.questions.push_back({*name_from_text("."), type::kNS, kClassIN});
+    auto exchange = std::async(std::launch::async, [&] {
+        return udp_exchange(upstream.address, write_message(ping).bytes,
+                            std::chrono::milliseconds(5000));
+    });
+    Message query = upstream.receive();
+    upstream.send(query);  // QR=0, our ID: a reflection, not an answer
+    upstream.send(reply_to(query, Rcode::kRefused));
+    auto reply = exchange.get();
+    REQUIRE(reply.ok());
+    CHECK(reply->header.qr);
+    CHECK(reply->header.rcode == static_cast<uint8_t>(Rcode::kRefused));
 }
