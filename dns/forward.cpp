@@ -4,13 +4,13 @@
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -24,16 +24,28 @@ namespace sb::dns {
 
 namespace {
 
-constexpr size_t kMaxPending = 60000;
-// RFC 6761 .invalid: a probe can never be a real name.
-constexpr const char* kProbeDomain = "switchboard.invalid";
+// Upstream queries in flight, each with its own socket while over UDP:
+// bounds the descriptors the forwarder holds.
+constexpr size_t kMaxPending = 4096;
 constexpr auto kTick = std::chrono::milliseconds(50);
 constexpr size_t kNoSet = SIZE_MAX;
+constexpr uint64_t kWakeKey = UINT64_MAX;  // epoll data of the wake eventfd
 
-bool same_question(const Message& reply, const Question& question) {
-    return reply.questions.size() == 1 && reply.questions[0].qtype == question.qtype &&
-           reply.questions[0].qclass == question.qclass &&
-           name_lower(reply.questions[0].name) == name_lower(question.name);
+void append_label(std::string& wire, std::string_view label) {
+    wire.push_back(static_cast<char>(label.size()));
+    wire.append(label);
+}
+
+// "<label>.<number>.<zone>" in wire form, as CoreDNS's loop plugin builds
+// "<random>.<random>.<zone>": under the root, an all-digit top-level label
+// no registry can delegate, so a forwarding resolver forwards it and the
+// root answers NXDOMAIN. Empty when it would be over 255 bytes.
+std::string probe_name(std::string_view label, uint64_t number, std::string_view zone) {
+    std::string wire;
+    append_label(wire, label);
+    append_label(wire, std::to_string(number));
+    wire.append(zone);
+    return wire.size() <= kMaxNameLength ? wire : std::string();
 }
 
 std::string query_packet(uint16_t id, const Question& question) {
@@ -75,10 +87,8 @@ std::vector<HostPort> resolv_conf_nameservers(const std::string& path) {
     return result;
 }
 
-Forwarder::Forwarder(ForwarderOptions options) : options_(std::move(options)) {
-    uint64_t seed = 0;
-    if (::getrandom(&seed, sizeof(seed), 0) != sizeof(seed)) seed = 0x9e3779b97f4a7c15ull;
-    random_state_ = seed | 1;
+Forwarder::Forwarder(ForwarderOptions options)
+    : options_(std::move(options)), cap_(options_.max_outstanding_per_client) {
     auto add_set = [this](std::string zone, bool cluster_block,
                           const ForwardSetOptions& set_options,
                           const std::vector<HostPort>& addresses) {
@@ -106,6 +116,15 @@ Forwarder::Forwarder(ForwarderOptions options) : options_(std::move(options)) {
         return sets_[a].zone.size() > sets_[b].zone.size();
     });
     usable_ = upstreams_.size();
+    // Probe names: one random first label for this forwarder (the server's
+    // cheap test), one random number per upstream, under its set's zone.
+    char token[17];
+    std::snprintf(token, sizeof(token), "%016llx",
+                  static_cast<unsigned long long>(random_.next64()));
+    probe_label_ = std::string("sb-loop-") + token;
+    for (auto& upstream : upstreams_) {
+        upstream.probe = probe_name(probe_label_, random_.next64(), sets_[upstream.set].zone);
+    }
     std::vector<HostPort> addresses;
     std::vector<UpstreamHealth::Target> targets;
     for (const auto& upstream : upstreams_) {
@@ -123,52 +142,19 @@ Forwarder::~Forwarder() {
     stop();
 }
 
-uint64_t Forwarder::next_random() {
-    // xorshift64*: IDs must be unpredictable enough that an off-path sender
-    // cannot guess them together with our source port.
-    random_state_ ^= random_state_ >> 12;
-    random_state_ ^= random_state_ << 25;
-    random_state_ ^= random_state_ >> 27;
-    return random_state_ * 0x2545F4914F6CDD1Dull;
-}
-
-uint16_t Forwarder::new_id() {
-    return static_cast<uint16_t>(next_random() >> 48);
-}
-
 Status Forwarder::start() {
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (epoll_fd_ < 0 || wake_fd_ < 0) return make_error(ErrorCode::kIo, "epoll/eventfd", errno);
-    auto watch = [this](int fd) {
-        epoll_event event{};
-        event.events = EPOLLIN;
-        event.data.fd = fd;
-        ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
-    };
-    watch(wake_fd_);
-    for (int family : {AF_INET, AF_INET6}) {
-        int fd = ::socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            if (family == AF_INET) return make_error(ErrorCode::kIo, "upstream socket", errno);
-            continue;  // no IPv6 on this host: IPv6 upstreams will fail over
-        }
-        (family == AF_INET ? udp4_fd_ : udp6_fd_) = fd;
-        watch(fd);
-    }
-    // Probe names: a random label per run, one name per upstream.
-    {
-        std::lock_guard lock(mutex_);
-        uint64_t token = static_cast<uint64_t>(new_id()) << 32 | new_id() << 16 | new_id();
-        for (size_t i = 0; i < upstreams_.size(); ++i) {
-            std::string text =
-                "sb-loop-" + std::to_string(token) + "-" + std::to_string(i) + "." + kProbeDomain;
-            upstreams_[i].probe = name_lower(*name_from_text(text));
-        }
-    }
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.u64 = kWakeKey;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &event);
     bool tcp_per_query = std::any_of(sets_.begin(), sets_.end(), [](const Set& set) {
         return !set.members.empty() && set.options.protocol != UpstreamProtocol::kUdp;
     });
+    // The first probes are the owner's to send, once its server listens.
+    next_loop_check_ = std::chrono::steady_clock::now() + options_.loop_check_interval;
     health_->start();
     thread_ = std::thread([this] { run(); });
     unsigned tcp_threads = options_.tcp_threads * (tcp_per_query ? 4 : 1);
@@ -191,7 +177,7 @@ void Forwarder::stop() {
     for (auto& t : tcp_threads_) t.join();
     health_->stop();
     tcp_jobs_.clear();
-    for (int* fd : {&epoll_fd_, &wake_fd_, &udp4_fd_, &udp6_fd_}) {
+    for (int* fd : {&epoll_fd_, &wake_fd_}) {
         if (*fd >= 0) ::close(*fd);
         *fd = -1;
     }
@@ -222,23 +208,27 @@ void Forwarder::send_loop_probes() {
     {
         std::lock_guard lock(mutex_);
         for (const auto& upstream : upstreams_) {
-            if (!upstream.dropped) probes.emplace_back(upstream.address, upstream.probe);
+            if (!upstream.dropped && !upstream.probe.empty()) {
+                probes.emplace_back(upstream.address, upstream.probe);
+            }
         }
     }
     for (const auto& [address, probe] : probes) {
-        Question question{probe, type::kHINFO, kClassIN};
-        std::string packet = query_packet(0, question);
-        int fd = socket_for(address);
-        if (fd < 0) continue;
+        // Fire and forget: the answer does not matter, only whether the
+        // probe comes back to one of our servers. The ID is 0: no reply is
+        // ever matched to it.
+        std::string packet = query_packet(0, Question{probe, type::kHINFO, kClassIN});
         SocketAddress to = to_socket_address(address);
+        int fd = ::socket(to.sockaddr()->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) continue;
         ::sendto(fd, packet.data(), packet.size(), 0, to.sockaddr(), to.length());
+        ::close(fd);
     }
 }
 
 bool Forwarder::loop_detected(std::string_view lower_name) {
-    // Every probe ends in "switchboard.invalid": other names skip the lock.
-    static const std::string suffix = *name_from_text(kProbeDomain);
-    if (!name_is_under(lower_name, suffix)) return false;
+    // Every probe starts with probe_label_: other names skip the lock.
+    if (name_first_label(lower_name) != probe_label_) return false;
     std::lock_guard lock(mutex_);
     for (auto& upstream : upstreams_) {
         if (upstream.probe != lower_name) continue;
@@ -255,12 +245,13 @@ bool Forwarder::loop_detected(std::string_view lower_name) {
     return false;
 }
 
-void Forwarder::submit(const Question& question, Callback done, ClientProtocol client) {
+void Forwarder::submit(const Question& question, Callback done, ClientProtocol protocol,
+                       std::optional<IpAddress> client) {
     requests_.fetch_add(1, std::memory_order_relaxed);
     {
         std::lock_guard lock(mutex_);
         if (!stopping_) {
-            submissions_.push_back(Submission{question, std::move(done), client});
+            submissions_.push_back(Submission{question, std::move(done), protocol, client});
             done = nullptr;
         }
     }
@@ -270,10 +261,6 @@ void Forwarder::submit(const Question& question, Callback done, ClientProtocol c
     }
     uint64_t one = 1;
     (void)!::write(wake_fd_, &one, sizeof(one));
-}
-
-int Forwarder::socket_for(const HostPort& upstream) const {
-    return upstream.address.is_v4() ? udp4_fd_ : udp6_fd_;
 }
 
 bool Forwarder::excepts(const Set& set, std::string_view lower_name) const {
@@ -316,15 +303,38 @@ void Forwarder::complete(Callback& done, Result<Message> result) {
     if (done) done(std::move(result));
 }
 
-void Forwarder::finish(std::map<uint16_t, Pending>::iterator it, Result<Message> result) {
-    Callback done = std::move(it->second.done);
-    --sets_[it->second.set].in_flight;
+void Forwarder::reject(Submission& submission, Result<Message> result) {
+    if (submission.client) cap_.release(*submission.client);
+    complete(submission.done, std::move(result));
+}
+
+void Forwarder::close_attempt_socket(Pending& pending) {
+    if (pending.fd < 0) return;
+    ::close(pending.fd);  // also leaves the epoll set
+    pending.fd = -1;
+}
+
+void Forwarder::finish(PendingMap::iterator it, Result<Message> result) {
+    Pending pending = std::move(it->second);
     pending_.erase(it);
-    complete(done, std::move(result));
+    close_attempt_socket(pending);
+    merging_.erase(pending.merge_key);
+    --sets_[pending.set].in_flight;
+    for (size_t i = 0; i < pending.waiters.size(); ++i) {
+        Waiter& waiter = pending.waiters[i];
+        if (waiter.client) cap_.release(*waiter.client);
+        bool last = i + 1 == pending.waiters.size();
+        complete(waiter.done, last ? std::move(result) : Result<Message>(result));
+    }
+}
+
+void Forwarder::count_dropped(ReplyVerdict verdict) {
+    dropped_[static_cast<size_t>(verdict)].fetch_add(1, std::memory_order_relaxed);
 }
 
 void Forwarder::start_query(Submission submission) {
-    const size_t s = set_for(name_lower(submission.question.name));
+    std::string lower = name_lower(submission.question.name);
+    const size_t s = set_for(lower);
     if (s == kNoSet) {
         complete(submission.done,
                  make_error(ErrorCode::kUnavailable,
@@ -332,10 +342,29 @@ void Forwarder::start_query(Submission submission) {
                                 " is excepted from forwarding and no other forward takes it"));
         return;
     }
+    if (submission.client && !cap_.acquire(*submission.client)) {
+        // REFUSED as over max_concurrent: a refusal by policy, which a stub
+        // resolver answers by asking its next server; a SERVFAIL would read
+        // as the name failing and may be cached (RFC 2308 7.1).
+        client_rejected_.fetch_add(1, std::memory_order_relaxed);
+        complete(submission.done, refused_reply(submission.question));
+        return;
+    }
+    const bool client_tcp = submission.protocol == ClientProtocol::kTcp;
+    // The upstream query depends on nothing else: we never set DO or CD.
+    std::string merge_key = std::to_string(s) + (client_tcp ? "t" : "u") +
+                            std::to_string(submission.question.qtype) + "/" +
+                            std::to_string(submission.question.qclass) + "/" + lower;
+    if (auto shared = merging_.find(merge_key); shared != merging_.end()) {
+        merged_.fetch_add(1, std::memory_order_relaxed);
+        pending_.at(shared->second)
+            .waiters.push_back(Waiter{std::move(submission.done), submission.client});
+        return;
+    }
     Set& set = sets_[s];
     if (set.options.max_concurrent > 0 && set.in_flight >= set.options.max_concurrent) {
         metrics_->max_concurrent_rejected();
-        complete(submission.done, refused_reply(submission.question));
+        reject(submission, refused_reply(submission.question));
         return;
     }
     ++set.turns;
@@ -343,33 +372,35 @@ void Forwarder::start_query(Submission submission) {
     {
         std::lock_guard lock(mutex_);
         auto positions = upstream_order(set.options.policy, set.members.size(), set.turns,
-                                        set.preferred, [this] { return next_random(); });
+                                        set.preferred, [this] { return random_.next64(); });
         for (size_t position : positions) {
             size_t member = set.members[position];
             if (!upstreams_[member].dropped) order.push_back(member);
         }
     }
     if (order.empty() || pending_.size() >= kMaxPending) {
-        complete(submission.done, make_error(ErrorCode::kUnavailable, "no upstream available"));
+        reject(submission, make_error(ErrorCode::kUnavailable, "no upstream available"));
         return;
     }
-    uint16_t id = new_id();
-    while (pending_.count(id)) id = new_id();
-    Pending& pending = pending_[id];
+    const uint64_t key = next_key_++;
+    Pending& pending = pending_[key];
     pending.question = std::move(submission.question);
-    pending.packet = query_packet(id, pending.question);
-    pending.done = std::move(submission.done);
+    pending.lower_name = std::move(lower);
+    pending.merge_key = merge_key;
+    pending.waiters.push_back(Waiter{std::move(submission.done), submission.client});
+    pending.packet = query_packet(0, pending.question);
     pending.set = s;
     pending.order = std::move(order);
-    pending.client_tcp = submission.client == ClientProtocol::kTcp;
+    pending.client_tcp = client_tcp;
+    merging_.emplace(std::move(merge_key), key);
     ++set.in_flight;
-    send_attempt(id, pending);
+    send_attempt(key, pending);
 }
 
-void Forwarder::send_attempt(uint16_t id, Pending& pending) {
+void Forwarder::send_attempt(uint64_t key, Pending& pending) {
     UpstreamPick pick = pick_upstream(
         pending.order, pending.position,
-        [this](size_t upstream) { return health_->down(upstream); }, next_random());
+        [this](size_t upstream) { return health_->down(upstream); }, random_.next64());
     if (pick.all_down) metrics_->health_check_broken();
     pending.upstream = pick.index;
     pending.position = pick.next_position;
@@ -377,15 +408,21 @@ void Forwarder::send_attempt(uint16_t id, Pending& pending) {
     const UpstreamProtocol protocol = sets_[pending.set].options.protocol;
     bool tcp = protocol == UpstreamProtocol::kTcp ||
                (protocol == UpstreamProtocol::kClient && pending.client_tcp);
-    dispatch(id, pending, tcp);
+    dispatch(key, pending, tcp);
 }
 
-void Forwarder::dispatch(uint16_t id, Pending& pending, bool tcp) {
+void Forwarder::dispatch(uint64_t key, Pending& pending, bool tcp) {
     HostPort address;
     {
         std::lock_guard lock(mutex_);
         address = upstreams_[pending.upstream].address;
     }
+    // Every attempt: a fresh ID, and (UDP) a fresh socket, so a reply to an
+    // earlier attempt or a guess aimed at it cannot complete this one.
+    close_attempt_socket(pending);
+    pending.id = random_.next16();
+    pending.packet[0] = static_cast<char>(pending.id >> 8);
+    pending.packet[1] = static_cast<char>(pending.id & 0xff);
     auto now = std::chrono::steady_clock::now();
     pending.sent = now;
     pending.tcp = tcp;
@@ -395,31 +432,40 @@ void Forwarder::dispatch(uint16_t id, Pending& pending, bool tcp) {
         pending.deadline = now + options_.tcp_timeout + options_.attempt_timeout;
         {
             std::lock_guard lock(tcp_mutex_);
-            tcp_jobs_.push_back(TcpJob{id, pending.attempts, pending.packet, address});
+            tcp_jobs_.push_back(TcpJob{key, pending.attempts, pending.packet, address});
         }
         tcp_cv_.notify_one();
         return;
     }
     pending.deadline = now + options_.attempt_timeout;
-    int fd = socket_for(address);
     SocketAddress to = to_socket_address(address);
-    if (fd < 0 || ::sendto(fd, pending.packet.data(), pending.packet.size(), 0, to.sockaddr(),
-                           to.length()) < 0) {
+    // connect(): the kernel picks a random ephemeral port and delivers only
+    // the upstream's datagrams (and its ICMP errors) to this socket.
+    int fd = ::socket(to.sockaddr()->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.u64 = key;
+    if (fd < 0 || ::connect(fd, to.sockaddr(), to.length()) < 0 ||
+        ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event) < 0 ||
+        ::send(fd, pending.packet.data(), pending.packet.size(), 0) < 0) {
+        if (fd >= 0) ::close(fd);
         errors_.fetch_add(1, std::memory_order_relaxed);
         // The deadline scan retries it; an immediate retry could spin.
         pending.deadline = now;
+        return;
     }
+    pending.fd = fd;
 }
 
-void Forwarder::attempt_failed(uint16_t id, const char* reason) {
-    auto it = pending_.find(id);
+void Forwarder::attempt_failed(uint64_t key, const char* reason) {
+    auto it = pending_.find(key);
     if (it == pending_.end()) return;
     health_->exchange_failed(it->second.upstream);
-    retry_or_fail(id, reason);
+    retry_or_fail(key, reason);
 }
 
-void Forwarder::retry_or_fail(uint16_t id, const char* reason) {
-    auto it = pending_.find(id);
+void Forwarder::retry_or_fail(uint64_t key, const char* reason) {
+    auto it = pending_.find(key);
     if (it == pending_.end()) return;
     Pending& pending = it->second;
     bool retry = false;
@@ -428,7 +474,7 @@ void Forwarder::retry_or_fail(uint16_t id, const char* reason) {
         retry = pending.attempts < options_.max_attempts && usable_in(pending.set) > 0;
     }
     if (retry) {
-        send_attempt(id, pending);
+        send_attempt(key, pending);
         return;
     }
     std::string name = name_to_text(pending.question.name);
@@ -436,8 +482,8 @@ void Forwarder::retry_or_fail(uint16_t id, const char* reason) {
                           std::string("no upstream answered ") + name + ": " + reason));
 }
 
-void Forwarder::replied(uint16_t id, Message reply) {
-    auto it = pending_.find(id);
+void Forwarder::replied(uint64_t key, Message reply) {
+    auto it = pending_.find(key);
     if (it == pending_.end()) return;
     Pending& pending = it->second;
     metrics_->replied(
@@ -447,7 +493,7 @@ void Forwarder::replied(uint16_t id, Message reply) {
         // The same upstream over TCP: the whole answer for the client and
         // the cache (CoreDNS does this with prefer_udp only).
         tcp_retries_.fetch_add(1, std::memory_order_relaxed);
-        dispatch(id, pending, true);
+        dispatch(key, pending, true);
         return;
     }
     auto rcode = static_cast<Rcode>(reply.header.rcode);
@@ -460,7 +506,7 @@ void Forwarder::replied(uint16_t id, Message reply) {
         sets_[pending.set].options.next_on_servfail && pending.attempts < options_.max_attempts &&
         usable_in_set > 1) {
         errors_.fetch_add(1, std::memory_order_relaxed);
-        retry_or_fail(id, to_string(rcode));
+        retry_or_fail(key, to_string(rcode));
         return;
     }
     Set& set = sets_[pending.set];
@@ -469,31 +515,33 @@ void Forwarder::replied(uint16_t id, Message reply) {
     finish(it, std::move(reply));
 }
 
-void Forwarder::handle_reply(int fd) {
+void Forwarder::handle_reply(uint64_t key) {
+    auto it = pending_.find(key);
+    // Gone, or moved on to TCP or another attempt's socket: an event of a
+    // socket closed in this batch.
+    if (it == pending_.end() || it->second.fd < 0) return;
+    const Pending& pending = it->second;
+    const ExpectedReply expected{pending.id, pending.lower_name, pending.question.qtype,
+                                 pending.question.qclass};
     uint8_t buffer[65536];
     while (true) {
-        sockaddr_storage from{};
-        socklen_t from_length = sizeof(from);
-        ssize_t n = ::recvfrom(fd, buffer, sizeof(buffer), 0, reinterpret_cast<sockaddr*>(&from),
-                               &from_length);
-        if (n < 0) return;
-        auto reply = parse_message(std::span<const uint8_t>(buffer, static_cast<size_t>(n)));
-        if (!reply) {
-            errors_.fetch_add(1, std::memory_order_relaxed);
+        ssize_t n = ::recv(pending.fd, buffer, sizeof(buffer), 0);
+        if (n < 0) {
+            // ICMP port unreachable (connected socket): no server there.
+            if (errno == ECONNREFUSED) {
+                errors_.fetch_add(1, std::memory_order_relaxed);
+                attempt_failed(key, "port unreachable");
+            }
+            return;
+        }
+        CheckedReply checked = check_upstream_reply(
+            std::span<const uint8_t>(buffer, static_cast<size_t>(n)), expected);
+        if (checked.verdict != ReplyVerdict::kAccepted) {
+            count_dropped(checked.verdict);
             continue;
         }
-        auto it = pending_.find(reply->header.id);
-        if (it == pending_.end() || it->second.tcp) continue;  // late, a probe's answer, or spoofed
-        HostPort upstream;
-        {
-            std::lock_guard lock(mutex_);
-            upstream = upstreams_[it->second.upstream].address;
-        }
-        if (!(from_socket_address(from) == upstream) ||
-            !same_question(*reply, it->second.question)) {
-            continue;
-        }
-        replied(reply->header.id, std::move(*reply));
+        replied(key, std::move(*checked.message));
+        return;
     }
 }
 
@@ -504,33 +552,43 @@ void Forwarder::handle_tcp_results() {
         results.swap(tcp_results_);
     }
     for (auto& result : results) {
-        auto it = pending_.find(result.id);
+        auto it = pending_.find(result.key);
         // Gone, or its deadline passed and another attempt runs now.
         if (it == pending_.end() || !it->second.tcp || it->second.attempts != result.attempt) {
             continue;
         }
-        if (result.reply && same_question(*result.reply, it->second.question)) {
-            replied(result.id, std::move(*result.reply));
+        if (!result.reply) {
+            errors_.fetch_add(1, std::memory_order_relaxed);
+            attempt_failed(result.key, "TCP failed");
             continue;
         }
-        errors_.fetch_add(1, std::memory_order_relaxed);
-        attempt_failed(result.id, result.reply ? "TCP reply for another question" : "TCP failed");
+        const Pending& pending = it->second;
+        ReplyVerdict verdict = check_upstream_reply(
+            *result.reply, ExpectedReply{pending.id, pending.lower_name, pending.question.qtype,
+                                         pending.question.qclass});
+        if (verdict == ReplyVerdict::kAccepted) {
+            replied(result.key, std::move(*result.reply));
+            continue;
+        }
+        // One connection carries one exchange: a wrong reply ends the attempt.
+        count_dropped(verdict);
+        attempt_failed(result.key, "TCP reply for another query");
     }
 }
 
 void Forwarder::run() {
-    epoll_event events[8];
+    epoll_event events[64];
     while (!stopping_) {
-        int n = ::epoll_wait(epoll_fd_, events, 8, static_cast<int>(kTick.count()));
+        int n = ::epoll_wait(epoll_fd_, events, 64, static_cast<int>(kTick.count()));
         for (int i = 0; i < n; ++i) {
-            int fd = events[i].data.fd;
-            if (fd == wake_fd_) {
+            uint64_t key = events[i].data.u64;
+            if (key == kWakeKey) {
                 uint64_t value = 0;
                 (void)!::read(wake_fd_, &value, sizeof(value));
             } else {
                 // Each unit of work guarded (coredns_panics_total): an
                 // exception costs that reply or query, never the thread.
-                run_guarded("dns forwarder reply", [&] { handle_reply(fd); });
+                run_guarded("dns forwarder reply", [&] { handle_reply(key); });
             }
         }
         run_guarded("dns forwarder TCP results", [&] { handle_tcp_results(); });
@@ -543,13 +601,17 @@ void Forwarder::run() {
             run_guarded("dns forwarder query", [&] { start_query(std::move(submission)); });
         }
         auto now = std::chrono::steady_clock::now();
-        std::vector<uint16_t> expired;
-        for (const auto& [id, pending] : pending_) {
-            if (pending.deadline <= now) expired.push_back(id);
+        std::vector<uint64_t> expired;
+        for (const auto& [key, pending] : pending_) {
+            if (pending.deadline <= now) expired.push_back(key);
         }
-        for (uint16_t id : expired) {
+        for (uint64_t key : expired) {
             timeouts_.fetch_add(1, std::memory_order_relaxed);
-            run_guarded("dns forwarder timeout", [&] { attempt_failed(id, "timeout"); });
+            run_guarded("dns forwarder timeout", [&] { attempt_failed(key, "timeout"); });
+        }
+        if (now >= next_loop_check_) {
+            next_loop_check_ = now + options_.loop_check_interval;
+            run_guarded("dns forwarder loop probes", [&] { send_loop_probes(); });
         }
     }
     while (!pending_.empty()) {
@@ -575,7 +637,7 @@ void Forwarder::run_tcp() {
             job = std::move(tcp_jobs_.front());
             tcp_jobs_.pop_front();
         }
-        TcpResult result{job.id, job.attempt,
+        TcpResult result{job.key, job.attempt,
                          make_error(ErrorCode::kIo, "TCP exchange failed unexpectedly")};
         run_guarded("dns forwarder TCP exchange", [&] {
             result.reply = tcp_exchange(job.upstream, job.packet, options_.tcp_timeout);
@@ -604,6 +666,23 @@ void Forwarder::append_metrics(metrics::TextWriter& out) const {
     out.sample({"timeout"}, timeouts_.load());
     out.sample({"error"}, errors_.load());
     out.sample({"exhausted"}, failures_.load());
+    out.family({"switchboard_dns_forward_replies_dropped_total",
+                "Upstream replies dropped: unparsable, QR=0, another ID or another question.",
+                Type::kCounter,
+                {"reason"}});
+    for (size_t v = 1; v < kReplyVerdicts; ++v) {
+        out.sample({reason_label(static_cast<ReplyVerdict>(v))}, dropped_[v].load());
+    }
+    out.family({"switchboard_dns_forward_merged_total",
+                "Queries answered by an identical question's upstream query in flight.",
+                Type::kCounter,
+                {}});
+    out.sample({}, merged_.load());
+    out.family({"switchboard_dns_forward_client_limit_rejected_total",
+                "Queries REFUSED: their client had max_outstanding_per_client waiting.",
+                Type::kCounter,
+                {}});
+    out.sample({}, client_rejected_.load());
     out.family({"switchboard_dns_forward_tcp_retries_total",
                 "Truncated upstream replies retried over TCP.",
                 Type::kCounter,

@@ -274,4 +274,17 @@ size_t finish_reply(const Message& query, Message& reply) {
     return std::clamp<size_t>(query.edns->udp_size, kClassicUdpSize, kEdnsUdpSize);
 }
 
+Message reply_basis(const Message& query) {
+    Message kept;
+    kept.header = query.header;
+    if (query.questions.size() == 1) kept.questions = query.questions;
+    if (query.edns) {
+        kept.edns = Edns{};
+        kept.edns->udp_size = query.edns->udp_size;
+        kept.edns->version = query.edns->version;
+        kept.edns->dnssec_ok = query.edns->dnssec_ok;
+    }
+    return kept;
+}
+
 }  // namespace sb::dns

@@ -50,4 +50,10 @@ std::string error_reply(std::span<const uint8_t> packet, Rcode rcode);
 // size, the query's DO bit) and returns the size limit for a UDP reply.
 size_t finish_reply(const Message& query, Message& reply);
 
+// What a forwarded query keeps while its upstream is asked: the header, the
+// question and the EDNS state finish_reply reads (no options), not the
+// other sections, whose compression pointers can expand a 4 KB packet to
+// ~100 KB of parsed records (issue 10).
+Message reply_basis(const Message& query);
+
 }  // namespace sb::dns

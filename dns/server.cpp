@@ -392,7 +392,8 @@ class Engine {
         Message asked;
         asked.header = query.header;
         asked.questions = query.questions;
-        auto on_reply = [sink, stats, engine, cache, query = std::move(query), proto, client,
+        // Only what the reply is built from waits with the callback (issue 10).
+        auto on_reply = [sink, stats, engine, cache, query = reply_basis(query), proto, client,
                          question, now, shuffle_seed, stale = std::move(stale),
                          reply = std::move(resolution.response),
                          logged_query = std::move(logged_query)](Result<Message> upstream) mutable {
@@ -428,7 +429,8 @@ class Engine {
                 // Last use of the engine: once 0, its owner may stop and free it.
                 engine->in_flight.fetch_sub(1, std::memory_order_release);
             },
-            proto == kTcp ? ClientProtocol::kTcp : ClientProtocol::kUdp);
+            proto == kTcp ? ClientProtocol::kTcp : ClientProtocol::kUdp,
+            from_socket_address(client.address).address);
         return Outcome::kForwarded;
     }
 

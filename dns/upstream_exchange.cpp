@@ -138,7 +138,8 @@ Result<Message> udp_exchange(const HostPort& upstream, const std::string& packet
                               errno);
         }
         auto reply = parse_message(std::span<const uint8_t>(buffer, static_cast<size_t>(n)));
-        if (reply && reply->header.id == id) return reply;
+        // A query (QR=0) with our ID is not an answer (issue 10).
+        if (reply && reply->header.qr && reply->header.id == id) return reply;
     }
     return make_error(ErrorCode::kUnavailable, "UDP reply timeout from " + upstream.to_string());
 }

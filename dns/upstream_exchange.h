@@ -19,7 +19,7 @@ Result<Message> tcp_exchange(const HostPort& upstream, const std::string& packet
                              std::chrono::milliseconds timeout);
 
 // `packet` over a connected UDP socket, so an ICMP port unreachable fails
-// it at once; the first parsed reply with the packet's ID.
+// it at once; the first parsed reply (QR=1) with the packet's ID.
 Result<Message> udp_exchange(const HostPort& upstream, const std::string& packet,
                              std::chrono::milliseconds timeout);
 

@@ -1,7 +1,5 @@
 #include "dns/upstream_health.h"
 
-#include <sys/random.h>
-
 #include <algorithm>
 
 #include "base/log.h"
@@ -23,9 +21,7 @@ UpstreamHealth::UpstreamHealth(std::vector<Target> targets, ForwardMetrics& metr
     : targets_(std::move(targets)),
       metrics_(metrics),
       probe_timeout_(probe_timeout),
-      states_(std::make_unique<State[]>(targets_.size())) {
-    if (::getrandom(&next_id_, sizeof(next_id_), 0) != sizeof(next_id_)) next_id_ = 1;
-}
+      states_(std::make_unique<State[]>(targets_.size())) {}
 
 UpstreamHealth::~UpstreamHealth() {
     stop();
@@ -65,7 +61,9 @@ bool UpstreamHealth::down(size_t upstream) const {
 
 bool UpstreamHealth::probe(const Target& target) {
     Message ping;
-    ping.header.id = ++next_id_;
+    // Unpredictable, as the queries' (issue 10): a forged reply would keep
+    // a dead upstream "up".
+    ping.header.id = random_.next16();
     ping.header.rd = true;
     ping.questions.push_back(Question{*name_from_text("."), type::kNS, kClassIN});
     std::string packet = write_message(ping).bytes;

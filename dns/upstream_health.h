@@ -22,6 +22,7 @@
 
 #include "base/ip.h"
 #include "dns/forward_metrics.h"
+#include "dns/secure_random.h"
 
 namespace sb::dns {
 
@@ -68,7 +69,7 @@ class UpstreamHealth {
     std::condition_variable wake_;
     bool stopping_ = false;
     std::thread thread_;
-    uint16_t next_id_ = 0;  // the probe thread's only
+    SecureRandom random_;  // the probe thread's only
 };
 
 }  // namespace sb::dns

@@ -25,7 +25,6 @@ from test_daemon import netns, netns_exec, wait_for  # noqa: F401 (netns is a fi
 from test_dns_stub import start_corefile_daemon, stop_processes
 
 UPSTREAM = "127.0.0.2"
-PROBE_SUFFIX = ".switchboard.invalid"  # the forwarder's loop probes
 
 FAKE_UPSTREAM = r'''
 import os, socket, struct, sys

@@ -17,7 +17,8 @@ import pytest
 
 from test_coredns_endpoints import CLUSTER, curl, sample
 from test_daemon import netns, netns_exec, wait_for  # noqa: F401 (netns is a fixture)
-from test_dns_stub import start_corefile_daemon, start_fake_upstreams, stop_processes
+from test_dns_stub import (PROBE_PREFIX, start_corefile_daemon, start_fake_upstreams,
+                           stop_processes)
 
 COREFILE = """\
 .:53 {
@@ -110,7 +111,6 @@ while True:
         s.sendto(reply, peer)
 '''
 
-PROBE_SUFFIX = ".switchboard.invalid"  # the forwarder's loop probes
 
 
 @pytest.fixture
@@ -145,7 +145,8 @@ def queries(tmp_path, address):
     """(proto, type, name) of every query `address` got, loop probes left out."""
     path = tmp_path / f"{address}.log"
     lines = path.read_text().splitlines() if path.exists() else []
-    return [tuple(line.split()) for line in lines if not line.endswith(PROBE_SUFFIX)]
+    return [tuple(line.split()) for line in lines
+            if not line.split()[-1].startswith(PROBE_PREFIX)]
 
 
 def names(tmp_path, address):
