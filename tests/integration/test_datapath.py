@@ -322,6 +322,42 @@ def test_no_endpoints_rejects_at_once(bed, proxy, proto):
     assert errors_of(answers) == {"ECONNREFUSED"}, proxy.log_tail()
 
 
+def test_endpoint_at_the_metadata_address_is_not_programmed(bed, proxy):
+    # CVE-2021-25737: an EndpointSlice written by hand may name the node's
+    # link-local metadata address, and a Pod would then reach the node's
+    # metadata service through a ClusterIP. The API server refuses such
+    # addresses; switchboard refuses the slice too (docs/decoding.md), so the
+    # Service has no endpoints and is rejected.
+    node = bed.nodes[PROXY_NODE]
+    netbed.run(netbed.in_ns(node.ns, ["ip", "addr", "add", "169.254.169.254/32", "dev", "lo"]))
+    metadata = netbed.Pod(name="node-metadata", node=PROXY_NODE, ns=node.ns, ipv4="169.254.169.254",
+                          ipv6="")
+    bed.pods["node-metadata"] = metadata
+    server = None
+    try:
+        bed.start_servers(tcp=[8080], udp=[5353], pods=["node-metadata"])
+        server = bed._servers[-1]
+        (direct,) = bed.probe(PROXY_NODE, "169.254.169.254", 8080)
+        assert direct.pod == "node-metadata", "the stand-in metadata service does not answer"
+        start(
+            proxy,
+            service("meta", ["10.96.0.22"], [service_port(80, name="p", target=8080)]),
+            endpoint_slice("meta", [endpoint(metadata), endpoint(bed.pods["pod-1"])], [("p", 8080, "TCP")]),
+        )
+
+        answers = bed.probe("client", "10.96.0.22", 80, count=5, timeout=1.0)
+    finally:
+        # The bed outlives the test (one per module): leave it as it was.
+        del bed.pods["node-metadata"]
+        if server is not None:
+            server.kill()
+            server.wait()
+        netbed.run(netbed.in_ns(node.ns, ["ip", "addr", "del", "169.254.169.254/32", "dev", "lo"]))
+
+    assert "node-metadata" not in pods_of(answers), "a Pod reached the node's metadata address"
+    assert errors_of(answers) == {"ECONNREFUSED"}, proxy.log_tail()
+
+
 def test_load_balancer_source_ranges(bed, proxy):
     allowed, other = bed.outside_addresses
     start(
