@@ -8,6 +8,7 @@ only); the rest need nothing.
 """
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -387,6 +388,37 @@ def test_sigint_stops_cleanly(daemon_factory, tmp_path):
     wait_for(lambda: daemon.get("/readyz")[0] == 200, "/readyz 200")
     daemon.process.send_signal(signal.SIGINT)
     assert daemon.process.wait(timeout=20) == 0
+
+
+def open_files_limit(pid):
+    """(soft, hard) "Max open files" of a process, from /proc/PID/limits."""
+    with open(f"/proc/{pid}/limits") as limits:
+        for line in limits:
+            if line.startswith("Max open files"):
+                soft, hard = line.split()[3:5]
+                return int(soft), int(hard)
+    raise AssertionError(f"no open files limit for {pid}")
+
+
+def test_soft_open_file_limit_is_raised_to_the_hard_one(daemon_factory, tmp_path):
+    # The DNS server, forwarder and HTTP listeners hold a descriptor per
+    # connection and per upstream query; a soft limit of 1024 (systemd's
+    # default for services) would run out first. The daemon inherits a low
+    # soft limit from here and raises it at start (Go's runtime does the same
+    # for kube-proxy and CoreDNS).
+    source = tmp_path / "cluster.json"
+    write_cluster(source, cluster())
+    saved = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if saved[1] != resource.RLIM_INFINITY and saved[1] <= 256:
+        pytest.fail(f"the hard open file limit here is {saved[1]}: nothing to raise to")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, saved[1]))
+    try:
+        daemon = daemon_factory(source)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, saved)
+    wait_for(lambda: daemon.get("/readyz")[0] == 200, "/readyz 200")
+    soft, hard = open_files_limit(daemon.process.pid)
+    assert (soft, hard) == (saved[1], saved[1]), daemon.stderr()
 
 
 def test_dns_answers_when_dns_listen_is_set(daemon_factory, tmp_path):
