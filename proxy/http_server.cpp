@@ -4,12 +4,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
-#include <exception>
 #include <future>
 #include <mutex>
 #include <thread>
 
 #include "base/log.h"
+#include "proxy/http_routing.h"
 
 namespace sb::proxy {
 
@@ -24,21 +24,6 @@ using boost::system::error_code;
 // An idle keep-alive connection, or a client that stalls mid-request, is
 // dropped after this long so it cannot hold a socket forever.
 constexpr auto kIdleTimeout = std::chrono::seconds(30);
-
-HttpResponse call_handler(const HttpRoutes& routes, std::string_view path) {
-    auto it = routes.find(std::string(path));
-    if (it == routes.end()) it = routes.find("*");
-    if (it == routes.end())
-        return HttpResponse{404, "text/plain; charset=utf-8", "not found\n", {}};
-    try {
-        return it->second();
-    } catch (const std::exception& error) {
-        log::error("HTTP handler for {} failed: {}", path, error.what());
-    } catch (...) {
-        log::error("HTTP handler for {} failed", path);
-    }
-    return HttpResponse{500, "text/plain; charset=utf-8", "internal error\n", {}};
-}
 
 class Session : public std::enable_shared_from_this<Session> {
   public:
@@ -59,24 +44,7 @@ class Session : public std::enable_shared_from_this<Session> {
             stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
             return;
         }
-        response_ = {};
-        response_.version(request_.version());
-        response_.keep_alive(request_.keep_alive());
-        response_.set("X-Content-Type-Options", "nosniff");
-        const bool head = request_.method() == http::verb::head;
-        HttpResponse answer;
-        if (request_.method() != http::verb::get && !head) {
-            answer = HttpResponse{405, "text/plain; charset=utf-8", "method not allowed\n", {}};
-            response_.set(http::field::allow, "GET, HEAD");
-        } else {
-            std::string_view target(request_.target().data(), request_.target().size());
-            answer = call_handler(*routes_, target.substr(0, target.find('?')));
-        }
-        response_.result(answer.status);
-        response_.set(http::field::content_type, answer.content_type);
-        for (const auto& [name, value] : answer.headers) response_.set(name, value);
-        response_.content_length(answer.body.size());
-        if (!head) response_.body() = std::move(answer.body);
+        response_ = route_request(*routes_, request_);
         http::async_write(
             stream_, response_,
             [self = shared_from_this()](error_code write_ec, size_t) { self->on_write(write_ec); });
