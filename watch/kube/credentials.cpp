@@ -62,6 +62,14 @@ Result<ServerAddress> parse_server_url(std::string_view url) {
         address.host = std::string(authority.substr(0, colon));
         if (colon != std::string_view::npos)
             address.port = std::string(authority.substr(colon + 1));
+        // "https://fd00::1" would otherwise be host "fd00:", port 1 (found by
+        // tests/fuzz/kubeconfig_fuzz.cpp: such a host printed back in
+        // brackets parsed to another address).
+        if (address.host.find(':') != std::string::npos) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "server " + quote_for_message(url) +
+                                  ": an IPv6 address needs brackets ([ADDRESS]:PORT)");
+        }
     }
     if (address.host.empty()) {
         return make_error(ErrorCode::kInvalidArgument,

@@ -252,6 +252,20 @@ TEST_CASE("kubeconfig and server URL errors are one line whatever the file's str
     }
 }
 
+TEST_CASE("server URL: an IPv6 address without brackets is refused, not split at its last colon") {
+    // Found by tests/fuzz/kubeconfig_fuzz.cpp.
+    for (const char* url : {"https://fd00::1", "https://fd00:10::1]:6443/path"}) {
+        INFO(url);
+        auto address = parse_server_url(url);
+        REQUIRE_FALSE(address.ok());
+        CHECK(address.error().message.find("brackets") != std::string::npos);
+    }
+    auto bracketed = parse_server_url("https://[fd00::1]:6443");
+    REQUIRE(bracketed.ok());
+    CHECK(bracketed->host == "fd00::1");
+    CHECK(bracketed->host_header() == "[fd00::1]:6443");
+}
+
 TEST_CASE("anonymous user: a context without a user sends no token") {
     auto credentials = parse_kubeconfig(
         "current-context: c\nclusters: [{name: k, cluster: {server: \"https://k.example\"}}]\n"
