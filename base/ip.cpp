@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "base/quote.h"
+
 namespace sb {
 
 const char* to_string(IpFamily family) {
@@ -18,7 +20,7 @@ Result<IpAddress> IpAddress::parse(std::string_view text) {
     // An embedded NUL would end inet_pton's string early ("10.0.0.1\0junk").
     if (text.empty() || text.size() > 45 || text.find('\0') != std::string_view::npos) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "invalid IP address \"" + std::string(text.substr(0, 64)) + "\"");
+                          "invalid IP address " + quote_for_message(text));
     }
     char buffer[46];
     std::memcpy(buffer, text.data(), text.size());
@@ -36,8 +38,7 @@ Result<IpAddress> IpAddress::parse(std::string_view text) {
         result.family_ = IpFamily::kV6;
         return result;
     }
-    return make_error(ErrorCode::kInvalidArgument,
-                      "invalid IP address \"" + std::string(text) + "\"");
+    return make_error(ErrorCode::kInvalidArgument, "invalid IP address " + quote_for_message(text));
 }
 
 IpAddress IpAddress::v4(uint32_t host_order) {
@@ -112,7 +113,7 @@ Result<Prefix> Prefix::parse(std::string_view text, bool allow_host_bits) {
     const auto slash = text.find('/');
     auto bad = [&](const char* why) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "invalid CIDR \"" + std::string(text.substr(0, 64)) + "\": " + why);
+                          "invalid CIDR " + quote_for_message(text) + ": " + why);
     };
     if (slash == std::string_view::npos) return bad("missing /length");
     auto address = IpAddress::parse(text.substr(0, slash));
@@ -157,7 +158,7 @@ std::string HostPort::to_string() const {
 Result<HostPort> parse_host_port(std::string_view text, uint16_t default_port) {
     auto bad = [&](const std::string& why) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "invalid address \"" + std::string(text.substr(0, 80)) + "\": " + why);
+                          "invalid address " + quote_for_message(text) + ": " + why);
     };
     std::string_view host = text;
     std::string_view port_text;

@@ -68,8 +68,12 @@ std::optional<SystemTime> parse_rfc3339(std::string_view text) {
         return std::nullopt;
     }
     if (at != text.size()) return std::nullopt;
-    const auto local = sys_days{date} + hours{h} + minutes{mi} + seconds{s};
-    return time_point_cast<SystemTime::duration>(local - offset + fraction);
+    const auto utc = sys_days{date} + hours{h} + minutes{mi} + seconds{s} - offset;
+    // SystemTime counts nanoseconds in 64 bits (years 1678-2261): converting
+    // a time outside would overflow (found by tests/fuzz/decode_fuzz.cpp).
+    constexpr auto kLimit = duration_cast<seconds>(SystemTime::duration::max()) - seconds{1};
+    if (utc.time_since_epoch() > kLimit || utc.time_since_epoch() < -kLimit) return std::nullopt;
+    return time_point_cast<SystemTime::duration>(utc) + fraction;
 }
 
 std::string format_rfc3339_nano(SystemTime time) {

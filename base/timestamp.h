@@ -15,7 +15,8 @@ using SystemTime = std::chrono::system_clock::time_point;
 // "2024-05-01T12:00:00Z", "2024-05-01T12:00:00.123456789+02:00": Go's
 // time.Parse(time.RFC3339Nano, ...) for the forms it accepts (an optional
 // fraction, digits past nanoseconds ignored; "Z" or a +hh:mm/-hh:mm offset;
-// seconds 0-59). nullopt for anything else.
+// seconds 0-59). nullopt for anything else, and for a time SystemTime
+// cannot hold (before 1678 or after 2261).
 std::optional<SystemTime> parse_rfc3339(std::string_view text);
 
 // In UTC with nanoseconds, trailing zeros of the fraction dropped

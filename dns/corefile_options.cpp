@@ -4,6 +4,7 @@
 
 #include "dns/corefile_cache.h"
 #include "dns/forward.h"
+#include "dns/resolv_conf.h"
 #include "dns/wire.h"
 
 namespace sb::dns {

@@ -12,6 +12,7 @@
 #include "dns/hosts_reloader.h"
 #include "dns/panic_guard.h"
 #include "dns/programming_latency.h"
+#include "dns/resolv_conf.h"
 #include "dns/server.h"
 #include "dns/zone.h"
 

@@ -12,8 +12,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "base/log.h"
 #include "dns/panic_guard.h"
@@ -69,23 +67,6 @@ Message refused_reply(const Question& question) {
 }
 
 }  // namespace
-
-std::vector<HostPort> resolv_conf_nameservers(const std::string& path) {
-    std::vector<HostPort> result;
-    std::ifstream file(path);
-    std::string line;
-    while (std::getline(file, line)) {
-        std::istringstream words(line);
-        std::string keyword;
-        std::string value;
-        if (!(words >> keyword >> value) || keyword != "nameserver") continue;
-        // A zone index (fe80::1%eth0) cannot be expressed by IpAddress.
-        if (value.find('%') != std::string::npos) continue;
-        auto address = IpAddress::parse(value);
-        if (address) result.push_back(HostPort{*address, 53});
-    }
-    return result;
-}
 
 Forwarder::Forwarder(ForwarderOptions options)
     : options_(std::move(options)), cap_(options_.max_outstanding_per_client) {

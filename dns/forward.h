@@ -61,9 +61,6 @@
 
 namespace sb::dns {
 
-// The nameservers of a resolv.conf file (port 53); empty when unreadable.
-std::vector<HostPort> resolv_conf_nameservers(const std::string& path);
-
 // A stub domain: names at or under `zone` go to `upstreams` instead of the
 // default ones: a Corefile server block of its own, or, with
 // `cluster_block`, a `forward ZONE` of the kubernetes block

@@ -4,7 +4,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
-#include <exception>
 #include <future>
 #include <mutex>
 #include <thread>

@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "base/log.h"
+#include "proxy/http_routing.h"
 
 namespace sb::proxy {
 
@@ -23,21 +24,6 @@ constexpr size_t kReadChunk = 4096;
 bool is_malformed(const error_code& ec) {
     return ec.category() == error_code(http::error::bad_method).category() &&
            ec != http::error::end_of_stream && ec != http::error::partial_message;
-}
-
-HttpResponse call_handler(const HttpRoutes& routes, std::string_view path) {
-    auto it = routes.find(std::string(path));
-    if (it == routes.end()) it = routes.find("*");
-    if (it == routes.end())
-        return HttpResponse{404, "text/plain; charset=utf-8", "not found\n", {}};
-    try {
-        return it->second();
-    } catch (const std::exception& error) {
-        log::error("HTTP handler for {} failed: {}", path, error.what());
-    } catch (...) {
-        log::error("HTTP handler for {} failed", path);
-    }
-    return HttpResponse{500, "text/plain; charset=utf-8", "internal error\n", {}};
 }
 
 }  // namespace
@@ -177,25 +163,7 @@ void HttpSession::on_read(error_code ec) {
 }
 
 void HttpSession::answer() {
-    const auto& request = parser_->get();
-    response_ = {};
-    response_.version(request.version());
-    response_.keep_alive(request.keep_alive());
-    response_.set("X-Content-Type-Options", "nosniff");
-    const bool head = request.method() == http::verb::head;
-    HttpResponse answer;
-    if (request.method() != http::verb::get && !head) {
-        answer = HttpResponse{405, "text/plain; charset=utf-8", "method not allowed\n", {}};
-        response_.set(http::field::allow, "GET, HEAD");
-    } else {
-        std::string_view target(request.target().data(), request.target().size());
-        answer = call_handler(*routes_, target.substr(0, target.find('?')));
-    }
-    response_.result(answer.status);
-    response_.set(http::field::content_type, answer.content_type);
-    for (const auto& [name, value] : answer.headers) response_.set(name, value);
-    response_.content_length(answer.body.size());
-    if (!head) response_.body() = std::move(answer.body);
+    response_ = route_request(*routes_, parser_->get());
     // A client that does not read the answer is bounded by the same
     // deadline as one that does not send its request.
     waiting_since_ = std::chrono::steady_clock::now();

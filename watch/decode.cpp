@@ -1172,6 +1172,11 @@ Result<void> parse(std::string_view json, std::string& buffer, rapidjson::Docume
             std::string(what) + ": invalid JSON: NUL byte at offset " + std::to_string(nul));
     }
     buffer.assign(json.data(), json.size());
+    // RapidJSON's UTF-8 check reads a lead byte's continuation bytes (up to
+    // three) before it looks at them: a sequence cut short by the end of the
+    // input reads the terminator and two bytes past it. Two more NULs keep
+    // those reads inside the buffer (found by tests/fuzz/decode_fuzz.cpp).
+    buffer.append(2, '\0');
     document.ParseInsitu<kParseFlags>(buffer.data());
     if (!document.HasParseError()) return {};
     const size_t offset = document.GetErrorOffset();

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include "base/file_text.h"
+#include "base/quote.h"
 
 namespace sb::watch::kube {
 
@@ -30,8 +31,8 @@ bool is_port_number(const std::string& text) {
 Result<ServerAddress> parse_server_url(std::string_view url) {
     constexpr std::string_view kScheme = "https://";
     if (url.substr(0, kScheme.size()) != kScheme) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          "server \"" + std::string(url) + "\": only https:// URLs are supported");
+        return make_error(ErrorCode::kInvalidArgument, "server " + quote_for_message(url) +
+                                                           ": only https:// URLs are supported");
     }
     std::string_view rest = url.substr(kScheme.size());
     size_t slash = rest.find('/');
@@ -45,14 +46,14 @@ Result<ServerAddress> parse_server_url(std::string_view url) {
         size_t close = authority.find(']');
         if (close == std::string_view::npos) {
             return make_error(ErrorCode::kInvalidArgument,
-                              "server \"" + std::string(url) + "\": unterminated IPv6 literal");
+                              "server " + quote_for_message(url) + ": unterminated IPv6 literal");
         }
         address.host = std::string(authority.substr(1, close - 1));
         std::string_view after = authority.substr(close + 1);
         if (!after.empty()) {
             if (after.front() != ':') {
                 return make_error(ErrorCode::kInvalidArgument,
-                                  "server \"" + std::string(url) + "\": bad port");
+                                  "server " + quote_for_message(url) + ": bad port");
             }
             address.port = std::string(after.substr(1));
         }
@@ -61,14 +62,23 @@ Result<ServerAddress> parse_server_url(std::string_view url) {
         address.host = std::string(authority.substr(0, colon));
         if (colon != std::string_view::npos)
             address.port = std::string(authority.substr(colon + 1));
+        // "https://fd00::1" would otherwise be host "fd00:", port 1 (found by
+        // tests/fuzz/kubeconfig_fuzz.cpp: such a host printed back in
+        // brackets parsed to another address).
+        if (address.host.find(':') != std::string::npos) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "server " + quote_for_message(url) +
+                                  ": an IPv6 address needs brackets ([ADDRESS]:PORT)");
+        }
     }
     if (address.host.empty()) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "server \"" + std::string(url) + "\": no host");
+                          "server " + quote_for_message(url) + ": no host");
     }
     if (!is_port_number(address.port)) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          "server \"" + std::string(url) + "\": bad port \"" + address.port + "\"");
+        return make_error(
+            ErrorCode::kInvalidArgument,
+            "server " + quote_for_message(url) + ": bad port " + quote_for_message(address.port));
     }
     return address;
 }
@@ -138,8 +148,11 @@ class KubeconfigReader {
     KubeconfigReader(std::string base_dir, std::string file)
         : base_dir_(std::move(base_dir)), file_(std::move(file)) {}
 
+    // `what` may quote the file's own strings (context and cluster names,
+    // paths): one_line keeps the error one line whatever they hold.
     Error fail(const std::string& what) const {
-        return make_error(ErrorCode::kInvalidArgument, "kubeconfig " + file_ + ": " + what);
+        return make_error(ErrorCode::kInvalidArgument,
+                          "kubeconfig " + file_ + ": " + one_line(what));
     }
 
     std::string resolve(const std::string& path) const {

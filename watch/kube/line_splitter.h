@@ -26,7 +26,14 @@ class LineSplitter {
                 return;
             }
             if (pending_.empty() && !skipping_) {
-                emit(data.substr(0, newline), on_line);
+                // A whole line in one chunk is held to the same limit as one
+                // gathered from many, so that chunking never changes the lines.
+                std::string_view line = data.substr(0, newline);
+                if (line.size() > max_line_) {
+                    ++oversized_;
+                } else {
+                    emit(line, on_line);
+                }
             } else {
                 append(data.substr(0, newline));
                 if (!skipping_) emit(pending_, on_line);

@@ -20,6 +20,22 @@ TEST_CASE("IPv4 and IPv6 addresses parse strictly and print canonically") {
     CHECK_FALSE(IpAddress::parse(std::string_view("10.0.0.1\0junk", 13)).ok());
 }
 
+TEST_CASE("address, prefix and host:port errors are one line whatever the text holds") {
+    // Found by tests/fuzz/ip_fuzz.cpp: the text went into the message as it
+    // was, control characters and newlines included.
+    for (const auto& message : {IpAddress::parse("0\x03"
+                                                 "10.0.0.1")
+                                    .error()
+                                    .message,
+                                IpAddress::parse("10.0.0.1\n").error().message,
+                                Prefix::parse("10.0.0.0/8\n").error().message,
+                                sb::parse_host_port("10.0.0.1:\r\n").error().message}) {
+        INFO(message);
+        CHECK(message.find_first_of("\x03\r\n") == std::string::npos);
+        CHECK(message.find('?') != std::string::npos);
+    }
+}
+
 TEST_CASE("addresses order IPv4 before IPv6 and by bytes") {
     CHECK(*IpAddress::parse("10.0.0.2") < *IpAddress::parse("10.0.0.10"));
     CHECK(*IpAddress::parse("255.255.255.255") < *IpAddress::parse("::1"));
@@ -45,7 +61,8 @@ TEST_CASE("prefixes parse, reject host bits unless allowed, and contain addresse
     CHECK(Prefix::parse("10.244.0.1/16", true)->to_string() == "10.244.0.0/16");
     CHECK(Prefix::parse("fd00:10::/64")->to_string() == "fd00:10::/64");
     CHECK(Prefix::parse("0.0.0.0/0")->contains(*IpAddress::parse("8.8.8.8")));
-    for (const char* bad : {"10.0.0.0", "10.0.0.0/33", "10.0.0.0/", "10.0.0.0/08", "::/129", "x/8"}) {
+    for (const char* bad :
+         {"10.0.0.0", "10.0.0.0/33", "10.0.0.0/", "10.0.0.0/08", "::/129", "x/8"}) {
         INFO(bad);
         CHECK_FALSE(Prefix::parse(bad).ok());
     }

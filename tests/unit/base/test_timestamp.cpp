@@ -26,6 +26,16 @@ TEST_CASE("RFC 3339 timestamps parse as Go's RFC3339Nano layout") {
     }
 }
 
+TEST_CASE("RFC 3339 times SystemTime cannot hold are refused, not overflowed") {
+    // Found by tests/fuzz/decode_fuzz.cpp (a Node's deletionTimestamp in 4048:
+    // signed overflow converting to nanoseconds).
+    CHECK_FALSE(parse_rfc3339("4048-05-14T08:58:02Z").has_value());
+    CHECK_FALSE(parse_rfc3339("9999-12-31T23:59:59.999999999Z").has_value());
+    CHECK_FALSE(parse_rfc3339("1000-01-01T00:00:00Z").has_value());
+    CHECK(parse_rfc3339("2261-12-31T23:59:59Z").has_value());
+    CHECK(parse_rfc3339("1678-01-01T00:00:00+01:00").has_value());
+}
+
 TEST_CASE("times print as Go's json.Marshal prints a UTC time.Time") {
     const SystemTime epoch{};
     CHECK(format_rfc3339_nano(epoch) == "1970-01-01T00:00:00Z");

@@ -8,6 +8,7 @@
 #include "dns/cache.h"
 #include "dns/dns_service.h"
 #include "dns/forward.h"
+#include "dns/resolv_conf.h"
 
 using namespace sb;
 using namespace sb::dns;

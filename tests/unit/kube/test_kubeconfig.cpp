@@ -235,6 +235,37 @@ users: [{name: u, user: {token: t}}]
               .message.find("/nonexistent/kubeconfig") != std::string::npos);
 }
 
+TEST_CASE("kubeconfig and server URL errors are one line whatever the file's strings hold") {
+    // Found by tests/fuzz/kubeconfig_fuzz.cpp: a server URL or a context name
+    // with a newline (a quoted YAML string) made a multi-line error.
+    auto url = parse_server_url("c3dpdGNo\nZm9v");
+    auto port = parse_server_url("https://host:4\x01");
+    auto credentials = parse_kubeconfig("current-context: \"a\\nb\\x01\"\n", "/", "bad.yaml");
+    REQUIRE_FALSE(url.ok());
+    REQUIRE_FALSE(port.ok());
+    REQUIRE_FALSE(credentials.ok());
+    CHECK(credentials.error().message.find("no entry named") != std::string::npos);
+    for (const auto& message :
+         {url.error().message, port.error().message, credentials.error().message}) {
+        INFO(message);
+        CHECK(message.find_first_of("\n\r\x01") == std::string::npos);
+    }
+}
+
+TEST_CASE("server URL: an IPv6 address without brackets is refused, not split at its last colon") {
+    // Found by tests/fuzz/kubeconfig_fuzz.cpp.
+    for (const char* url : {"https://fd00::1", "https://fd00:10::1]:6443/path"}) {
+        INFO(url);
+        auto address = parse_server_url(url);
+        REQUIRE_FALSE(address.ok());
+        CHECK(address.error().message.find("brackets") != std::string::npos);
+    }
+    auto bracketed = parse_server_url("https://[fd00::1]:6443");
+    REQUIRE(bracketed.ok());
+    CHECK(bracketed->host == "fd00::1");
+    CHECK(bracketed->host_header() == "[fd00::1]:6443");
+}
+
 TEST_CASE("anonymous user: a context without a user sends no token") {
     auto credentials = parse_kubeconfig(
         "current-context: c\nclusters: [{name: k, cluster: {server: \"https://k.example\"}}]\n"

@@ -53,6 +53,18 @@ TEST_CASE("line splitter: an oversized line is dropped and the next line survive
     CHECK(splitter.oversized() == 1);
 }
 
+TEST_CASE("line splitter: an oversized line is dropped when it arrives in one chunk too") {
+    // Found by tests/fuzz/line_splitter_fuzz.cpp: a line over the limit that
+    // arrived whole in one read was passed on, the same line cut across two
+    // reads was dropped.
+    for (const auto& pieces :
+         std::vector<std::vector<std::string>>{{"0123456789\nok\n"}, {"01234", "56789\nok\n"}}) {
+        LineSplitter splitter(8);
+        CHECK(split(splitter, pieces) == std::vector<std::string>{"ok"});
+        CHECK(splitter.oversized() == 1);
+    }
+}
+
 TEST_CASE("backoff doubles from the initial delay up to the cap") {
     BackoffParams params{Millis(500), Millis(30000)};
     CHECK(Backoff::nominal(params, 0) == Millis(500));

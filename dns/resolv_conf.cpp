@@ -1,0 +1,43 @@
+#include "dns/resolv_conf.h"
+
+#include "base/file_text.h"
+
+namespace sb::dns {
+
+namespace {
+
+bool is_blank(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+// The next blank-separated word of `line` from `pos`, moving `pos` past it.
+std::string_view next_word(std::string_view line, size_t& pos) {
+    while (pos < line.size() && is_blank(line[pos])) ++pos;
+    size_t start = pos;
+    while (pos < line.size() && !is_blank(line[pos])) ++pos;
+    return line.substr(start, pos - start);
+}
+
+}  // namespace
+
+std::vector<HostPort> parse_resolv_conf_nameservers(std::string_view text) {
+    std::vector<HostPort> result;
+    while (!text.empty()) {
+        size_t newline = text.find('\n');
+        std::string_view line = text.substr(0, newline);
+        text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+        size_t pos = 0;
+        if (next_word(line, pos) != "nameserver") continue;
+        auto address = IpAddress::parse(next_word(line, pos));
+        if (address) result.push_back(HostPort{*address, 53});
+    }
+    return result;
+}
+
+std::vector<HostPort> resolv_conf_nameservers(const std::string& path) {
+    auto text = read_file_text(path);
+    if (!text) return {};
+    return parse_resolv_conf_nameservers(*text);
+}
+
+}  // namespace sb::dns

@@ -1,0 +1,26 @@
+// libFuzzer target: the node's resolv.conf as the forwarder reads it
+// (dns/resolv_conf.h). Invariants checked: nothing crashes or reads out of
+// bounds (ASan/UBSan); there are never more nameservers than lines; every
+// nameserver is on port 53; the nameservers written back as a resolv.conf
+// parse to the same list.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "dns/resolv_conf.h"
+#include "tests/fuzz/fuzz_check.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    std::string_view text(reinterpret_cast<const char*>(data), size);
+    auto nameservers = sb::dns::parse_resolv_conf_nameservers(text);
+    FUZZ_REQUIRE(nameservers.size() <=
+                 static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
+    std::string written;
+    for (const auto& nameserver : nameservers) {
+        FUZZ_REQUIRE(nameserver.port == 53);
+        written += "nameserver " + nameserver.address.to_string() + "\n";
+    }
+    FUZZ_REQUIRE(sb::dns::parse_resolv_conf_nameservers(written) == nameservers);
+    return 0;
+}
