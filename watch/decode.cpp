@@ -34,6 +34,16 @@ constexpr unsigned kParseFlags = rapidjson::kParseIterativeFlag |
                                  rapidjson::kParseValidateEncodingFlag |
                                  rapidjson::kParseInsituFlag;
 
+// Untrusted text quoted in messages: printable ASCII only, bounded length.
+std::string printable(std::string_view text, size_t limit = 80) {
+    std::string out;
+    for (char c : text.substr(0, limit)) {
+        out += (c >= 0x20 && c < 0x7f) ? c : '?';
+    }
+    if (text.size() > limit) out += "...";
+    return out;
+}
+
 // A JSON path built on the stack while descending, rendered only when an
 // error is reported (decoding 100k endpoints must not build 100k strings).
 struct Path {
@@ -51,7 +61,7 @@ struct Path {
         if (index >= 0) {
             out += "[" + std::to_string(index) + "]";
         } else if (quoted) {
-            out += "[\"" + std::string(key) + "\"]";
+            out += "[\"" + printable(key) + "\"]";  // a map key is outside text
         } else if (!key.empty()) {
             if (!out.empty()) out += '.';
             out += key;
@@ -59,16 +69,6 @@ struct Path {
         return out;
     }
 };
-
-// Untrusted text quoted in messages: printable ASCII only, bounded length.
-std::string printable(std::string_view text, size_t limit = 80) {
-    std::string out;
-    for (char c : text.substr(0, limit)) {
-        out += (c >= 0x20 && c < 0x7f) ? c : '?';
-    }
-    if (text.size() > limit) out += "...";
-    return out;
-}
 
 std::string quoted(std::string_view text) {
     return "\"" + printable(text) + "\"";

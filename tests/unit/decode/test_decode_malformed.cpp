@@ -371,3 +371,18 @@ TEST_CASE("a UTF-8 sequence cut short by the end of the input is invalid JSON") 
         CHECK_FALSE(decode_watch_event(cut).ok());
     }
 }
+
+TEST_CASE("a map key with control characters is shown as '?' in the error's path") {
+    // Found by decode_fuzz: a label key holding DEL put a control character
+    // into the one-line message (a map key is outside bytes, like a value).
+    std::string node = R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"node-b",)"
+                       R"("labels":{"kubernetes)"
+                       "\x7f\\n"  // DEL as itself, a newline as JSON's escape
+                       R"(/x":{}}}})";
+    auto decoded = decode_document(node);
+    REQUIRE(decoded);
+    REQUIRE(decoded->errors.size() == 1);
+    const std::string message = decoded->errors.front().describe();
+    CHECK_THAT(message, Contains(R"(metadata.labels["kubernetes??/x"])"));
+    CHECK(message.find_first_of("\x7f\n") == std::string::npos);
+}
