@@ -139,7 +139,8 @@ rules::Plan apply_incremental(const rules::Plan& previous,
     };
     size_t next = 0;
     const ServiceChange* replaced = nullptr;  // the change whose group is being skipped
-    for (const auto& port : previous.services) {
+    for (size_t k = 0; k < previous.services.size(); ++k) {
+        const rules::ServicePortPlan& port = previous.services[k];
         if (replaced && compare(port, replaced->key) == 0) continue;
         while (next < sorted.size() && compare(port, sorted[next]->key) > 0) emit(*sorted[next++]);
         if (next < sorted.size() && compare(port, sorted[next]->key) == 0) {
@@ -147,9 +148,18 @@ rules::Plan apply_incremental(const rules::Plan& previous,
             emit(*replaced);
             continue;
         }
-        plan.services.push_back(port);
+        // Unchanged: the new plan shares the entry rather than copying it.
+        plan.services.push_back(previous.services.entry(k));
     }
     while (next < sorted.size()) emit(*sorted[next++]);
+    plan.revision = rules::next_plan_revision();
+    rules::PlanChanges changed{previous.revision, {}};
+    changed.services.reserve(sorted.size());
+    for (const auto* change : sorted)
+        changed.services.emplace_back(change->key.ns, change->key.name);
+    changed.services.erase(std::unique(changed.services.begin(), changed.services.end()),
+                           changed.services.end());
+    plan.changes = std::move(changed);
     return plan;
 }
 

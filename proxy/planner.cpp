@@ -303,6 +303,7 @@ std::vector<rules::ServicePortPlan> plan_service(
 rules::Plan build_plan(const watch::Snapshot& snapshot, const PlannerOptions& options) {
     rules::Plan plan;
     plan.node = options.node_name;
+    plan.revision = rules::next_plan_revision();
 
     const watch::Node* node = nullptr;
     if (auto it = snapshot.nodes.find(watch::ObjectKey{"", options.node_name});

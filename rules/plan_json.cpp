@@ -356,8 +356,8 @@ Result<Plan> plan_from_json(std::string_view json) {
     FieldReader reader(document, "");
     Plan plan;
     plan.node = reader.string("node");
-    plan.services = reader.objects<ServicePortPlan>(
-        "services", [&](FieldReader& item) { return read_service_port(item, plan.node); });
+    plan.services = ServicePorts(reader.objects<ServicePortPlan>(
+        "services", [&](FieldReader& item) { return read_service_port(item, plan.node); }));
     if (reader.error()) return *reader.error();
     return plan;
 }

@@ -75,7 +75,7 @@ rules::Plan make_plan(int services, int endpoints) {
         }
         plan.services.push_back(std::move(p));
     }
-    std::sort(plan.services.begin(), plan.services.end(), [](const auto& a, const auto& b) {
+    plan.services.sort([](const auto& a, const auto& b) {
         return std::tie(a.ns, a.service, a.port_name, a.protocol) <
                std::tie(b.ns, b.service, b.port_name, b.protocol);
     });

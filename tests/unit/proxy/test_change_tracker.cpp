@@ -5,6 +5,7 @@
 #include "base/timestamp.h"
 #include "proxy/change_tracker.h"
 #include "proxy/planner.h"
+#include "rules/port_changes.h"
 
 using namespace sb;
 using namespace sb::proxy;
@@ -160,9 +161,19 @@ TEST_CASE("incremental planning equals build_plan after every step") {
     auto step = [&](const char* what, auto&& mutate) {
         mutate();
         auto batch = f.tracker.take(f.store, false);
+        const rules::Plan before = plan;
         plan = apply_incremental(plan, batch.services, *batch.snapshot, options);
         INFO(what);
         CHECK(plan == build_plan(*batch.snapshot, options));
+        // The change set names the replanned Services against the plan it
+        // came from, and the comparison it drives finds what a walk finds.
+        REQUIRE(plan.changes);
+        CHECK(plan.changes->base_revision == before.revision);
+        CHECK(plan.changes->services.size() == batch.services.size());
+        rules::Plan walked = plan;
+        walked.changes.reset();
+        CHECK(rules::changed_ports(before, plan)->size() ==
+              rules::changed_ports(before, walked)->size());
     };
     step("add a Service sorting between others",
          [&] { f.store.upsert(make_service("ns", "b", "10.0.0.2")); });
