@@ -1,0 +1,125 @@
+// The kind table and the single-object decoders (decode_service,
+// decode_endpoint_slice, decode_node, decode_object) that read it.
+#include "watch/decode_kinds.h"
+
+#include <type_traits>
+#include <utility>
+
+#include "watch/decoder.h"
+
+namespace sb::watch {
+
+namespace decoding {
+
+namespace {
+
+template <typename T>
+Result<T> decode_one(const Value& value) {
+    Decoder decoder(kind_info<T>());
+    T object;
+    if (!decoder.decode(value, object)) {
+        return make_error(ErrorCode::kInvalidArgument, decoder.error().describe());
+    }
+    return object;
+}
+
+template <typename T>
+Result<AnyObject> decode_any(const Value& value) {
+    auto result = decode_one<T>(value);
+    if (!result) return result.error();
+    return AnyObject(std::move(*result));
+}
+
+template <typename T>
+std::optional<AnyObject> metadata_only(const Value& value) {
+    T object;
+    if (!Decoder(kind_info<T>()).decode_meta(value, object.meta)) return std::nullopt;
+    if constexpr (std::is_same_v<T, EndpointSlice>) {
+        auto label = object.meta.labels.find(kServiceNameLabel);
+        if (label != object.meta.labels.end()) object.service_name = label->second;
+    }
+    return AnyObject(std::move(object));
+}
+
+template <typename T, std::vector<T> Store::Objects::*objects>
+void append_to(const Value& value, DecodedDocument& out) {
+    Decoder decoder(kind_info<T>());
+    auto& into = out.objects.*objects;
+    into.emplace_back();
+    if (!decoder.decode(value, into.back())) {
+        into.pop_back();
+        out.errors.push_back(decoder.take_error());
+    }
+}
+
+template <typename T, std::vector<T> Store::Objects::*objects>
+constexpr KindInfo row(std::string_view name, bool namespaced, NameRule name_rule) {
+    return KindInfo{name,           namespaced,        name_rule,
+                    &decode_any<T>, &metadata_only<T>, &append_to<T, objects>};
+}
+
+constexpr std::array<KindInfo, kKindCount> kKinds = {
+    row<Service, &Store::Objects::services>("Service", true, NameRule::kDns1035Label),
+    row<EndpointSlice, &Store::Objects::endpoint_slices>("EndpointSlice", true,
+                                                         NameRule::kDnsSubdomain),
+    row<Node, &Store::Objects::nodes>("Node", false, NameRule::kDnsSubdomain),
+};
+
+}  // namespace
+
+const std::array<KindInfo, kKindCount>& kinds() {
+    return kKinds;
+}
+
+const KindInfo* find_kind(std::string_view name) {
+    for (const auto& kind : kKinds) {
+        if (kind.name == name) return &kind;
+    }
+    return nullptr;
+}
+
+std::string kind_names() {
+    std::string out;
+    for (size_t i = 0; i < kKinds.size(); ++i) {
+        if (i > 0) out += i + 1 == kKinds.size() ? " or " : ", ";
+        out += kKinds[i].name;
+    }
+    return out;
+}
+
+}  // namespace decoding
+
+using decoding::Value;
+
+Result<Service> decode_service(const Value& value) {
+    return decoding::decode_one<Service>(value);
+}
+
+Result<EndpointSlice> decode_endpoint_slice(const Value& value) {
+    return decoding::decode_one<EndpointSlice>(value);
+}
+
+Result<Node> decode_node(const Value& value) {
+    return decoding::decode_one<Node>(value);
+}
+
+Result<AnyObject> decode_object(const Value& value) {
+    using namespace decoding;
+    const Value* kind = value.IsObject() ? member(value, "kind") : nullptr;
+    auto failure = [&](const std::string& message) {
+        DecodeError error{raw_object_name(value), "", "kind", message};
+        return make_error(ErrorCode::kInvalidArgument, error.describe());
+    };
+    if (!value.IsObject()) {
+        DecodeError error{kUnknownObject, "", "",
+                          std::string("expected an object, got ") + type_name(value)};
+        return make_error(ErrorCode::kInvalidArgument, error.describe());
+    }
+    if (!kind) return failure("required field is missing");
+    if (!kind->IsString())
+        return failure(std::string("expected a string, got ") + type_name(*kind));
+    if (const KindInfo* info = find_kind(view(*kind))) return info->decode(value);
+    return failure("unsupported kind " + quoted(view(*kind)) + " (want " + kind_names() + ")");
+}
+
+}  // namespace sb::watch
