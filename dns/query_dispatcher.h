@@ -11,7 +11,7 @@
 //
 // Thread safety: one thread per dispatcher (the serving thread), except
 // that forward callbacks write the `forwarded_*` counters of stats().
-// Private to the server (dns/server*.cpp, dns/udp_loop.cpp).
+// Private to the server (dns/server*.cpp, dns/udp_loop.cpp) and its tests.
 #pragma once
 
 #include <sys/socket.h>
