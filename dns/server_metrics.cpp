@@ -10,11 +10,6 @@ namespace sb::dns {
 
 namespace {
 
-// ServerStats::type_index's inverse: the `type` label of each counter.
-constexpr uint16_t kTypeOfIndex[ServerStats::kTypes] = {
-    type::kA,  type::kAAAA,  type::kSRV, type::kPTR, type::kTXT, type::kSOA,
-    type::kNS, type::kCNAME, type::kANY, type::kMX,  0};
-
 const char* protocol_name(int type) {
     return type == SOCK_STREAM ? "tcp" : "udp";
 }
@@ -100,7 +95,7 @@ void Server::append_metrics(metrics::TextWriter& out) const {
         for (size_t f = 0; f < 2; ++f) {
             for (size_t t = 0; t < ServerStats::kTypes; ++t) {
                 out.sample({server, zone, view, p == 0 ? "udp" : "tcp", f == 0 ? "1" : "2",
-                            type_name(kTypeOfIndex[t])},
+                            type_name(ServerStats::type_at(t))},
                            requests[p][f][t]);
             }
         }

@@ -31,6 +31,13 @@ size_t ServerStats::type_index(uint16_t qtype) {
     }
 }
 
+uint16_t ServerStats::type_at(size_t index) {
+    static constexpr uint16_t kTypeOfIndex[kTypes] = {
+        type::kA,  type::kAAAA,  type::kSRV, type::kPTR, type::kTXT, type::kSOA,
+        type::kNS, type::kCNAME, type::kANY, type::kMX,  0};
+    return kTypeOfIndex[index];
+}
+
 void ServerStats::Histogram::record(double seconds, uint64_t n, bool shared) {
     if (n == 0) return;
     size_t bucket = 0;

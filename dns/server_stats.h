@@ -62,6 +62,9 @@ struct alignas(64) ServerStats {
     std::atomic<uint64_t> render_flushes{0};  // its RenderCache::flushes()
 
     static size_t type_index(uint16_t qtype);
+    // type_index's inverse (0 for the last index, "other"): a counter's
+    // `type` label.
+    static uint16_t type_at(size_t index);
 };
 
 // Adds `n` to a counter that only the calling thread writes (readers may be

@@ -10,7 +10,7 @@
 // send_forwarded_udp() through the same admission.
 //
 // Thread safety: construction, start(), shut_down(), join() and
-// close_socket() on the worker's controlling thread, in that order;
+// close_socket() by the worker (under its sockets mutex), in that order;
 // stats() from any thread (atomics).
 // Private to the server (dns/server*.cpp).
 #pragma once
