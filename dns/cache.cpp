@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "dns/allocation_overhead.h"
+
 namespace sb::dns {
 
 namespace {
@@ -12,9 +14,6 @@ constexpr uint32_t kMinimalDefaultTtl = 5;
 // A shard never holds fewer (CoreDNS: "the minimum allowed cache size is
 // 1024" over 256 shards).
 constexpr size_t kMinShardCapacity = 4;
-// What the allocator adds to each block it hands out (glibc: an 8-byte
-// header, rounded up to 16 bytes).
-constexpr size_t kAllocationOverhead = 16;
 
 bool class_matches(uint16_t record_class, uint16_t qclass) {
     return qclass == kClassANY || record_class == qclass;

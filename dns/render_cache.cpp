@@ -4,13 +4,12 @@
 #include <cstring>
 #include <new>
 
+#include "dns/allocation_overhead.h"
+
 namespace sb::dns {
 
 namespace {
 
-// What the allocator adds to each block (glibc: an 8-byte header, rounded
-// up to 16 bytes).
-constexpr size_t kAllocationOverhead = 16;
 constexpr size_t kMinSlots = 1024;
 
 }  // namespace

@@ -21,9 +21,15 @@
 // Thread safety: start() and stop() for one controlling thread; the zone
 // holder, metrics, serving(), listeners() and bound() may be used from any
 // thread.
+//
+// Where each job is (docs/dns.md, "Layout"): this class's listeners, binds
+// and retries in server.cpp, its metrics in server_metrics.cpp; a worker's
+// event loop (TCP, forwarded replies) in server_worker.{h,cpp}; the UDP
+// batches in udp_loop.{h,cpp}; what is done with one query, whatever its
+// socket, in query_dispatcher.{h,cpp}; the per-thread counters in
+// server_stats.{h,cpp}. Those headers are the server's own.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -49,8 +55,6 @@ namespace sb::dns {
 // The published zone: writers replace it whole, readers take a reference.
 using ZoneHolder = Published<Zone>;
 
-using ZoneHolder = Published<Zone>;
-
 // What queries are served with besides the zone: the upstreams, the cache
 // and the query log. Published whole and replaced whole by a Corefile
 // reload (DnsService::reconfigure); the forwarder and cache are thread-safe.
@@ -67,57 +71,6 @@ struct QueryEngine {
 };
 
 using EngineHolder = Published<QueryEngine>;
-
-// Request counters, one set per serving thread (summed when exported), so
-// that the serving path shares no cache line and needs no locked
-// instruction: the serving thread is the only writer of the plain fields;
-// forward callbacks (another thread) write the `forwarded_*` ones.
-struct alignas(64) ServerStats {
-    static constexpr size_t kTypes = 11;  // see type_index()
-    static constexpr size_t kRcodes = 7;  // 0-5, then "other"
-    // CoreDNS's request duration buckets, in seconds.
-    static constexpr std::array<double, 16> kBuckets = {0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008,
-                                                        0.016,   0.032,  0.064, 0.128, 0.256, 0.512,
-                                                        1.024,   2.048,  4.096, 8.192};
-    struct Histogram {
-        std::atomic<uint64_t> buckets[kBuckets.size() + 1] = {};
-        std::atomic<double> sum{0};
-        // `shared`: other threads write too (atomic read-modify-write).
-        void record(double seconds, uint64_t n, bool shared);
-    };
-    // CoreDNS's request and response size buckets, in bytes.
-    static constexpr std::array<double, 14> kSizeBuckets = {
-        0, 100, 200, 300, 400, 511, 1023, 2047, 4095, 8291, 16e3, 32e3, 48e3, 64e3};
-    struct SizeHistogram {
-        std::atomic<uint64_t> buckets[kSizeBuckets.size() + 1] = {};
-        std::atomic<uint64_t> sum{0};  // bytes
-        // `shared`: other threads write too (atomic read-modify-write).
-        void record(size_t bytes, bool shared);
-    };
-    // Who wrote a reply, as CoreDNS's `plugin` label of responses_total
-    // names it; forwarded replies are "forward".
-    enum Answerer : size_t { kKubernetes, kCache, kServerItself, kAnswerers };
-    std::atomic<uint64_t> requests[2][2][kTypes] = {};  // [udp, tcp][IPv4, IPv6 client][type]
-    std::atomic<uint64_t> responses[kAnswerers][kRcodes] = {};
-    std::atomic<uint64_t> forwarded_responses[kRcodes] = {};
-    std::atomic<uint64_t> do_requests{0};  // queries with EDNS's DO bit set
-    Histogram duration;
-    Histogram forwarded_duration;
-    SizeHistogram request_size[2];             // [udp, tcp]
-    SizeHistogram response_size[2];            // [udp, tcp]
-    SizeHistogram forwarded_response_size[2];  // [udp, tcp]
-    std::atomic<uint64_t> truncated{0};
-    std::atomic<uint64_t> forwarded_truncated{0};
-    std::atomic<uint64_t> tcp_rejected{0};  // accepted and closed: no descriptor left
-    std::atomic<uint64_t> tcp_evicted{0};   // closed for a new one over the bound
-    std::atomic<uint64_t> tcp_timeouts{0};  // closed by the read or idle timeout
-    std::atomic<uint64_t> dropped{0};
-    std::atomic<uint64_t> render_hits{0};
-    std::atomic<uint64_t> render_bytes{0};    // the thread's RenderCache::bytes()
-    std::atomic<uint64_t> render_flushes{0};  // its RenderCache::flushes()
-
-    static size_t type_index(uint16_t qtype);
-};
 
 // How often a listener that could not bind tries again.
 inline constexpr std::chrono::milliseconds kBindRetryInterval{2000};

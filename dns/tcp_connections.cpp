@@ -48,11 +48,6 @@ TcpConnections::~TcpConnections() {
     if (reserve_fd_ >= 0) ::close(reserve_fd_);
 }
 
-void TcpConnections::bump(std::atomic<uint64_t>& counter) {
-    // One writer (the event loop): a plain load+store avoids a locked RMW.
-    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
-
 void TcpConnections::accept(int listen_fd, uint64_t listen_tag) {
     for (int i = 0; i < kAcceptBatch; ++i) {
         sockaddr_storage peer{};
@@ -85,7 +80,7 @@ bool TcpConnections::shed(int listen_fd) {
     ::close(reserve_fd_);
     int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd >= 0) {
-        bump(stats_.tcp_rejected);  // counted before the peer can see the close
+        bump_single_writer(stats_.tcp_rejected);  // counted before the peer can see the close
         ::close(fd);
     }
     // Another thread may take the slot first: then the next shed reopens.
@@ -102,7 +97,7 @@ void TcpConnections::pause(int listen_fd, uint64_t listen_tag) {
 
 void TcpConnections::add(int fd, const sockaddr_storage& peer, socklen_t peer_length) {
     if (connections_.size() >= limits_.max_connections) {
-        bump(stats_.tcp_evicted);  // counted before the peer can see the close
+        bump_single_writer(stats_.tcp_evicted);  // counted before the peer can see the close
         close(by_activity_.front());
     }
     uint64_t id = next_id_++;
@@ -246,7 +241,7 @@ void TcpConnections::tick(Clock::time_point now) {
         }
     }
     for (uint64_t id : expired) {
-        bump(stats_.tcp_timeouts);  // counted before the peer can see the close
+        bump_single_writer(stats_.tcp_timeouts);  // counted before the peer can see the close
         close(id);
     }
 }

@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "base/ip.h"
-#include "dns/server.h"
+#include "dns/server_stats.h"
 #include "dns/tcp_stream.h"
 
 namespace sb::dns {
@@ -128,7 +128,6 @@ class TcpConnections {
     // Sends what is unsent until the socket is full: bytes sent, or -1 when
     // the connection failed.
     ssize_t flush(Connection& conn);
-    void bump(std::atomic<uint64_t>& counter);
 
     int epoll_fd_;
     TcpLimits limits_;

@@ -366,7 +366,7 @@ Result<Message> parse_message(std::span<const uint8_t> packet) {
     if (!r.u16(qdcount) || !r.u16(ancount) || !r.u16(nscount) || !r.u16(arcount)) {
         return make_error(ErrorCode::kInvalidArgument, r.error());
     }
-    auto invalid = [&r](std::string message) {
+    auto invalid = [](std::string message) {
         return make_error(ErrorCode::kInvalidArgument, std::move(message));
     };
     // Each record takes at least 11 bytes and each question 5: a count that
