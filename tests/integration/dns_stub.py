@@ -128,9 +128,10 @@ class Stub:
     comment. Bound when the constructor returns (the daemon's loop probes go out once, at
     its start)."""
 
-    def __init__(self, ns, address, answer=own_address, *, port=53, tcp=False, rcvbuf=None):
+    def __init__(self, ns, address, answer=own_address, *, port=53, tcp=False, rcvbuf=None,
+                 silent=False):
         self.ns, self.address, self.answer = ns, address, answer
-        self.silent = False
+        self.silent = silent
         self.delay = 0.0
         self.errors = []
         self._lock = threading.Lock()
@@ -301,8 +302,3 @@ def _forward(stub, query, to, timeout):
         pass  # no answer: the asker times out, as through a real relay
     finally:
         up.close()
-
-
-def never(stub, query):
-    """An answer function that answers nothing (every forward times out)."""
-    return None
