@@ -64,7 +64,7 @@ def daemon(switchboard_bin, netns, tmp_path):
 def curl(namespace, url):
     """(status, body); status 0 when nothing answered."""
     result = run_in(namespace, "curl", "-s", "--max-time", "5", "-o", "-",
-                        "-w", "\n%{http_code}", url)
+                    "-w", "\n%{http_code}", url)
     body, _, status = result.stdout.rpartition("\n")
     return int(status or 0), body
 

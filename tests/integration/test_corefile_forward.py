@@ -78,7 +78,7 @@ def daemon(switchboard_bin, netns, dns_stubs, tmp_path):
 def ask(namespace, name, *flags, timeout=5):
     """(status, answers) of one query to the daemon; status "" when none came."""
     result = run_in(namespace, "dig", f"+time={timeout}", "+tries=1", "@127.0.0.1", *flags,
-                        name)
+                    name)
     status = ""
     for line in result.stdout.splitlines():
         if "status: " in line:

@@ -44,7 +44,7 @@ def start(switchboard_bin, netns, tmp_path):
 
 def dig(namespace, name, *options):
     result = run_in(namespace, "dig", "+short", "+time=5", "+tries=1", *options,
-                        "@127.0.0.1", name)
+                    "@127.0.0.1", name)
     return result.stdout.strip()
 
 

@@ -394,7 +394,7 @@ def test_dns_answers_when_dns_listen_is_set(daemon_factory, tmp_path):
 
     def answer():
         result = run_in(daemon.namespace, "dig", "+short", "+time=2", "+tries=1", "-p",
-                            dns_port, "@127.0.0.1", "web.default.svc.cluster.local")
+                        dns_port, "@127.0.0.1", "web.default.svc.cluster.local")
         return result.stdout.strip()
     assert wait_for(answer, "a DNS answer") == "10.96.0.10"
 
@@ -403,7 +403,7 @@ def test_dry_run_touches_no_kernel_state(switchboard_bin, netns, tmp_path):
     source = tmp_path / "cluster.json"
     kube_objects.write_atomically(source, cluster())
     result = run_in(netns, switchboard_bin, "--dry-run", f"--source=file:{source}",
-                        "--hostname-override=node-a")
+                    "--hostname-override=node-a")
     assert result.returncode == 0, result.stderr
     assert "table inet switchboard" in result.stdout
     chains = run_in(netns, "nft", "list", "chains")

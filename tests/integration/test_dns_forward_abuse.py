@@ -150,7 +150,7 @@ def query(name, qid, source="127.0.0.1", pointers=0):
 
 def ask(netns, queries, deadline=10):
     result = run_in(netns, sys.executable, "-c", CLIENT, str(deadline),
-                        input=json.dumps(queries))
+                    input=json.dumps(queries))
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
