@@ -163,12 +163,12 @@ def sweep_stale():
 
 
 @contextlib.contextmanager
-def namespace(tag="node", *, accept_dad=True):
-    """A fresh namespace `<new prefix>-<tag>` with `lo` up, deleted on leaving (also when
-    the body fails)."""
+def namespace(tag="node", *, loopback=True, accept_dad=True):
+    """A fresh namespace `<new prefix>-<tag>` (with `lo` up unless not `loopback`),
+    deleted on leaving (also when the body fails)."""
     sweep_stale()
     clean_up_on_sigterm()
-    ns = create(f"{new_prefix()}-{tag}", accept_dad=accept_dad)
+    ns = create(f"{new_prefix()}-{tag}", loopback=loopback, accept_dad=accept_dad)
     try:
         yield ns
     finally:
