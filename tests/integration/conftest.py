@@ -3,11 +3,19 @@
 Tests that need root (network namespaces, nftables) ask for the `root`
 fixture. Outside CI they are skipped with a printed reason when not root;
 in CI (CI=true) a missing privilege is a failure, never a skip.
+
+The test-bed helpers themselves are modules of this folder (docs/testbed.md):
+kube_objects (the objects), network_namespace (the namespaces), dns_stub (the
+fake DNS servers), netbed (a whole node of namespaces). The fixtures here only
+tie their lifetimes to a test's.
 """
 import os
 import pathlib
 
 import pytest
+
+import dns_stub
+import network_namespace
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("SWITCHBOARD_BUILD_DIR", ROOT / "build"))
@@ -33,3 +41,25 @@ def root():
         if IN_CI:
             pytest.fail("CI=true but not running as root: network namespace tests cannot run")
         pytest.skip("needs root (network namespaces); run ./dev test as root")
+
+
+@pytest.fixture
+def netns(root):
+    """A fresh network namespace (its name) with `lo` up, deleted after the test."""
+    with network_namespace.namespace() as ns:
+        yield ns
+
+
+@pytest.fixture
+def dns_stubs():
+    """start(ns, address, answer=dns_stub.own_address, **options): a dns_stub.Stub serving
+    until the end of the test (closed then, failing the test if a serving thread failed)."""
+    started = []
+
+    def start(ns, address, answer=dns_stub.own_address, **options):
+        started.append(dns_stub.Stub(ns, address, answer, **options))
+        return started[-1]
+
+    yield start
+    for stub in started:
+        stub.close()

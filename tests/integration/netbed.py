@@ -37,11 +37,9 @@ import contextlib
 import dataclasses
 import errno
 import ipaddress
-import itertools
 import json
 import os
 import pathlib
-import re
 import select
 import shutil
 import signal
@@ -52,7 +50,10 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-import uuid
+
+import kube_objects
+import network_namespace
+from network_namespace import CommandError, in_ns, list_namespaces, remove_prefix, run, sweep_stale, sysctl
 
 HERE = pathlib.Path(__file__).resolve().parent
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -70,82 +71,8 @@ CLUSTER_CIDRS = ("10.244.0.0/16", "fd00:10:244::/48")
 DEFAULT_TCP_PORTS = (8080, 8081, 8082, 9090)
 DEFAULT_UDP_PORTS = (5353, 8080)
 
-# Prefixes of beds made by the tests (sbt<pid>x<n>) and by demo.sh (sbdemo<pid>):
-# the pid is the creating process, so a dead creator means an orphaned bed.
-_OWN_PREFIX = re.compile(r"^(?:sbt(\d+)x\d+|sbdemo(\d+))$")
-
-
-class BedError(RuntimeError):
+class BedError(CommandError):
     pass
-
-
-def run(argv, *, check=True, timeout=30, input=None):
-    """Runs argv (a list), returns CompletedProcess; BedError naming the command on failure."""
-    proc = subprocess.run(
-        [str(a) for a in argv], capture_output=True, text=True, timeout=timeout, input=input
-    )
-    if check and proc.returncode != 0:
-        raise BedError(f"{' '.join(map(str, argv))}: exit {proc.returncode}: {proc.stderr.strip()}")
-    return proc
-
-
-def in_ns(ns, argv):
-    """The argument list that runs argv inside network namespace ns."""
-    return ["ip", "netns", "exec", ns, *map(str, argv)]
-
-
-def list_namespaces():
-    out = run(["ip", "netns", "list"]).stdout
-    return [line.split()[0] for line in out.splitlines() if line.strip()]
-
-
-def _pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _kill_namespace_processes(ns, grace=2.0):
-    """Stops every process inside ns: the bed started them all (servers, daemons, clients)."""
-    pids = [int(p) for p in run(["ip", "netns", "pids", ns], check=False).stdout.split()]
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        alive = [p for p in pids if _pid_alive(p)]
-        for pid in alive:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + grace
-        while alive and time.monotonic() < deadline:
-            time.sleep(0.05)
-            alive = [p for p in alive if _pid_alive(p)]
-        if not alive:
-            return
-
-
-def remove_prefix(prefix):
-    """Removes every namespace named `<prefix>-*` and what runs inside. Idempotent."""
-    for ns in list_namespaces():
-        if ns.startswith(prefix + "-"):
-            _kill_namespace_processes(ns)
-            run(["ip", "netns", "del", ns], check=False)
-
-
-def sweep_stale():
-    """Removes beds whose creating process is gone (a harness killed with SIGKILL)."""
-    for prefix in {ns.split("-", 1)[0] for ns in list_namespaces() if "-" in ns}:
-        match = _OWN_PREFIX.match(prefix)
-        if match and not _pid_alive(int(match.group(1) or match.group(2))):
-            remove_prefix(prefix)
-
-
-def sysctl(ns, *settings):
-    # -e: a key this kernel lacks (br_netfilter not built) is not an error.
-    run(in_ns(ns, ["sysctl", "-e", "-q", "-w", *settings]))
 
 
 @dataclasses.dataclass
@@ -189,24 +116,12 @@ class Answer:
 
 
 _live_beds = []
-_bed_numbers = itertools.count(1)
 
 
 @atexit.register
 def _remove_live_beds():
     for bed in list(_live_beds):
         bed.down()
-
-
-def _terminated(signum, frame):
-    # atexit hooks do not run on a default SIGTERM death; unwinding as for
-    # Ctrl-C lets pytest's fixture finalizers and the hook above clean up.
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-def _clean_up_on_sigterm():
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _terminated)
 
 
 class Bed:
@@ -219,7 +134,7 @@ class Bed:
     """
 
     def __init__(self, nodes, *, client_sources=None, prefix=None, keep=False):
-        self.prefix = prefix or f"sbt{os.getpid()}x{next(_bed_numbers)}"
+        self.prefix = prefix or network_namespace.new_prefix()
         self.outside_addresses = list(OUTSIDE_ADDRESSES)
         self.nodes: dict[str, Node] = {}
         self.pods: dict[str, Pod] = {}
@@ -250,7 +165,7 @@ class Bed:
         self._keep = keep
         if not keep:
             _live_beds.append(self)
-            _clean_up_on_sigterm()
+            network_namespace.clean_up_on_sigterm()
 
     @classmethod
     def from_cluster(cls, items, *, prefix=None, keep=False, client="client"):
@@ -318,12 +233,7 @@ class Bed:
         return self
 
     def _netns(self, ns):
-        run(["ip", "netns", "add", ns])
-        # IPv6 addresses usable at once: duplicate address detection would
-        # keep link-local addresses (neighbour discovery's source) tentative.
-        sysctl(ns, "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
-        run(["ip", "-n", ns, "link", "set", "lo", "up"])
-        return ns
+        return network_namespace.create(ns, accept_dad=False, keep=self._keep)
 
     def _make_outside(self):
         ns = self._netns(self.outside)
@@ -541,98 +451,10 @@ class HeldConnection:
 # ---- the cluster a scenario describes (Kubernetes List JSON) ----------------
 
 
-def _meta(name, namespace=None, labels=None):
-    meta = {
-        "name": name,
-        "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{namespace}/{name}")),
-        "resourceVersion": "1",
-        "creationTimestamp": "2026-01-01T00:00:00Z",
-    }
-    if namespace is not None:
-        meta["namespace"] = namespace
-    if labels:
-        meta["labels"] = labels
-    return meta
-
-
-def service_port(port, *, name="", protocol="TCP", target=None, node_port=None):
-    doc = {"protocol": protocol, "port": port, "targetPort": port if target is None else target}
-    if name:  # the API server omits an empty port name
-        doc["name"] = name
-    if node_port:
-        doc["nodePort"] = node_port
-    return doc
-
-
-def service(
-    name,
-    cluster_ips,
-    ports,
-    *,
-    namespace="default",
-    type="ClusterIP",
-    external_traffic_policy=None,
-    internal_traffic_policy="Cluster",
-    affinity_timeout=None,
-    load_balancer_ips=(),
-    load_balancer_source_ranges=(),
-    external_ips=(),
-):
-    """A Service as the API server returns it. affinity_timeout: ClientIP affinity with that timeout."""
-    cluster_ips = list(cluster_ips)
-    spec = {
-        "type": type,
-        "clusterIP": cluster_ips[0] if cluster_ips else "None",
-        "clusterIPs": cluster_ips or ["None"],
-        "ipFamilies": ["IPv6" if ":" in ip else "IPv4" for ip in cluster_ips],
-        "ipFamilyPolicy": "PreferDualStack" if len(cluster_ips) > 1 else "SingleStack",
-        "ports": list(ports),
-        "selector": {"app": name},
-        "sessionAffinity": "None",
-        "internalTrafficPolicy": internal_traffic_policy,
-    }
-    if type in ("NodePort", "LoadBalancer") or external_ips:
-        spec["externalTrafficPolicy"] = external_traffic_policy or "Cluster"
-    if affinity_timeout is not None:
-        spec["sessionAffinity"] = "ClientIP"
-        spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": affinity_timeout}}
-    if load_balancer_source_ranges:
-        spec["loadBalancerSourceRanges"] = list(load_balancer_source_ranges)
-    if external_ips:
-        spec["externalIPs"] = list(external_ips)
-    status = {"loadBalancer": {}}
-    if load_balancer_ips:
-        status["loadBalancer"]["ingress"] = [{"ip": ip, "ipMode": "VIP"} for ip in load_balancer_ips]
-    return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, namespace), "spec": spec, "status": status}
-
-
-def endpoint(pod, *, ready=True, serving=None, terminating=False, ipv6=False):
-    """One EndpointSlice endpoint for a Pod of the bed."""
-    return {
-        "addresses": [pod.ipv6 if ipv6 else pod.ipv4],
-        "conditions": {
-            "ready": ready,
-            "serving": ready if serving is None else serving,
-            "terminating": terminating,
-        },
-        "nodeName": pod.node,
-        "targetRef": {"kind": "Pod", "namespace": "default", "name": pod.name},
-    }
-
-
-def endpoint_slice(service_name, endpoints, ports, *, suffix="a", namespace="default", ipv6=False):
-    """ports: (service port name, number, protocol) triples: the slice's port name is the
-    Service port's name and its number the resolved target port."""
-    return {
-        "apiVersion": "discovery.k8s.io/v1",
-        "kind": "EndpointSlice",
-        "metadata": _meta(
-            f"{service_name}-{suffix}", namespace, {"kubernetes.io/service-name": service_name}
-        ),
-        "addressType": "IPv6" if ipv6 else "IPv4",
-        "endpoints": list(endpoints),
-        "ports": [{"name": name, "port": number, "protocol": protocol} for name, number, protocol in ports],
-    }
+def pod_endpoint(pod, *, ready=True, serving=None, terminating=False, ipv6=False):
+    """The EndpointSlice endpoint of a Pod of the bed."""
+    return kube_objects.endpoint(pod.ipv6 if ipv6 else pod.ipv4, node=pod.node, pod=pod.name,
+                                 ready=ready, serving=serving, terminating=terminating)
 
 
 def _endpoints(items):
@@ -659,24 +481,9 @@ def pod_ports(items):
 
 
 def node_object(node):
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": _meta(node.name, None, {"kubernetes.io/hostname": node.name}),
-        # As the node IPAM controller assigns them (--detect-local-mode=NodeCIDR reads them).
-        "spec": {"podCIDR": node.pod_cidr4, "podCIDRs": [node.pod_cidr4, node.pod_cidr6]},
-        "status": {
-            "addresses": [
-                {"type": "InternalIP", "address": node.ipv4},
-                {"type": "InternalIP", "address": node.ipv6},
-                {"type": "Hostname", "address": node.name},
-            ]
-        },
-    }
-
-
-def cluster_list(items):
-    return {"apiVersion": "v1", "kind": "List", "items": list(items), "metadata": {"resourceVersion": ""}}
+    """The Node object of a node of the bed."""
+    return kube_objects.node(node.name, [node.ipv4, node.ipv6],
+                             pod_cidrs=[node.pod_cidr4, node.pod_cidr6])
 
 
 def pod_resolv_conf(namespace, nameserver):
@@ -701,14 +508,6 @@ def resolv_confs(files):
     finally:
         for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def write_json_atomically(path, doc):
-    """Writes doc to path through a rename, so a watcher never reads half a file."""
-    path = pathlib.Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n")
-    os.replace(tmp, path)
 
 
 # ---- switchboard in a node namespace ---------------------------------------
@@ -745,7 +544,7 @@ class Switchboard:
         """Writes the cluster (Services, EndpointSlices); the bed's Nodes are added
         unless add_nodes is false (items from a complete cluster file)."""
         nodes = [node_object(node) for node in self.bed.nodes.values()] if add_nodes else []
-        write_json_atomically(self.cluster_file, cluster_list([*nodes, *items]))
+        kube_objects.write_atomically(self.cluster_file, kube_objects.cluster_list([*nodes, *items]))
 
     def argv(self):
         return [

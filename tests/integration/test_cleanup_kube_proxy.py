@@ -1,5 +1,5 @@
 """`switchboard --cleanup-kube-proxy` against the real kernel, one fresh
-network namespace per namespace a test asks for (`ip netns add`).
+network namespace per namespace a test asks for (network_namespace).
 
 Each test loads kube-proxy's leftovers as kube-proxy writes them (iptables-save
 dumps through iptables-legacy-restore / iptables-nft-restore, kube-proxy's
@@ -17,38 +17,29 @@ IPVS itself is not in this kernel (no CONFIG_IP_VS): the virtual-server
 deletion cannot run here; the test reaches the IPVS step (kube-ipvs0 has
 addresses) and checks that its absence is a debug line, not a failure.
 """
-import itertools
-import os
+import contextlib
 import pathlib
 import re
 import subprocess
 
 import pytest
 
+import network_namespace
+
 DATA = pathlib.Path(__file__).resolve().parent / "kube_proxy_leftovers"
 MARK = "kp|"
-COUNTER = itertools.count()
 
 
 @pytest.fixture
 def netns(root):
-    """A factory of fresh network namespaces, all deleted at the end."""
-    made = []
-
-    def make():
-        name = f"sb-kpc-{os.getpid()}-{next(COUNTER)}"
-        subprocess.run(["ip", "netns", "add", name], check=True, timeout=10)
-        made.append(name)
-        return name
-
-    yield make
-    for name in made:
-        subprocess.run(["ip", "netns", "del", name], check=False, timeout=10)
+    """A factory of fresh network namespaces (`lo` down, as `ip netns add` makes them),
+    all deleted at the end."""
+    with contextlib.ExitStack() as made:
+        yield lambda: made.enter_context(network_namespace.namespace("kpc", loopback=False))
 
 
 def in_ns(ns, *argv, input=None, check=True):
-    return subprocess.run(["ip", "netns", "exec", ns, *map(str, argv)], input=input,
-                          capture_output=True, text=True, timeout=60, check=check)
+    return network_namespace.run_in(ns, *argv, input=input, check=check, timeout=60)
 
 
 def rules_text(name, *, with_kube_proxy):

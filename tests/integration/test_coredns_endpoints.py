@@ -4,18 +4,18 @@ binary with a Corefile holding `health { lameduck 2s }`, `ready` and
 through the lameduck.
 
 Root: the daemon programs nftables, so it runs in a plain network namespace
-this module creates and deletes (loopback only).
+(conftest's `netns`; loopback only).
 """
 import json
 import signal
 import subprocess
 import time
-import uuid
 
 import pytest
 
-# The plain namespace and its helpers are test_daemon's.
-from test_daemon import netns, netns_exec, wait_for  # noqa: F401 (netns is a fixture)
+import kube_objects
+from network_namespace import in_ns, run_in
+from test_daemon import wait_for
 
 LAMEDUCK_SECONDS = 2.0
 
@@ -38,13 +38,8 @@ COREFILE = """\
 """
 
 # One ClusterIP Service: what the cluster zone answers.
-CLUSTER = {"apiVersion": "v1", "kind": "List", "items": [{
-    "apiVersion": "v1", "kind": "Service",
-    "metadata": {"name": "web", "namespace": "default", "uid": str(uuid.uuid4())},
-    "spec": {"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"], "ipFamilies": ["IPv4"],
-             "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}],
-             "selector": {"app": "web"}, "type": "ClusterIP"},
-}]}
+CLUSTER = kube_objects.cluster_list([kube_objects.service(
+    "web", ["10.96.0.10"], [kube_objects.service_port(80, name="http", target=8080)])])
 
 
 @pytest.fixture
@@ -55,9 +50,8 @@ def daemon(switchboard_bin, netns, tmp_path):
     # stderr to a file: a pipe nobody reads could fill and stall the daemon.
     with open(log_path, "w") as log:
         process = subprocess.Popen(
-            ["ip", "netns", "exec", netns, str(switchboard_bin),
-             f"--source=file:{tmp_path / 'cluster.json'}", "--hostname-override=node-a",
-             f"--dns-corefile={tmp_path / 'Corefile'}"],
+            in_ns(netns, [switchboard_bin, f"--source=file:{tmp_path / 'cluster.json'}",
+                          "--hostname-override=node-a", f"--dns-corefile={tmp_path / 'Corefile'}"]),
             stdout=subprocess.DEVNULL, stderr=log)
     try:
         yield process, netns, log_path
@@ -69,14 +63,14 @@ def daemon(switchboard_bin, netns, tmp_path):
 
 def curl(namespace, url):
     """(status, body); status 0 when nothing answered."""
-    result = netns_exec(namespace, "curl", "-s", "--max-time", "5", "-o", "-",
-                        "-w", "\n%{http_code}", url)
+    result = run_in(namespace, "curl", "-s", "--max-time", "5", "-o", "-",
+                    "-w", "\n%{http_code}", url)
     body, _, status = result.stdout.rpartition("\n")
     return int(status or 0), body
 
 
 def dig(namespace, *args):
-    result = netns_exec(namespace, "dig", "+short", "+time=2", "+tries=1", "@127.0.0.1", *args)
+    result = run_in(namespace, "dig", "+short", "+time=2", "+tries=1", "@127.0.0.1", *args)
     return result.stdout.strip()
 
 

@@ -5,22 +5,22 @@ the server runs without it), a bad Corefile (exit 2, one `PATH:LINE: why`
 line), and `loop` with a forward to ourselves or through a relay back to us.
 
 Root: the daemon programs nftables, so it runs in a plain network namespace
-this module creates and deletes (loopback only: 127.0.0.0/8 is all local
+(conftest's `netns`; loopback only: 127.0.0.0/8 is all local
 there, so the daemon can bind 127.0.0.7 without adding an address).
 """
 import copy
 import json
 import re
-import uuid
 
 import pytest
 
-# The plain namespace and its helpers are test_daemon's; the one-Service
-# cluster (web.default: 10.96.0.10) is test_coredns_endpoints'.
+import dns_stub
+import kube_objects
+from network_namespace import run_in
+# The one-Service cluster (web.default: 10.96.0.10) is test_coredns_endpoints'.
 from test_coredns_endpoints import CLUSTER, curl
-from test_daemon import netns, netns_exec, wait_for  # noqa: F401 (netns is a fixture)
-from test_dns_stub import (asked, logged, start_corefile_daemon, start_fake_upstreams,
-                           stop_processes)
+from test_daemon import wait_for
+from test_dns_stub import start_corefile_daemon, stop_processes
 
 POD_IP = "10.0.0.5"  # an endpoint of db.default whose targetRef is Pod db-0
 
@@ -28,19 +28,10 @@ POD_IP = "10.0.0.5"  # an endpoint of db.default whose targetRef is Pod db-0
 def _cluster():
     """CLUSTER plus a headless Service db.default with one Pod endpoint."""
     cluster = copy.deepcopy(CLUSTER)
-    meta = {"name": "db-a", "namespace": "default", "uid": str(uuid.uuid4()),
-            "labels": {"kubernetes.io/service-name": "db"}}
     cluster["items"] += [
-        {"apiVersion": "v1", "kind": "Service",
-         "metadata": {"name": "db", "namespace": "default", "uid": str(uuid.uuid4())},
-         "spec": {"clusterIP": "None", "clusterIPs": ["None"], "ipFamilies": ["IPv4"],
-                  "ports": [{"name": "pg", "port": 5432, "protocol": "TCP"}],
-                  "selector": {"app": "db"}, "type": "ClusterIP"}},
-        {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": meta,
-         "addressType": "IPv4",
-         "endpoints": [{"addresses": [POD_IP], "conditions": {"ready": True},
-                        "targetRef": {"kind": "Pod", "namespace": "default", "name": "db-0"}}],
-         "ports": [{"name": "pg", "port": 5432, "protocol": "TCP"}]},
+        kube_objects.service("db", [], [kube_objects.service_port(5432, name="pg")]),
+        kube_objects.endpoint_slice("db", [kube_objects.endpoint(POD_IP, pod="db-0")],
+                                    [("pg", 5432, "TCP")]),
     ]
     return cluster
 
@@ -48,8 +39,8 @@ def _cluster():
 def query(namespace, name, *, server="127.0.0.1", qtype="A"):
     """(status, [(name, ttl, type, rdata)] of the answer); status None when
     nothing answered."""
-    out = netns_exec(namespace, "dig", "+noall", "+comments", "+answer", "+time=2", "+tries=1",
-                     f"@{server}", name, qtype).stdout
+    out = run_in(namespace, "dig", "+noall", "+comments", "+answer", "+time=2", "+tries=1",
+                 f"@{server}", name, qtype).stdout
     match = re.search(r"status: (\w+)", out)
     answers = []
     for line in out.splitlines():
@@ -144,7 +135,7 @@ def test_bind_serves_on_its_address_only(node):
     assert query(netns, "web.default.svc.cluster.local", server="127.0.0.7")[0] == "NOERROR"
     for other in ("127.0.0.1", "127.0.0.8"):
         assert query(netns, "web.default.svc.cluster.local", server=other) == (None, [])
-    listening = netns_exec(netns, "ss", "-Hlnu").stdout
+    listening = run_in(netns, "ss", "-Hlnu").stdout
     assert "127.0.0.7:53" in listening
     assert not re.search(r"(0\.0\.0\.0|\*|\[::\]|127\.0\.0\.1):53\b", listening), listening
 
@@ -190,8 +181,8 @@ def test_several_rewrite_lines_in_a_block_are_accepted_as_coredns_does(node):
 def run_to_exit(switchboard_bin, netns, tmp_path, corefile):
     path = tmp_path / "Corefile"
     path.write_text(corefile)
-    return netns_exec(netns, switchboard_bin, f"--source=file:{tmp_path / 'cluster.json'}",
-                      "--hostname-override=node-a", f"--dns-corefile={path}")
+    return run_in(netns, switchboard_bin, f"--source=file:{tmp_path / 'cluster.json'}",
+                  "--hostname-override=node-a", f"--dns-corefile={path}")
 
 
 @pytest.mark.parametrize("corefile, line, why", [
@@ -253,35 +244,13 @@ def test_loop_forward_to_ourselves_drops_the_upstream_and_refuses_outside_names(
     assert_refused_without_spinning(netns)
 
 
-# A forwarder on ADDRESS that relays every query to 127.0.0.1:53 and back,
-# logging each name: a loop through another server (a node's 127.0.0.53).
-RELAY = r'''
-import socket, sys
-addr, log_path = sys.argv[1], sys.argv[2]
-log = open(log_path, "a", buffering=1)
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind((addr, 53))
-up = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-up.settimeout(1)
-print("listening", flush=True)
-while True:
-    query, peer = s.recvfrom(4096)
-    labels, pos = [], 12
-    while query[pos]:
-        n = query[pos]; labels.append(query[pos + 1:pos + 1 + n].decode()); pos += n + 1
-    log.write(".".join(labels).lower() + "\n")
-    up.sendto(query, ("127.0.0.1", 53))
-    try:
-        s.sendto(up.recv(4096), peer)
-    except socket.timeout:
-        pass
-'''
-
-
-def test_loop_through_a_relay_is_caught_by_the_probe_and_outside_names_are_refused(node):
+def test_loop_through_a_relay_is_caught_by_the_probe_and_outside_names_are_refused(node,
+                                                                                    dns_stubs):
     netns, tmp_path, start, processes = node
     relay = "127.0.0.3"
-    start_fake_upstreams(netns, tmp_path, [relay], processes, script=RELAY)
+    # A forwarder that relays every query to 127.0.0.1:53 and back: a loop
+    # through another server (a node's 127.0.0.53).
+    relaying = dns_stubs(netns, relay, dns_stub.relay(timeout=1))
     log_path = start(LOOP_COREFILE.format(upstream=relay))
     wait_for(lambda: "loop probe came back" in log_path.read_text(), f"the loop; log: {log_path}")
     text = log_path.read_text()
@@ -289,5 +258,5 @@ def test_loop_through_a_relay_is_caught_by_the_probe_and_outside_names_are_refus
                       "(a forwarding loop)") == 1, text
     assert_refused_without_spinning(netns)
     # The relay saw the probe and nothing else: no query was sent round.
-    assert len(logged(tmp_path, relay)) == 1
-    assert asked(tmp_path, relay) == []
+    assert len(relaying.names(probes=True)) == 1
+    assert relaying.names() == []

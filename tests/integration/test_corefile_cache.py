@@ -4,63 +4,40 @@ cache with CoreDNS's options (`cache TTL ZONES`, `success`, `denial`,
 metrics, one test per option.
 
 Root: the daemon programs nftables, so it runs in a plain network namespace
-this module creates and deletes; a fake upstream on its loopback
+(conftest's `netns`); a fake upstream (dns_stub) on its loopback
 (127.0.0.2) counts the names it is asked. It answers `nx*` names NXDOMAIN
 with an SOA (TTL and minimum 60), `fail*` names SERVFAIL, and every other A
-question with 127.0.0.2, TTL 60; while the file `mute` exists in its folder
-it answers nothing.
+question with 127.0.0.2, TTL 60; while muted it answers nothing.
 """
 import json
 import re
-import subprocess
 import sys
 import time
 
 import pytest
 
-# The plain namespace and its helpers are test_daemon's; the one-Service
-# cluster (web.default: 10.96.0.10) is test_coredns_endpoints'.
+import dns_stub
+from network_namespace import run_in
+# The one-Service cluster (web.default: 10.96.0.10) is test_coredns_endpoints'.
 from test_coredns_endpoints import CLUSTER, curl
-from test_daemon import netns, netns_exec, wait_for  # noqa: F401 (netns is a fixture)
+from test_daemon import wait_for
 from test_dns_stub import start_corefile_daemon, stop_processes
 
 UPSTREAM = "127.0.0.2"
 
-FAKE_UPSTREAM = r'''
-import os, socket, struct, sys
-addr, folder = sys.argv[1], sys.argv[2]
-log = open(os.path.join(folder, "asked.log"), "a", buffering=1)
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind((addr, 53))
-print("listening", flush=True)
 
-def name(text):
-    return b"".join(bytes([len(l)]) + l.encode() for l in text.split(".") if l) + b"\0"
 
-while True:
-    query, peer = s.recvfrom(4096)
-    qid, flags = struct.unpack("!HH", query[:4])
-    labels, pos = [], 12
-    while query[pos]:
-        n = query[pos]; labels.append(query[pos + 1:pos + 1 + n].decode().lower()); pos += n + 1
-    pos += 1
-    qtype, = struct.unpack("!H", query[pos:pos + 2])
-    log.write(".".join(labels) + "\n")
-    if os.path.exists(os.path.join(folder, "mute")):
-        continue
-    rcode, answers, authority = 0, [], []
-    if labels[0].startswith("nx"):
-        rcode = 3
-        soa = name("ns.test") + name("admin.test") + struct.pack("!IIIII", 1, 60, 60, 60, 60)
-        authority.append(name(labels[-1]) + struct.pack("!HHIH", 6, 1, 60, len(soa)) + soa)
-    elif labels[0].startswith("fail"):
-        rcode = 2
-    elif qtype == 1:
-        answers.append(b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton(addr))
-    header = struct.pack("!HHHHHH", qid, 0x8180 | (flags & 0x0100) | rcode, 1, len(answers),
-                         len(authority), 0)
-    s.sendto(header + query[12:pos + 4] + b"".join(answers) + b"".join(authority), peer)
-'''
+def by_name(stub, query):
+    """nx*: NXDOMAIN with the SOA of the name's top-level zone; fail*: SERVFAIL; any
+    other A question: the stub's own address."""
+    first = query.labels[0] if query.labels else ""
+    if first.startswith("nx"):
+        return dns_stub.reply(query, rcode=dns_stub.NXDOMAIN,
+                              authority=[dns_stub.soa_record(query.labels[-1])])
+    if first.startswith("fail"):
+        return dns_stub.reply(query, rcode=dns_stub.SERVFAIL)
+    return dns_stub.own_address(stub, query)
+
 
 # Asks COUNT names PREFIX0.bulk.test ... in turn over one socket; prints how
 # many were answered.
@@ -86,12 +63,12 @@ print(answered)
 class Node:
     """The daemon with one Corefile in its namespace, and the fake upstream."""
 
-    def __init__(self, netns, folder, log_path):
-        self.netns, self.folder, self.log_path = netns, folder, log_path
+    def __init__(self, netns, upstream, log_path):
+        self.netns, self.upstream, self.log_path = netns, upstream, log_path
 
     def dig(self, name):
         """(status, [(name, ttl, type, rdata)]) of every section."""
-        out = netns_exec(self.netns, "dig", "+time=6", "+tries=1", "@127.0.0.1", name).stdout
+        out = run_in(self.netns, "dig", "+time=6", "+tries=1", "@127.0.0.1", name).stdout
         match = re.search(r"status: (\w+)", out)
         records = []
         for line in out.splitlines():
@@ -101,8 +78,7 @@ class Node:
         return (match.group(1) if match else None), records
 
     def asked(self, name):
-        path = self.folder / "asked.log"
-        return path.read_text().split().count(name) if path.exists() else 0
+        return self.upstream.names(probes=True).count(name)
 
     def metrics(self):
         status, text = curl(self.netns, "http://127.0.0.1:9153/metrics")
@@ -123,14 +99,11 @@ class Node:
         pytest.fail(f"no {name}{labels} in the metrics; log: {self.log_path}")
 
     def mute(self, muted):
-        if muted:
-            (self.folder / "mute").touch()
-        else:
-            (self.folder / "mute").unlink()
+        self.upstream.silent = muted
 
 
 @pytest.fixture
-def node(switchboard_bin, netns, tmp_path):
+def node(switchboard_bin, netns, dns_stubs, tmp_path):
     processes = []
 
     def start(blocks):
@@ -138,14 +111,10 @@ def node(switchboard_bin, netns, tmp_path):
                     "    prometheus 127.0.0.1:9153\n    forward . " + UPSTREAM + "\n" + blocks)
         (tmp_path / "cluster.json").write_text(json.dumps(CLUSTER))
         (tmp_path / "Corefile").write_text(corefile)
-        upstream = subprocess.Popen(
-            ["ip", "netns", "exec", netns, sys.executable, "-c", FAKE_UPSTREAM, UPSTREAM,
-             str(tmp_path)], stdout=subprocess.PIPE, text=True)
-        processes.append(upstream)
         # Bound before the daemon starts: its loop probes go out once, at start.
-        assert upstream.stdout.readline() == "listening\n"
+        upstream = dns_stubs(netns, UPSTREAM, by_name)
         log_path = start_corefile_daemon(switchboard_bin, netns, tmp_path, processes)
-        started = Node(netns, tmp_path, log_path)
+        started = Node(netns, upstream, log_path)
         wait_for(lambda: started.dig("warmup.test")[0] == "NOERROR",
                  f"the daemon answering through the upstream; log: {log_path}")
         return started
@@ -194,13 +163,13 @@ def test_success_capacity_ttl_and_minimum(node):
     n = node("    cache {\n        success 1024 20 10\n    }\n}\n")
     assert n.dig("long.example.test")[1][0][1] == 20  # upstream's 60 capped
     # Capacity 1024: 4 per shard of 256, so 1300 names evict at least 276.
-    first = netns_exec(n.netns, sys.executable, "-c", BULK, "127.0.0.1", "n", 1300)
+    first = run_in(n.netns, sys.executable, "-c", BULK, "127.0.0.1", "n", 1300)
     assert first.stdout.strip() == "1300", first.stderr
     entries = n.metric("coredns_cache_entries", type="success")
     evictions = n.metric("coredns_cache_evictions_total", type="success")
     assert entries <= 1024
     assert entries + evictions == 1300 + 2  # warmup.test and long.example.test too
-    second = netns_exec(n.netns, sys.executable, "-c", BULK, "127.0.0.1", "n", 1300)
+    second = run_in(n.netns, sys.executable, "-c", BULK, "127.0.0.1", "n", 1300)
     assert second.stdout.strip() == "1300", second.stderr
     asked_again = sum(n.asked(f"n{i}.bulk.test") == 2 for i in range(1300))
     assert asked_again >= 1300 - 1024
@@ -229,7 +198,7 @@ def test_denial_ttl_and_capacity(node):
     assert n.asked("failname.example.test") == 1
     assert n.metric("coredns_cache_hits_total", type="denial") == 2
     assert n.metric("coredns_cache_entries", type="denial") == 2
-    first = netns_exec(n.netns, sys.executable, "-c", BULK, "127.0.0.1", "nx", 1300)
+    first = run_in(n.netns, sys.executable, "-c", BULK, "127.0.0.1", "nx", 1300)
     assert first.stdout.strip() == "1300", first.stderr
     entries = n.metric("coredns_cache_entries", type="denial")
     assert entries <= 1024

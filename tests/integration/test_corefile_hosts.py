@@ -3,8 +3,8 @@ noendpoints, and loadbalance (issue 9, point 2), each changing what the
 daemon answers.
 
 Root: the daemon programs nftables, so it runs in a plain network namespace
-this module creates and deletes. The daemon serves 127.0.0.1:53 there; a
-fake upstream on 127.0.0.2 answers every A question with its own address and
+(conftest's `netns`). The daemon serves 127.0.0.1:53 there; a fake upstream
+(dns_stub) on 127.0.0.2 answers every A question with its own address and
 logs the names it was asked.
 """
 import contextlib
@@ -12,100 +12,68 @@ import json
 import os
 import re
 import subprocess
-import sys
-import uuid
 
 import pytest
 
-from test_daemon import free_port, http_get, netns, netns_exec, wait_for  # noqa: F401
-from test_dns_stub import FAKE_UPSTREAM, asked
+from kube_objects import cluster_list, endpoint, endpoint_slice, service, service_port
+from network_namespace import in_ns, run_in
+from test_daemon import free_port, http_get, wait_for
 
 UPSTREAM = "127.0.0.2"
 
 
-def _meta(name):
-    return {"name": name, "namespace": "default", "uid": str(uuid.uuid4())}
-
-
-def _endpoint(address, *, hostname=None, pod=None):
-    doc = {"addresses": [address], "conditions": {"ready": True}}
-    if hostname:
-        doc["hostname"] = hostname
-    if pod:
-        doc["targetRef"] = {"kind": "Pod", "namespace": "default", "name": pod}
-    return doc
-
-
 def _headless(name, endpoints):
-    service = {"apiVersion": "v1", "kind": "Service", "metadata": _meta(name),
-               "spec": {"clusterIP": "None", "clusterIPs": ["None"], "ipFamilies": ["IPv4"],
-                        "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
-                        "selector": {"app": name}, "type": "ClusterIP"}}
-    meta = _meta(name + "-a")
-    meta["labels"] = {"kubernetes.io/service-name": name}
-    endpoint_slice = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                      "metadata": meta, "addressType": "IPv4", "endpoints": endpoints,
-                      "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}
-    return [service, endpoint_slice]
+    return [service(name, [], [service_port(80, name="http")]),
+            endpoint_slice(name, endpoints)]
 
 
 # web: a ClusterIP Service; nginx: headless, web-0 with a hostname and a Pod
 # endpoint without one; many: headless with eight endpoints (for shuffling).
-CLUSTER = {"apiVersion": "v1", "kind": "List", "items": [
-    {"apiVersion": "v1", "kind": "Service", "metadata": _meta("web"),
-     "spec": {"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"], "ipFamilies": ["IPv4"],
-              "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}],
-              "selector": {"app": "web"}, "type": "ClusterIP"}},
-    *_headless("nginx", [_endpoint("10.0.0.1", hostname="web-0", pod="web-0"),
-                         _endpoint("10.0.0.2", pod="pod-b")]),
-    *_headless("many", [_endpoint(f"10.0.1.{i}") for i in range(1, 9)]),
-]}
+CLUSTER = cluster_list([
+    service("web", ["10.96.0.10"], [service_port(80, name="http", target=8080)]),
+    *_headless("nginx", [endpoint("10.0.0.1", hostname="web-0", pod="web-0"),
+                         endpoint("10.0.0.2", pod="pod-b")]),
+    *_headless("many", [endpoint(f"10.0.1.{i}") for i in range(1, 9)]),
+])
 
 
 @pytest.fixture
-def bed(switchboard_bin, netns, tmp_path):
+def bed(switchboard_bin, netns, dns_stubs, tmp_path):
     """start(corefile) runs the daemon with that Corefile (one at a time)."""
     (tmp_path / "cluster.json").write_text(json.dumps(CLUSTER))
-    upstream = subprocess.Popen(
-        ["ip", "netns", "exec", netns, sys.executable, "-c", FAKE_UPSTREAM, UPSTREAM,
-         str(tmp_path / f"{UPSTREAM}.log")], stdout=subprocess.PIPE, text=True)
-    try:
-        assert upstream.stdout.readline() == "listening\n"
+    upstream = dns_stubs(netns, UPSTREAM)
 
-        @contextlib.contextmanager
-        def start(corefile):
-            (tmp_path / "Corefile").write_text(corefile)
-            log_path = tmp_path / "daemon.log"
-            with open(log_path, "w") as log:
-                daemon = subprocess.Popen(
-                    ["ip", "netns", "exec", netns, str(switchboard_bin),
-                     f"--source=file:{tmp_path / 'cluster.json'}", "--hostname-override=node-a",
-                     f"--dns-corefile={tmp_path / 'Corefile'}"],
-                    stdout=subprocess.DEVNULL, stderr=log)
-            try:
-                wait_for(lambda: dig(netns, "web.default.svc.cluster.local") == "10.96.0.10",
-                         f"the cluster zone answered; log: {log_path}")
-                yield log_path
-            finally:
-                if daemon.poll() is None:
-                    daemon.kill()
-                daemon.wait(timeout=30)
+    @contextlib.contextmanager
+    def start(corefile):
+        (tmp_path / "Corefile").write_text(corefile)
+        log_path = tmp_path / "daemon.log"
+        with open(log_path, "w") as log:
+            daemon = subprocess.Popen(
+                in_ns(netns, [switchboard_bin, f"--source=file:{tmp_path / 'cluster.json'}",
+                              "--hostname-override=node-a",
+                              f"--dns-corefile={tmp_path / 'Corefile'}"]),
+                stdout=subprocess.DEVNULL, stderr=log)
+        try:
+            wait_for(lambda: dig(netns, "web.default.svc.cluster.local") == "10.96.0.10",
+                     f"the cluster zone answered; log: {log_path}")
+            yield log_path
+        finally:
+            if daemon.poll() is None:
+                daemon.kill()
+            daemon.wait(timeout=30)
 
-        yield netns, tmp_path, start
-    finally:
-        upstream.kill()
-        upstream.wait(timeout=30)
+    return netns, tmp_path, upstream, start
 
 
 def dig(namespace, *args):
-    result = netns_exec(namespace, "dig", "+short", "+time=2", "+tries=1", "@127.0.0.1", *args)
+    result = run_in(namespace, "dig", "+short", "+time=2", "+tries=1", "@127.0.0.1", *args)
     return result.stdout.strip()
 
 
 def dig_full(namespace, *args):
     """(status, flags, answer lines) of one query."""
-    result = netns_exec(namespace, "dig", "+noall", "+comments", "+answer", "+time=2", "+tries=1",
-                        "@127.0.0.1", *args)
+    result = run_in(namespace, "dig", "+noall", "+comments", "+answer", "+time=2", "+tries=1",
+                    "@127.0.0.1", *args)
     status = flags = ""
     answers = []
     for line in result.stdout.splitlines():
@@ -119,7 +87,7 @@ def dig_full(namespace, *args):
 
 
 def test_hosts_inline_lines_answer_in_their_zone_before_the_cluster_and_forwarding(bed):
-    netns, tmp_path, start = bed
+    netns, tmp_path, upstream, start = bed
     corefile = f"""\
 .:53 {{
     bind 127.0.0.1
@@ -144,12 +112,12 @@ def test_hosts_inline_lines_answer_in_their_zone_before_the_cluster_and_forwardi
         assert dig(netns, "-x", "192.0.2.10") == "inline.example.org."
         # Outside its zone: the cluster zone and forwarding, as without hosts.
         assert dig(netns, "www.example.com") == UPSTREAM
-        assert "other.example.org" not in asked(tmp_path, UPSTREAM)
+        assert "other.example.org" not in upstream.names()
         assert "cannot open" in log_path.read_text()
 
 
 def test_hosts_file_is_reread_when_it_changes_and_falls_through(bed):
-    netns, tmp_path, start = bed
+    netns, tmp_path, upstream, start = bed
     hosts = tmp_path / "NodeHosts"
     hosts.write_text("10.1.0.1 node-a\n")
     metrics = free_port()
@@ -184,12 +152,12 @@ def test_hosts_file_is_reread_when_it_changes_and_falls_through(bed):
         assert stamp and abs(float(stamp.group(1)) - hosts.stat().st_mtime) < 0.01
         # node-a is gone from the table: fallthrough sends it to the upstream.
         assert dig(netns, "node-a") == UPSTREAM
-        assert "node-a" in asked(tmp_path, UPSTREAM)
+        assert "node-a" in upstream.names()
         assert dig(netns, "web.default.svc.cluster.local") == "10.96.0.10"
 
 
 def test_kubernetes_fallthrough_forwards_only_its_zones_nxdomain(bed):
-    netns, tmp_path, start = bed
+    netns, tmp_path, upstream, start = bed
     corefile = f"""\
 .:53 {{
     bind 127.0.0.1
@@ -201,15 +169,15 @@ def test_kubernetes_fallthrough_forwards_only_its_zones_nxdomain(bed):
 """
     with start(corefile):
         assert dig(netns, "nope.default.svc.cluster.local") == UPSTREAM
-        assert "nope.default.svc.cluster.local" in asked(tmp_path, UPSTREAM)
+        assert "nope.default.svc.cluster.local" in upstream.names()
         # in-addr.arpa is the plugin's without fallthrough: authoritative NXDOMAIN.
         status, flags, _ = dig_full(netns, "-x", "10.0.0.99")
         assert status == "NXDOMAIN" and "aa" in flags
-        assert "99.0.0.10.in-addr.arpa" not in asked(tmp_path, UPSTREAM)
+        assert "99.0.0.10.in-addr.arpa" not in upstream.names()
 
 
 def test_endpoint_pod_names_names_endpoints_after_their_pod(bed):
-    netns, _, start = bed
+    netns, _, _, start = bed
     corefile = """\
 .:53 {
     bind 127.0.0.1
@@ -226,7 +194,7 @@ def test_endpoint_pod_names_names_endpoints_after_their_pod(bed):
 
 
 def test_noendpoints_drops_headless_services_and_endpoint_names(bed):
-    netns, _, start = bed
+    netns, _, _, start = bed
     corefile = """\
 .:53 {
     bind 127.0.0.1
@@ -246,7 +214,7 @@ def orders(namespace, name, count=30):
 
 
 def test_loadbalance_shuffles_answers_only_when_configured(bed):
-    netns, _, start = bed
+    netns, _, _, start = bed
     plain = """\
 .:53 {
     bind 127.0.0.1

@@ -13,12 +13,13 @@ and the DNS programming latency of an EndpointSlice change shows on :9153.
 import datetime
 import pathlib
 
+import dns_stub
 import netbed
 import pytest
 from test_coredns_endpoints import curl, sample
 from test_daemon import wait_for
 from test_dns_local import KUBE_DNS
-from test_dns_pods import UPSTREAM, WEB, cluster, lookup, start_fake_dns
+from test_dns_pods import UPSTREAM, WEB, cluster, lookup
 
 COREFILE = pathlib.Path(__file__).resolve().parents[1] / "data" / "kubeadm" / "Corefile"
 LAYOUT = {"node-a": ["coredns", "web-0", "web-1", "client"]}
@@ -39,18 +40,16 @@ def bed(root):
 
 @pytest.fixture(scope="module")
 def node(bed, switchboard_bin):
-    upstream_log = bed.workdir / "upstream.log"
-    upstream = start_fake_dns(bed.nodes["node-a"].ns, UPSTREAM, upstream_log)
+    upstream = dns_stub.Stub(bed.nodes["node-a"].ns, UPSTREAM)
     daemon = netbed.Switchboard(bed, switchboard_bin, "nftables", extra_args=[
         f"--dns-corefile={COREFILE}", f"--dns-local-address={KUBE_DNS}"])
     daemon.set_cluster(cluster(bed))
     try:
         daemon.start()
-        yield daemon, upstream_log
+        yield daemon, upstream
     finally:
         daemon.close()
-        upstream.kill()
-        upstream.wait()
+        upstream.close()
 
 
 def node_curl(bed, url):
@@ -64,7 +63,7 @@ def metrics(bed):
 
 
 def test_kubeadm_corefile_runs_unchanged(bed, node):
-    daemon, upstream_log = node
+    daemon, upstream = node
     wait_for(lambda: node_curl(bed, "http://127.0.0.1:8181/ready") == (200, "OK"), "/ready")
     assert node_curl(bed, "http://127.0.0.1:8080/health") == (200, "OK")
     # Every plugin of kubeadm's Corefile is one switchboard has: no warning.
@@ -75,7 +74,7 @@ def test_kubeadm_corefile_runs_unchanged(bed, node):
         {bed.pods["web-0"].ipv4}
     # `forward . /etc/resolv.conf`: the node's resolv.conf, not the host's.
     assert lookup(bed, "client", "getent", "www.example.com")[0] == {UPSTREAM}
-    assert "www.example.com" in upstream_log.read_text().split()
+    assert "www.example.com" in upstream.names(probes=True)
 
     text = metrics(bed)
     assert sample(text, f'coredns_dns_request_size_bytes_count{{{LABELS},proto="udp"}}') >= 3

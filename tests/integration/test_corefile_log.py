@@ -4,27 +4,18 @@ plugin's `[ERROR] plugin/errors: 2 NAME. TYPE: why` for a forward that timed
 out, only in a server block that has `errors`.
 
 Root: the daemon programs nftables, so it runs in a plain network namespace
-this module creates and deletes. The upstream on 127.0.0.2 reads queries and
-never answers (every forward times out).
+(conftest's `netns`). The upstream on 127.0.0.2 (a silent dns_stub) reads
+queries and never answers (every forward times out).
 """
 import json
 import re
-import subprocess
 
 import pytest
 
+from network_namespace import run_in
 from test_coredns_endpoints import CLUSTER
-from test_daemon import netns, netns_exec, wait_for  # noqa: F401 (netns is a fixture)
-from test_dns_stub import start_corefile_daemon, start_fake_upstreams, stop_processes
-
-SILENT_UPSTREAM = r'''
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind((sys.argv[1], 53))
-print("listening", flush=True)
-while True:
-    s.recvfrom(4096)
-'''
+from test_daemon import wait_for
+from test_dns_stub import start_corefile_daemon, stop_processes
 
 COMMON_LINE = re.compile(
     r'^\[INFO\] 127\.0\.0\.1:(\d+) - (\d+) "(\S+) IN (\S+) udp (\d+) (true|false) (\d+)" '
@@ -46,14 +37,14 @@ def start(switchboard_bin, netns, tmp_path):
         return netns, stdout_path
 
     try:
-        yield run, processes
+        yield run
     finally:
         stop_processes(processes)
 
 
 def dig(namespace, name, *options):
-    result = netns_exec(namespace, "dig", "+short", "+time=5", "+tries=1", *options,
-                        "@127.0.0.1", name)
+    result = run_in(namespace, "dig", "+short", "+time=5", "+tries=1", *options,
+                    "@127.0.0.1", name)
     return result.stdout.strip()
 
 
@@ -62,7 +53,7 @@ def lines(path, pattern):
 
 
 def test_log_prints_a_common_log_format_line_per_query(start):
-    run, _ = start
+    run = start
     netns, stdout = run(".:53 {\n bind 127.0.0.1\n kubernetes cluster.local\n log\n}\n")
     assert dig(netns, "WEB.default.svc.cluster.local") == "10.96.0.10"
     assert dig(netns, "missing.default.svc.cluster.local") == ""
@@ -81,7 +72,7 @@ def test_log_prints_a_common_log_format_line_per_query(start):
 
 
 def test_log_class_denial_logs_only_denials(start):
-    run, _ = start
+    run = start
     netns, stdout = run(
         ".:53 {\n bind 127.0.0.1\n kubernetes cluster.local\n log . {\n  class denial\n }\n}\n")
     assert dig(netns, "web.default.svc.cluster.local") == "10.96.0.10"
@@ -92,9 +83,9 @@ def test_log_class_denial_logs_only_denials(start):
     assert lines(stdout, "NXDOMAIN")
 
 
-def test_errors_logs_a_timed_out_forward_only_where_configured(start, netns, tmp_path):
-    run, processes = start
-    start_fake_upstreams(netns, tmp_path, ("127.0.0.2",), processes, script=SILENT_UPSTREAM)
+def test_errors_logs_a_timed_out_forward_only_where_configured(start, netns, dns_stubs):
+    run = start
+    dns_stubs(netns, "127.0.0.2", silent=True)
     netns, stdout = run(
         ".:53 {\n bind 127.0.0.1\n errors\n kubernetes cluster.local\n forward . 127.0.0.2\n}\n"
         "quiet.example:53 {\n forward . 127.0.0.2\n}\n")

@@ -5,7 +5,7 @@ pause, and not one query fails or goes unanswered; a bad Corefile keeps the
 running one, logs `PATH:LINE: why` and counts in coredns_reload_failed_total.
 
 Root: the daemon programs nftables, so it runs in a plain network namespace
-this module creates and deletes; fake upstreams listen on its loopback
+(conftest's `netns`); fake upstreams (dns_stub) listen on its loopback
 (127.0.0.2 the default, 127.0.0.3 the stub domain a reload adds).
 """
 import json
@@ -18,9 +18,10 @@ import time
 
 import pytest
 
+from network_namespace import in_ns, run_in
 from test_coredns_endpoints import CLUSTER
-from test_daemon import free_port, http_get, netns, netns_exec, wait_for  # noqa: F401
-from test_dns_stub import start_corefile_daemon, start_fake_upstreams, stop_processes
+from test_daemon import free_port, http_get, wait_for
+from test_dns_stub import start_corefile_daemon, stop_processes
 
 COREFILE = """\
 .:53 {{
@@ -116,7 +117,7 @@ def kubelet_write(config_dir, text):
 
 
 @pytest.fixture
-def daemon(switchboard_bin, netns, tmp_path):
+def daemon(switchboard_bin, netns, dns_stubs, tmp_path):
     (tmp_path / "cluster.json").write_text(json.dumps(CLUSTER))
     config_dir = tmp_path / "coredns"
     config_dir.mkdir()
@@ -124,18 +125,19 @@ def daemon(switchboard_bin, netns, tmp_path):
     kubelet_write(config_dir, COREFILE.format(ttl=5, metrics=metrics, extra=""))
     processes = []
     try:
-        start_fake_upstreams(netns, tmp_path, ("127.0.0.2", "127.0.0.3"), processes)
+        default = dns_stubs(netns, "127.0.0.2")
+        dns_stubs(netns, "127.0.0.3")
         log_path = start_corefile_daemon(switchboard_bin, netns, tmp_path, processes,
                                          corefile=config_dir / "Corefile")
-        yield netns, tmp_path, config_dir, metrics, log_path
+        yield netns, tmp_path, config_dir, metrics, log_path, default
     finally:
         stop_processes(processes)
 
 
 def answer(namespace, name):
     """(ttl, data) of the first answer, None when there is none."""
-    result = netns_exec(namespace, "dig", "+noall", "+answer", "+time=2", "+tries=1",
-                        "@127.0.0.1", name)
+    result = run_in(namespace, "dig", "+noall", "+answer", "+time=2", "+tries=1",
+                    "@127.0.0.1", name)
     fields = result.stdout.split()
     if result.returncode != 0 or len(fields) < 5 or not fields[1].isdigit():
         return None  # not serving yet (";; communications error ...")
@@ -154,7 +156,7 @@ def version_info(text):
 
 
 def test_reload_applies_a_new_corefile_without_a_failed_query(daemon):
-    netns, tmp_path, config_dir, metrics, log_path = daemon
+    netns, tmp_path, config_dir, metrics, log_path, upstream = daemon
     wait_for(lambda: answer(netns, "web.default.svc.cluster.local") == (5, "10.96.0.10"),
              f"the cluster zone with ttl 5; log: {log_path}")
     assert answer(netns, "web.service.consul.local")[1] == "127.0.0.2"
@@ -163,12 +165,12 @@ def test_reload_applies_a_new_corefile_without_a_failed_query(daemon):
     stop = tmp_path / "stop-client"
     results = tmp_path / "client.json"
     client = subprocess.Popen(
-        ["ip", "netns", "exec", netns, sys.executable, "-c", CLIENT, "127.0.0.1", str(stop),
-         str(results), "web.default.svc.cluster.local", "www.example.com",
-         "web.service.consul.local"])
+        in_ns(netns, [sys.executable, "-c", CLIENT, "127.0.0.1", stop, results,
+                      "web.default.svc.cluster.local", "www.example.com",
+                      "web.service.consul.local"]))
     try:
         # The client is under way before the swap.
-        wait_for(lambda: "www.example.com" in (tmp_path / "127.0.0.2.log").read_text(),
+        wait_for(lambda: "www.example.com" in upstream.names(probes=True),
                  "the client's first forwarded query")
         kubelet_write(config_dir, COREFILE.format(ttl=60, metrics=metrics, extra=CONSUL))
         wait_for(lambda: answer(netns, "web.default.svc.cluster.local") == (60, "10.96.0.10"),
@@ -194,7 +196,7 @@ def test_reload_applies_a_new_corefile_without_a_failed_query(daemon):
 
 
 def test_a_bad_corefile_keeps_the_running_one_and_is_logged(daemon):
-    netns, tmp_path, config_dir, metrics, log_path = daemon
+    netns, tmp_path, config_dir, metrics, log_path, upstream = daemon
     wait_for(lambda: answer(netns, "web.default.svc.cluster.local") == (5, "10.96.0.10"),
              f"the cluster zone with ttl 5; log: {log_path}")
     bad = COREFILE.format(ttl=99999, metrics=metrics, extra="")
@@ -224,9 +226,9 @@ def test_without_reload_the_corefile_is_read_once(switchboard_bin, netns, tmp_pa
     log_path = tmp_path / "daemon.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen(
-            ["ip", "netns", "exec", netns, str(switchboard_bin),
-             f"--source=file:{tmp_path / 'cluster.json'}", "--hostname-override=node-a",
-             f"--dns-corefile={corefile}"], stdout=subprocess.DEVNULL, stderr=log)
+            in_ns(netns, [switchboard_bin, f"--source=file:{tmp_path / 'cluster.json'}",
+                          "--hostname-override=node-a", f"--dns-corefile={corefile}"]),
+            stdout=subprocess.DEVNULL, stderr=log)
     try:
         wait_for(lambda: answer(netns, "web.default.svc.cluster.local") == (5, "10.96.0.10"),
                  f"the cluster zone; log: {log_path}")
@@ -239,7 +241,7 @@ def test_without_reload_the_corefile_is_read_once(switchboard_bin, netns, tmp_pa
 
 
 def test_reload_moves_the_coredns_endpoints(daemon):
-    netns, tmp_path, config_dir, metrics, log_path = daemon
+    netns, tmp_path, config_dir, metrics, log_path, upstream = daemon
     wait_for(lambda: version_info(metrics_text(netns, metrics)), f"/metrics; log: {log_path}")
     moved, health = free_port(), free_port()
     kubelet_write(config_dir, COREFILE.format(ttl=5, metrics=moved, extra="").replace(
@@ -251,7 +253,7 @@ def test_reload_moves_the_coredns_endpoints(daemon):
 
 
 def test_reload_moves_the_dns_listeners(daemon):
-    netns, tmp_path, config_dir, metrics, log_path = daemon
+    netns, tmp_path, config_dir, metrics, log_path, upstream = daemon
     wait_for(lambda: answer(netns, "web.default.svc.cluster.local") == (5, "10.96.0.10"),
              f"the cluster zone; log: {log_path}")
     # The stub block moves along: all blocks share the kubernetes block's port.
@@ -259,8 +261,8 @@ def test_reload_moves_the_dns_listeners(daemon):
         ".:53 {", ".:5354 {").replace("bind 127.0.0.1", "bind 127.0.0.1 127.0.0.9"))
 
     def on(server, port):
-        result = netns_exec(netns, "dig", "+noall", "+answer", "+time=1", "+tries=1",
-                            f"@{server}", "-p", str(port), "web.default.svc.cluster.local")
+        result = run_in(netns, "dig", "+noall", "+answer", "+time=1", "+tries=1",
+                        f"@{server}", "-p", str(port), "web.default.svc.cluster.local")
         return result.returncode == 0 and "10.96.0.10" in result.stdout
 
     wait_for(lambda: on("127.0.0.9", 5354), f"DNS on 127.0.0.9:5354; log: {log_path}")

@@ -3,19 +3,20 @@
 ports, signals and --cleanup.
 
 Tests that run the daemon itself program nftables, so they need root and
-run inside a network namespace this module creates and deletes (loopback
-only); the rest need nothing.
+run inside a plain network namespace (conftest's `netns`; loopback only);
+the rest need nothing.
 """
 import json
-import os
 import resource
 import signal
 import socket
 import subprocess
 import time
-import uuid
 
 import pytest
+
+import kube_objects
+from network_namespace import in_ns, run_in
 
 # A Service with externalTrafficPolicy Local (health-check node port) with
 # one ready endpoint on node-a, and a ClusterIP Service.
@@ -23,49 +24,27 @@ HEALTH_PORT = 31999
 
 
 def service(name, cluster_ip, port, **spec):
-    body = {
-        "clusterIP": cluster_ip,
-        "clusterIPs": [cluster_ip],
-        "ipFamilies": ["IPv4"],
-        "ports": [{"name": "http", "port": port, "protocol": "TCP", "targetPort": 8080}],
-        "selector": {"app": name},
-        "type": "ClusterIP",
-    }
-    body.update(spec)
-    return {"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": name, "namespace": "default", "uid": str(uuid.uuid4())},
-            "spec": body}
+    """A single-stack ClusterIP Service whose port "http" targets 8080."""
+    return kube_objects.service(name, [cluster_ip],
+                                [kube_objects.service_port(port, name="http", target=8080)],
+                                **spec)
 
 
 def slice_of(name, addresses, node="node-a"):
-    return {
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": f"{name}-abc", "namespace": "default",
-                     "labels": {"kubernetes.io/service-name": name}},
-        "addressType": "IPv4",
-        "endpoints": [{"addresses": [address], "conditions": {"ready": True}, "nodeName": node}
-                      for address in addresses],
-        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-    }
+    return kube_objects.endpoint_slice(
+        name, [kube_objects.endpoint(address, node=node) for address in addresses], suffix="abc")
 
 
 def cluster(extra_services=()):
     items = [
         service("web", "10.96.0.10", 80),
         slice_of("web", ["10.244.1.10", "10.244.1.11"]),
-        service("edge", "10.96.0.20", 443, type="LoadBalancer", externalTrafficPolicy="Local",
+        service("edge", "10.96.0.20", 443, type="LoadBalancer", external_traffic_policy="Local",
                 healthCheckNodePort=HEALTH_PORT),
         slice_of("edge", ["10.244.1.12"]),
     ]
     items.extend(extra_services)
-    return {"apiVersion": "v1", "kind": "List", "items": items}
-
-
-def write_cluster(path, document):
-    # Written then renamed, so the file source never reads half a file.
-    partial = path.with_suffix(".tmp")
-    partial.write_text(json.dumps(document))
-    os.replace(partial, path)
+    return kube_objects.cluster_list(items)
 
 
 def run(binary, *args, timeout=30):
@@ -119,7 +98,7 @@ def test_proxy_mode_error_wording(switchboard_bin):
 @pytest.mark.parametrize("mode", ["ipvs"])
 def test_modes_not_built_exit_1(switchboard_bin, tmp_path, mode):
     source = tmp_path / "cluster.json"
-    write_cluster(source, cluster())
+    kube_objects.write_atomically(source, cluster())
     result = run(switchboard_bin, f"--proxy-mode={mode}", f"--source=file:{source}", "--dry-run")
     assert result.returncode == 1
     assert one_error_line(result) == f"switchboard: --proxy-mode={mode} is not available yet"
@@ -127,7 +106,7 @@ def test_modes_not_built_exit_1(switchboard_bin, tmp_path, mode):
 
 def test_plan_prints_the_plan(switchboard_bin, tmp_path):
     source = tmp_path / "cluster.json"
-    write_cluster(source, cluster())
+    kube_objects.write_atomically(source, cluster())
     result = run(switchboard_bin, "plan", "--source", f"file:{source}", "--hostname-override",
                  "Node-A")
     assert result.returncode == 0, result.stderr
@@ -147,7 +126,7 @@ def test_plan_of_unreadable_source_exits_2_naming_the_file(switchboard_bin, tmp_
 
 def test_dry_run_prints_the_rules(switchboard_bin, tmp_path):
     source = tmp_path / "cluster.json"
-    write_cluster(source, cluster())
+    kube_objects.write_atomically(source, cluster())
     result = run(switchboard_bin, "--dry-run", f"--source=file:{source}",
                  "--hostname-override=node-a", "--metrics-bind-address=",
                  "--healthz-bind-address=")
@@ -158,23 +137,6 @@ def test_dry_run_prints_the_rules(switchboard_bin, tmp_path):
 
 
 # ---------------------------------------------------------- root, netns
-
-
-def netns_exec(namespace, *argv, **kwargs):
-    return subprocess.run(["ip", "netns", "exec", namespace, *map(str, argv)],
-                          capture_output=True, text=True, timeout=30, check=False, **kwargs)
-
-
-@pytest.fixture
-def netns(root):
-    name = f"sbdaemon{os.getpid()}x{uuid.uuid4().hex[:6]}"
-    subprocess.run(["ip", "netns", "add", name], check=True, timeout=30)
-    try:
-        subprocess.run(["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"], check=True,
-                       timeout=30)
-        yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False, timeout=30)
 
 
 def free_port():
@@ -197,7 +159,7 @@ def http_get(namespace, port, path):
         "    out = (0, {}, str(e))\n"
         "print(json.dumps(out))\n"
     )
-    result = netns_exec(namespace, "/usr/bin/python3", "-c", script)
+    result = run_in(namespace, "/usr/bin/python3", "-c", script)
     assert result.returncode == 0, result.stderr
     return tuple(json.loads(result.stdout))
 
@@ -221,11 +183,11 @@ class Daemon:
         # stderr to a file: a pipe nobody reads could fill and stall the daemon.
         with open(log_path, "w") as log:
             self.process = subprocess.Popen(
-                ["ip", "netns", "exec", namespace, str(binary), f"--source=file:{source}",
+                in_ns(namespace, [binary, f"--source=file:{source}",
                  "--hostname-override=node-a",
                  f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
                  f"--healthz-bind-address=127.0.0.1:{self.healthz_port}",
-                 "--min-sync-period=100ms", *extra],
+                 "--min-sync-period=100ms", *extra]),
                 stdout=subprocess.DEVNULL, stderr=log)
 
     def stderr(self):
@@ -273,7 +235,7 @@ def metric(text, series):
 
 def test_daemon_serves_its_endpoints_and_follows_changes(switchboard_bin, daemon_factory, tmp_path):
     source = tmp_path / "cluster.json"
-    write_cluster(source, cluster())
+    kube_objects.write_atomically(source, cluster())
     daemon = daemon_factory(source)
     wait_for(lambda: daemon.get("/readyz")[0] == 200, "/readyz 200")
 
@@ -314,7 +276,7 @@ def test_daemon_serves_its_endpoints_and_follows_changes(switchboard_bin, daemon
 
     # The kernel has the backend's table ("list chains": the table's chains
     # without its set elements, which are the nftables backend's business).
-    assert "table inet switchboard" in netns_exec(daemon.namespace, "nft", "list", "chains").stdout
+    assert "table inet switchboard" in run_in(daemon.namespace, "nft", "list", "chains").stdout
     partial_syncs = metric(daemon.get("/metrics")[2],
                            PARTIAL_SYNCS)
 
@@ -322,7 +284,7 @@ def test_daemon_serves_its_endpoints_and_follows_changes(switchboard_bin, daemon
     extra = service("late", "10.96.0.30", 8000)
     document = cluster([extra])
     document["items"][3] = slice_of("edge", [])  # edge loses its local endpoint
-    write_cluster(source, document)
+    kube_objects.write_atomically(source, document)
 
     def late_in_plan():
         plan = json.loads(daemon.get("/debug/services")[2] or "{}")
@@ -337,24 +299,24 @@ def test_daemon_serves_its_endpoints_and_follows_changes(switchboard_bin, daemon
 
     # SIGTERM: exit 0 and the rules stay (kube-proxy does not flush on exit).
     assert daemon.stop() == 0
-    assert "table inet switchboard" in netns_exec(daemon.namespace, "nft", "list", "chains").stdout
+    assert "table inet switchboard" in run_in(daemon.namespace, "nft", "list", "chains").stdout
 
     # --cleanup removes them.
-    cleanup = netns_exec(daemon.namespace, switchboard_bin, "--cleanup")
+    cleanup = run_in(daemon.namespace, switchboard_bin, "--cleanup")
     assert cleanup.returncode == 0, cleanup.stderr
-    chains = netns_exec(daemon.namespace, "nft", "list", "chains")
+    chains = run_in(daemon.namespace, "nft", "list", "chains")
     assert chains.returncode == 0, chains.stderr
     assert "table inet switchboard" not in chains.stdout
 
 
 def test_health_check_port_closes_when_service_goes(daemon_factory, tmp_path):
     source = tmp_path / "cluster.json"
-    write_cluster(source, cluster())
+    kube_objects.write_atomically(source, cluster())
     daemon = daemon_factory(source)
     wait_for(lambda: daemon.get("/", HEALTH_PORT)[0] == 200, "the health-check node port")
     document = cluster()
     document["items"] = document["items"][:2]  # edge and its slice removed
-    write_cluster(source, document)
+    kube_objects.write_atomically(source, document)
     wait_for(lambda: daemon.get("/", HEALTH_PORT)[0] == 0, "the health-check port to close")
 
 
@@ -362,13 +324,13 @@ def test_metrics_port_in_use_exits_1_with_hard_fail(switchboard_bin, daemon_fact
                                                     tmp_path):
     """Without --bind-address-hard-fail a taken port is retried (test_kubeadm_node.py)."""
     source = tmp_path / "cluster.json"
-    write_cluster(source, cluster())
+    kube_objects.write_atomically(source, cluster())
     first = daemon_factory(source)
     wait_for(lambda: first.get("/readyz")[0] == 200, "the first daemon")
     second = subprocess.run(
-        ["ip", "netns", "exec", netns, str(switchboard_bin), f"--source=file:{source}",
+        in_ns(netns, [switchboard_bin, f"--source=file:{source}",
          "--hostname-override=node-a", f"--metrics-bind-address=127.0.0.1:{first.metrics_port}",
-         f"--healthz-bind-address=127.0.0.1:{free_port()}", "--bind-address-hard-fail"],
+         f"--healthz-bind-address=127.0.0.1:{free_port()}", "--bind-address-hard-fail"]),
         capture_output=True, text=True, timeout=30, check=False)
     assert second.returncode == 1
     line = one_error_line(second)
@@ -383,7 +345,7 @@ def test_bad_source_file_exits_2_before_serving(daemon_factory, tmp_path):
 
 def test_sigint_stops_cleanly(daemon_factory, tmp_path):
     source = tmp_path / "cluster.json"
-    write_cluster(source, cluster())
+    kube_objects.write_atomically(source, cluster())
     daemon = daemon_factory(source)
     wait_for(lambda: daemon.get("/readyz")[0] == 200, "/readyz 200")
     daemon.process.send_signal(signal.SIGINT)
@@ -407,7 +369,7 @@ def test_soft_open_file_limit_is_raised_to_the_hard_one(daemon_factory, tmp_path
     # soft limit from here and raises it at start (Go's runtime does the same
     # for kube-proxy and CoreDNS).
     source = tmp_path / "cluster.json"
-    write_cluster(source, cluster())
+    kube_objects.write_atomically(source, cluster())
     saved = resource.getrlimit(resource.RLIMIT_NOFILE)
     if saved[1] != resource.RLIM_INFINITY and saved[1] <= 256:
         pytest.fail(f"the hard open file limit here is {saved[1]}: nothing to raise to")
@@ -423,7 +385,7 @@ def test_soft_open_file_limit_is_raised_to_the_hard_one(daemon_factory, tmp_path
 
 def test_dns_answers_when_dns_listen_is_set(daemon_factory, tmp_path):
     source = tmp_path / "cluster.json"
-    write_cluster(source, cluster())
+    kube_objects.write_atomically(source, cluster())
     dns_port = free_port()
     # The upstream is a closed loopback port: only cluster names are asked.
     daemon = daemon_factory(source, f"--dns-listen=127.0.0.1:{dns_port}",
@@ -431,35 +393,33 @@ def test_dns_answers_when_dns_listen_is_set(daemon_factory, tmp_path):
     wait_for(lambda: daemon.get("/readyz")[0] == 200, "/readyz 200")
 
     def answer():
-        result = netns_exec(daemon.namespace, "dig", "+short", "+time=2", "+tries=1", "-p",
-                            dns_port, "@127.0.0.1", "web.default.svc.cluster.local")
+        result = run_in(daemon.namespace, "dig", "+short", "+time=2", "+tries=1", "-p",
+                        dns_port, "@127.0.0.1", "web.default.svc.cluster.local")
         return result.stdout.strip()
     assert wait_for(answer, "a DNS answer") == "10.96.0.10"
 
 
 def test_dry_run_touches_no_kernel_state(switchboard_bin, netns, tmp_path):
     source = tmp_path / "cluster.json"
-    write_cluster(source, cluster())
-    result = netns_exec(netns, switchboard_bin, "--dry-run", f"--source=file:{source}",
-                        "--hostname-override=node-a")
+    kube_objects.write_atomically(source, cluster())
+    result = run_in(netns, switchboard_bin, "--dry-run", f"--source=file:{source}",
+                    "--hostname-override=node-a")
     assert result.returncode == 0, result.stderr
     assert "table inet switchboard" in result.stdout
-    chains = netns_exec(netns, "nft", "list", "chains")
+    chains = run_in(netns, "nft", "list", "chains")
     assert chains.returncode == 0, chains.stderr
     assert "switchboard" not in chains.stdout
 
 
 def node(**spec):
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": "node-a"}, "spec": spec,
-            "status": {"addresses": [{"type": "InternalIP", "address": "192.168.1.5"}]}}
+    return kube_objects.node("node-a", ["192.168.1.5"], hostname=False, **spec)
 
 
 def test_node_tainted_for_deletion_fails_healthz_not_livez(daemon_factory, tmp_path):
     source = tmp_path / "cluster.json"
     document = cluster()
     document["items"].append(node())
-    write_cluster(source, document)
+    kube_objects.write_atomically(source, document)
     daemon = daemon_factory(source)
     wait_for(lambda: daemon.get("/readyz")[0] == 200, "/readyz 200")
     status, headers, body = daemon.get("/healthz", daemon.healthz_port)
@@ -473,7 +433,7 @@ def test_node_tainted_for_deletion_fails_healthz_not_livez(daemon_factory, tmp_p
     # The cluster autoscaler marks the node for deletion.
     document["items"][-1] = node(taints=[{"key": "ToBeDeletedByClusterAutoscaler",
                                           "value": "1714564800", "effect": "NoSchedule"}])
-    write_cluster(source, document)
+    kube_objects.write_atomically(source, document)
     wait_for(lambda: daemon.get("/healthz", daemon.healthz_port)[0] == 503, "/healthz 503")
     status, headers, body = daemon.get("/healthz", daemon.healthz_port)
     health = json.loads(body)
@@ -506,19 +466,19 @@ def test_node_tainted_for_deletion_fails_healthz_not_livez(daemon_factory, tmp_p
 
     # The taint goes: eligible again.
     document["items"][-1] = node()
-    write_cluster(source, document)
+    kube_objects.write_atomically(source, document)
     wait_for(lambda: daemon.get("/healthz", daemon.healthz_port)[0] == 200, "/healthz 200 again")
 
 
 def test_health_check_port_answers_on_ipv4_and_ipv6(daemon_factory, netns, tmp_path):
     source = tmp_path / "cluster.json"
-    write_cluster(source, cluster())
+    kube_objects.write_atomically(source, cluster())
     daemon = daemon_factory(source)
     wait_for(lambda: daemon.get("/", HEALTH_PORT)[0] == 200, "the health-check node port")
     # No --nodeport-addresses: 0.0.0.0 and [::] both, so ::1 answers too.
     script = ("import urllib.request\n"
               f"r = urllib.request.urlopen('http://[::1]:{HEALTH_PORT}/', timeout=10)\n"
               "print(r.status)\n")
-    result = netns_exec(netns, "/usr/bin/python3", "-c", script)
+    result = run_in(netns, "/usr/bin/python3", "-c", script)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "200"

@@ -16,8 +16,10 @@ import pathlib
 import time
 
 import netbed
+import network_namespace
 import pytest
-from netbed import endpoint, endpoint_slice, service, service_port
+from kube_objects import endpoint_slice, service, service_port
+from netbed import pod_endpoint
 
 MODES = os.environ.get("SWITCHBOARD_PROXY_MODES", "nftables,iptables").split(",")
 
@@ -70,7 +72,7 @@ def web(bed, name, ip, pods, *, port=80, target=8080, protocol="TCP", **kwargs):
     """A one-port Service with one slice over `pods` (all ready) and the Service itself."""
     return [
         service(name, [ip], [service_port(port, name="p", protocol=protocol, target=target)], **kwargs),
-        endpoint_slice(name, [endpoint(bed.pods[p]) for p in pods], [("p", target, protocol)]),
+        endpoint_slice(name, [pod_endpoint(bed.pods[p]) for p in pods], [("p", target, protocol)]),
     ]
 
 
@@ -137,9 +139,9 @@ def test_not_ready_never_and_terminating_only_as_a_last_resort(bed, proxy):
         endpoint_slice(
             "mixed",
             [
-                endpoint(pods["pod-1"]),
-                endpoint(pods["pod-2"], ready=False, serving=False),
-                endpoint(pods["pod-3"], ready=False, serving=True, terminating=True),
+                pod_endpoint(pods["pod-1"]),
+                pod_endpoint(pods["pod-2"], ready=False, serving=False),
+                pod_endpoint(pods["pod-3"], ready=False, serving=True, terminating=True),
             ],
             [("p", 8080, "TCP")],
         ),
@@ -147,9 +149,9 @@ def test_not_ready_never_and_terminating_only_as_a_last_resort(bed, proxy):
         endpoint_slice(
             "draining",
             [
-                endpoint(pods["pod-1"], ready=False, serving=False, terminating=True),
-                endpoint(pods["pod-2"], ready=False, serving=False),
-                endpoint(pods["pod-3"], ready=False, serving=True, terminating=True),
+                pod_endpoint(pods["pod-1"], ready=False, serving=False, terminating=True),
+                pod_endpoint(pods["pod-2"], ready=False, serving=False),
+                pod_endpoint(pods["pod-3"], ready=False, serving=True, terminating=True),
             ],
             [("p", 8080, "TCP")],
         ),
@@ -170,8 +172,8 @@ def test_named_target_port(bed, proxy):
     start(
         proxy,
         service("named", ["10.96.0.14"], [service_port(80, name="http", target="web")]),
-        endpoint_slice("named", [endpoint(pods["pod-1"])], [("http", 8081, "TCP")], suffix="a"),
-        endpoint_slice("named", [endpoint(pods["pod-2"])], [("http", 8082, "TCP")], suffix="b"),
+        endpoint_slice("named", [pod_endpoint(pods["pod-1"])], [("http", 8081, "TCP")], suffix="a"),
+        endpoint_slice("named", [pod_endpoint(pods["pod-2"])], [("http", 8082, "TCP")], suffix="b"),
     )
 
     answers = bed.probe("client", "10.96.0.14", 80, count=60)
@@ -195,7 +197,7 @@ def test_multi_port_service(bed, proxy):
         ),
         endpoint_slice(
             "multi",
-            [endpoint(pods["pod-1"]), endpoint(pods["pod-2"])],
+            [pod_endpoint(pods["pod-1"]), pod_endpoint(pods["pod-2"])],
             [("http", 8080, "TCP"), ("metrics", 9090, "TCP"), ("dns", 5353, "UDP")],
         ),
     )
@@ -216,7 +218,7 @@ def node_port_service(bed, name, ip, node_port, pods, policy):
             type="NodePort",
             external_traffic_policy=policy,
         ),
-        endpoint_slice(name, [endpoint(bed.pods[p]) for p in pods], [("p", 8080, "TCP")]),
+        endpoint_slice(name, [pod_endpoint(bed.pods[p]) for p in pods], [("p", 8080, "TCP")]),
     ]
 
 
@@ -329,7 +331,7 @@ def test_endpoint_at_the_metadata_address_is_not_programmed(bed, proxy):
     # addresses; switchboard refuses the slice too (docs/decoding.md), so the
     # Service has no endpoints and is rejected.
     node = bed.nodes[PROXY_NODE]
-    netbed.run(netbed.in_ns(node.ns, ["ip", "addr", "add", "169.254.169.254/32", "dev", "lo"]))
+    network_namespace.run(network_namespace.in_ns(node.ns, ["ip", "addr", "add", "169.254.169.254/32", "dev", "lo"]))
     metadata = netbed.Pod(name="node-metadata", node=PROXY_NODE, ns=node.ns, ipv4="169.254.169.254",
                           ipv6="")
     bed.pods["node-metadata"] = metadata
@@ -342,7 +344,7 @@ def test_endpoint_at_the_metadata_address_is_not_programmed(bed, proxy):
         start(
             proxy,
             service("meta", ["10.96.0.22"], [service_port(80, name="p", target=8080)]),
-            endpoint_slice("meta", [endpoint(metadata), endpoint(bed.pods["pod-1"])], [("p", 8080, "TCP")]),
+            endpoint_slice("meta", [pod_endpoint(metadata), pod_endpoint(bed.pods["pod-1"])], [("p", 8080, "TCP")]),
         )
 
         answers = bed.probe("client", "10.96.0.22", 80, count=5, timeout=1.0)
@@ -352,7 +354,7 @@ def test_endpoint_at_the_metadata_address_is_not_programmed(bed, proxy):
         if server is not None:
             server.kill()
             server.wait()
-        netbed.run(netbed.in_ns(node.ns, ["ip", "addr", "del", "169.254.169.254/32", "dev", "lo"]))
+        network_namespace.run(network_namespace.in_ns(node.ns, ["ip", "addr", "del", "169.254.169.254/32", "dev", "lo"]))
 
     assert "node-metadata" not in pods_of(answers), "a Pod reached the node's metadata address"
     assert errors_of(answers) == {"ECONNREFUSED"}, proxy.log_tail()
@@ -449,7 +451,7 @@ def test_ipv6_clusterip(bed, proxy):
     start(
         proxy,
         service("web6", ["fd00:10:96::10"], [service_port(80, name="p", target=8080)]),
-        endpoint_slice("web6", [endpoint(p, ipv6=True) for p in pods], [("p", 8080, "TCP")], ipv6=True),
+        endpoint_slice("web6", [pod_endpoint(p, ipv6=True) for p in pods], [("p", 8080, "TCP")], ipv6=True),
     )
 
     answers = bed.probe("client", "fd00:10:96::10", 80, count=60)
@@ -465,8 +467,8 @@ def test_dual_stack_clusterip(bed, proxy):
     start(
         proxy,
         service("dual", ["10.96.0.32", "fd00:10:96::32"], [service_port(80, name="p", target=8080)]),
-        endpoint_slice("dual", [endpoint(p) for p in pods], ports, suffix="v4"),
-        endpoint_slice("dual", [endpoint(p, ipv6=True) for p in pods], ports, suffix="v6", ipv6=True),
+        endpoint_slice("dual", [pod_endpoint(p) for p in pods], ports, suffix="v4"),
+        endpoint_slice("dual", [pod_endpoint(p, ipv6=True) for p in pods], ports, suffix="v6", ipv6=True),
     )
 
     for host, seen in (("10.96.0.32", bed.pods["client"].ipv4), ("fd00:10:96::32", bed.pods["client"].ipv6)):

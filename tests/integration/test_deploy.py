@@ -14,10 +14,11 @@ would give them.
 import pathlib
 import subprocess
 import time
-import uuid
 
 import pytest
 import yaml
+
+import network_namespace
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -151,10 +152,9 @@ def test_standalone_manifest_binds_system_node_proxier_and_nothing_more():
 
 @pytest.fixture
 def netns(root):
-    name = f"sbdeploy-{uuid.uuid4().hex[:8]}"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    yield name
-    subprocess.run(["ip", "netns", "del", name], check=False)
+    """A fresh network namespace with `lo` down, as a manifest's commands meet a node's."""
+    with network_namespace.namespace("deploy", loopback=False) as ns:
+        yield ns
 
 
 def config_files(name, tmp_path):

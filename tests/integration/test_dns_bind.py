@@ -12,7 +12,9 @@ import subprocess
 import pytest
 
 import netbed
-from netbed import endpoint, endpoint_slice, service, service_port
+import network_namespace
+from kube_objects import endpoint_slice, service, service_port
+from netbed import pod_endpoint
 from test_daemon import wait_for
 
 CLUSTER_IP = "10.96.0.10"
@@ -65,7 +67,7 @@ def daemons(bed, switchboard_bin):
 def web_service(bed):
     return [
         service("web", [CLUSTER_IP], [service_port(80, name="http", target=8080)]),
-        endpoint_slice("web", [endpoint(bed.pods["web-1"])], [("http", 8080, "TCP")]),
+        endpoint_slice("web", [pod_endpoint(bed.pods["web-1"])], [("http", 8080, "TCP")]),
     ]
 
 
@@ -73,7 +75,7 @@ def dig(bed, who, server, *options):
     """The A records dig gets for the web Service's name (empty when no answer)."""
     argv = ["dig", f"@{server}", "web.default.svc.cluster.local", "A", "+short", "+time=1",
             "+tries=1", *options]
-    proc = netbed.run(netbed.in_ns(bed.ns_of(who), argv), check=False)
+    proc = network_namespace.run(network_namespace.in_ns(bed.ns_of(who), argv), check=False)
     return proc.stdout.split() if proc.returncode == 0 else []
 
 
@@ -100,7 +102,7 @@ def test_taken_dns_address_does_not_stop_the_proxy_and_is_retried(bed, daemons):
     node = bed.nodes["node-a"]
     dns = node.bridge4  # the pods' gateway: the client pod can reach it
     holder = subprocess.Popen(
-        netbed.in_ns(node.ns, [netbed.PYTHON, "-c", HOLDER, dns, "53"]),
+        network_namespace.in_ns(node.ns, [netbed.PYTHON, "-c", HOLDER, dns, "53"]),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "ready"
@@ -142,14 +144,14 @@ def test_dns_address_added_to_the_node_later_comes_up(bed, daemons):
         assert "Cannot assign requested address" in body
         assert dig(bed, "node-a", NOT_YET_ON_NODE) == []
 
-        netbed.run(["ip", "-n", node.ns, "addr", "add", f"{NOT_YET_ON_NODE}/32", "dev", "lo"])
+        network_namespace.run(["ip", "-n", node.ns, "addr", "add", f"{NOT_YET_ON_NODE}/32", "dev", "lo"])
         assert wait_for(lambda: dig(bed, "node-a", NOT_YET_ON_NODE),
                         "DNS once the address is on the node") == [CLUSTER_IP]
         assert dig(bed, "node-a", NOT_YET_ON_NODE, "+tcp") == [CLUSTER_IP]
         assert daemon.http_get(daemon.METRICS, "/debug/dns")[0] == 200
         assert_proxy_programmed(bed, daemon)
     finally:
-        netbed.run(["ip", "-n", node.ns, "addr", "del", f"{NOT_YET_ON_NODE}/32", "dev", "lo"],
+        network_namespace.run(["ip", "-n", node.ns, "addr", "del", f"{NOT_YET_ON_NODE}/32", "dev", "lo"],
                    check=False)
 
 
@@ -159,7 +161,7 @@ def test_failing_rule_syncs_do_not_stop_dns(bed, daemons):
     # A table of the daemon's name owned by another process (nft's `owner`
     # flag): every change the daemon makes to it is refused with EPERM. The
     # kernel drops the table when the owner's netlink socket closes.
-    owner = subprocess.Popen(netbed.in_ns(node.ns, ["nft", "-i"]), stdin=subprocess.PIPE,
+    owner = subprocess.Popen(network_namespace.in_ns(node.ns, ["nft", "-i"]), stdin=subprocess.PIPE,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
     try:
         owner.stdin.write("add table inet switchboard { flags owner; }\n")
@@ -185,5 +187,5 @@ def test_failing_rule_syncs_do_not_stop_dns(bed, daemons):
 
 
 def node_tables(bed):
-    proc = netbed.run(netbed.in_ns(bed.nodes["node-a"].ns, ["nft", "list", "tables"]))
+    proc = network_namespace.run(network_namespace.in_ns(bed.nodes["node-a"].ns, ["nft", "list", "tables"]))
     return proc.stdout.splitlines()

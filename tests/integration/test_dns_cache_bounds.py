@@ -5,17 +5,17 @@ daemon's RSS growth measured from /proc; and --dns-rrl, Knot DNS's response
 rate limiting of UDP replies, counted at the client.
 
 Root: the daemon programs nftables, so it runs in a plain network namespace
-(test_daemon's fixture); the fake upstream listens on its loopback
+(conftest's `netns`); the fake upstream (dns_stub) listens on its loopback
 (127.0.0.2) and every client is a Python script inside the namespace.
 """
-import subprocess
 import sys
 
 import pytest
 
-from test_daemon import (cluster, daemon_factory, free_port, metric, netns,  # noqa: F401
-                         netns_exec, wait_for, write_cluster)
-from test_dns_stub import start_fake_upstreams, stop_processes
+import dns_stub
+import kube_objects
+from network_namespace import run_in
+from test_daemon import cluster, daemon_factory, free_port, metric, wait_for  # noqa: F401
 
 MIB = 1 << 20
 
@@ -23,26 +23,15 @@ MIB = 1 << 20
 # question's name: 13 bytes each on the wire (a compression pointer for the
 # name), the whole ~200-byte name each once parsed.
 RECORDS = 2000  # ~26 KB a reply, ~600 KB parsed
-HEAVY_UPSTREAM = r'''
-import socket, struct, sys
-addr, log_path, records = sys.argv[1], sys.argv[2], %d
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind((addr, 53))
-print("listening", flush=True)
-record = b"\xc0\x0c" + struct.pack("!HHIH", 16, 1, 60, 1) + b"\x00"
-while True:
-    query, peer = s.recvfrom(4096)
-    qid, flags = struct.unpack("!HH", query[:4])
-    pos = 12
-    while query[pos]:
-        pos += query[pos] + 1
-    pos += 1
-    qtype, = struct.unpack("!H", query[pos:pos + 2])
-    body = record * records if qtype == 16 else b""
-    count = records if qtype == 16 else 0
-    header = struct.pack("!HHHHHH", qid, 0x8180 | (flags & 0x0100), 1, count, 0, 0)
-    s.sendto(header + query[12:pos + 4] + body, peer)
-''' % RECORDS
+
+
+def heavy(stub, query):
+    """The heavy upstream's answer: RECORDS empty TXT records for a TXT question, an
+    empty NOERROR for any other."""
+    if query.qtype != dns_stub.TYPE_TXT:
+        return dns_stub.reply(query)
+    return dns_stub.reply(query, answers=[dns_stub.record(dns_stub.TYPE_TXT, b"\x00")] * RECORDS)
+
 
 # Sends COUNT questions of type QTYPE, for q<i>.<three 60-byte labels>.SUFFIX,
 # over 8 sockets (the kernel spreads them over the workers), at most WINDOW
@@ -82,27 +71,21 @@ def rss_bytes(pid):
     raise AssertionError("no VmRSS")
 
 
-def run_in(namespace, *argv):
-    """netns_exec with room for a long client on a loaded machine."""
-    return subprocess.run(["ip", "netns", "exec", namespace, *map(str, argv)],
-                          capture_output=True, text=True, timeout=600, check=False)
-
-
 def flood(namespace, port, qtype, suffix, count, window):
     """Sends FLOOD_CLIENT's `count` names under `suffix`; returns the replies counted."""
+    # Room for a long client on a loaded machine.
     result = run_in(namespace, sys.executable, "-c", FLOOD_CLIENT, port, qtype, suffix, count,
-                    window)
+                    window, timeout=600)
     assert result.returncode == 0, result.stderr
     return int(result.stdout)
 
 
 @pytest.fixture
 def dns_daemon(daemon_factory, netns, tmp_path):
-    """(start, processes): start(*flags) runs the daemon answering cluster.json
-    on 127.0.0.1:PORT and forwarding to 127.0.0.2, once it answers."""
-    processes = []
+    """start(*flags) runs the daemon answering cluster.json on 127.0.0.1:PORT and
+    forwarding to 127.0.0.2, once it answers."""
     source = tmp_path / "cluster.json"
-    write_cluster(source, cluster())
+    kube_objects.write_atomically(source, cluster())
 
     def start(*flags):
         port = free_port()
@@ -111,21 +94,18 @@ def dns_daemon(daemon_factory, netns, tmp_path):
         wait_for(lambda: daemon.get("/readyz")[0] == 200, "/readyz 200")
 
         def answers():
-            result = netns_exec(netns, "dig", "+short", "+time=2", "+tries=1", "-p", port,
-                                "@127.0.0.1", "web.default.svc.cluster.local")
+            result = run_in(netns, "dig", "+short", "+time=2", "+tries=1", "-p", port,
+                            "@127.0.0.1", "web.default.svc.cluster.local")
             return result.stdout.strip() == "10.96.0.10"
         wait_for(answers, "a DNS answer")
         return daemon, port
 
-    try:
-        yield start, processes
-    finally:
-        stop_processes(processes)
+    return start
 
 
-def test_forward_cache_holds_its_bytes_whatever_the_answers_weigh(dns_daemon, netns, tmp_path):
-    start, processes = dns_daemon
-    start_fake_upstreams(netns, tmp_path, ["127.0.0.2"], processes, script=HEAVY_UPSTREAM)
+def test_forward_cache_holds_its_bytes_whatever_the_answers_weigh(dns_daemon, netns, dns_stubs):
+    start = dns_daemon
+    dns_stubs(netns, "127.0.0.2", heavy)
     daemon, port = start()
     pid = daemon.process.pid
     before = rss_bytes(pid)
@@ -149,7 +129,7 @@ def test_forward_cache_holds_its_bytes_whatever_the_answers_weigh(dns_daemon, ne
 
 
 def test_render_cache_holds_its_bytes_under_many_distinct_names(dns_daemon, netns):
-    start, _ = dns_daemon
+    start = dns_daemon
     daemon, port = start()
     pid = daemon.process.pid
     before = rss_bytes(pid)
@@ -197,14 +177,14 @@ print(answers, truncated, time.monotonic() - began - 1.0)
 
 
 def rrl_flood(namespace, port, count=1000, name="web.default.svc.cluster.local"):
-    result = run_in(namespace, sys.executable, "-c", RRL_CLIENT, port, count, name)
+    result = run_in(namespace, sys.executable, "-c", RRL_CLIENT, port, count, name, timeout=600)
     assert result.returncode == 0, result.stderr
     answers, truncated, elapsed = result.stdout.split()
     return int(answers), int(truncated), float(elapsed)
 
 
 def test_rrl_limits_a_flood_to_the_rate_and_slips_every_second_reply(dns_daemon, netns):
-    start, _ = dns_daemon
+    start = dns_daemon
     rate = 10
     daemon, port = start(f"--dns-rrl={rate}", "--dns-rrl-slip=2")
     answers, truncated, elapsed = rrl_flood(netns, port)
@@ -220,27 +200,15 @@ def test_rrl_limits_a_flood_to_the_rate_and_slips_every_second_reply(dns_daemon,
     assert metric(text, "switchboard_dns_rrl_dropped_total") == limited - truncated
 
 
-# Answers every question NXDOMAIN without SOA: forwarded replies of one
-# flow (nxdomain is keyed by the client prefix alone) whatever the name.
-NXDOMAIN_UPSTREAM = r'''
-import socket, struct, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind((sys.argv[1], 53))
-print("listening", flush=True)
-while True:
-    query, peer = s.recvfrom(4096)
-    qid, flags = struct.unpack("!HH", query[:4])
-    pos = 12
-    while query[pos]:
-        pos += query[pos] + 1
-    header = struct.pack("!HHHHHH", qid, 0x8183 | (flags & 0x0100), 1, 0, 0, 0)
-    s.sendto(header + query[12:pos + 5], peer)
-'''
+def nxdomain(stub, query):
+    """NXDOMAIN without SOA for every question: forwarded replies of one flow (nxdomain
+    is keyed by the client prefix alone) whatever the name."""
+    return dns_stub.reply(query, rcode=dns_stub.NXDOMAIN)
 
 
-def test_rrl_limits_forwarded_replies_too(dns_daemon, netns, tmp_path):
-    start, processes = dns_daemon
-    start_fake_upstreams(netns, tmp_path, ["127.0.0.2"], processes, script=NXDOMAIN_UPSTREAM)
+def test_rrl_limits_forwarded_replies_too(dns_daemon, netns, dns_stubs):
+    start = dns_daemon
+    dns_stubs(netns, "127.0.0.2", nxdomain)
     rate = 10
     daemon, port = start(f"--dns-rrl={rate}", "--dns-rrl-slip=0")
     # Distinct names: each one a cache miss, answered when the upstream's
@@ -255,7 +223,7 @@ def test_rrl_limits_forwarded_replies_too(dns_daemon, netns, tmp_path):
 
 
 def test_rrl_whitelist_exempts_its_clients(dns_daemon, netns):
-    start, _ = dns_daemon
+    start = dns_daemon
     daemon, port = start("--dns-rrl=10", "--dns-rrl-whitelist=127.0.0.0/8")
     answers, truncated, _ = rrl_flood(netns, port)
     print(f"rrl on, client whitelisted: {answers} answers, {truncated} truncated of 1000")
@@ -264,7 +232,7 @@ def test_rrl_whitelist_exempts_its_clients(dns_daemon, netns):
 
 
 def test_without_rrl_every_query_is_answered(dns_daemon, netns):
-    start, _ = dns_daemon
+    start = dns_daemon
     daemon, port = start()
     answers, truncated, _ = rrl_flood(netns, port)
     print(f"rrl off: {answers} answers, {truncated} truncated of 1000")

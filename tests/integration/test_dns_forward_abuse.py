@@ -16,10 +16,10 @@ a fake upstream or the daemon's /proc entry sees it:
   (as systemd-resolved and unbound do) detected.
 
 Root: the daemon programs nftables, so it runs in a plain network namespace
-this module creates and deletes. The fake upstream listens on 127.0.0.2:53
-of its loopback and logs "PORT ID TYPE NAME" per query; files beside its log
-switch behaviours: ".silent" (answer nothing), ".hold" (answer once the file
-is gone), ".spoof" (its content names the spoofed reply sent first).
+(conftest's `netns`). The fake upstream (dns_stub) listens on 127.0.0.2:53
+of its loopback and logs port, ID, type and name per query; a test makes
+it silent (answer nothing), holds its replies until released, or has it
+send a spoofed reply first.
 """
 import json
 import re
@@ -29,9 +29,11 @@ import time
 
 import pytest
 
+import dns_stub
+from network_namespace import in_ns, run_in
 from test_coredns_endpoints import CLUSTER, curl, sample
-from test_daemon import netns, netns_exec, wait_for  # noqa: F401 (netns is a fixture)
-from test_dns_stub import start_corefile_daemon, start_fake_upstreams, stop_processes
+from test_daemon import wait_for
+from test_dns_stub import start_corefile_daemon, stop_processes
 
 COREFILE = """\
 .:53 {
@@ -45,73 +47,29 @@ COREFILE = """\
 UPSTREAM = "127.0.0.2"
 SPOOFED = "192.0.2.66"  # the address every spoofed reply carries
 
-FAKE_UPSTREAM = r'''
-import os, socket, struct, sys
-addr, log_path = sys.argv[1], sys.argv[2]
-log = open(log_path, "a", buffering=1)
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-s.bind((addr, 53))
-other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # another source port
-other.bind((addr, 0))
-held = []
 
-def reply(query, flags, qid, answer, question_end, name=None):
-    question = query[12:question_end]
-    if name is not None:
-        question = b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0" + \
-            query[question_end - 4:question_end]
-    record = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton(answer)
-    return struct.pack("!HHHHHH", qid, flags, 1, 1, 0, 0) + question + record
 
-def answer(query, peer):
-    qid, flags = struct.unpack("!HH", query[:4])
-    labels, pos = [], 12
-    while query[pos]:
-        n = query[pos]; labels.append(query[pos + 1:pos + 1 + n].decode()); pos += n + 1
-    pos += 1
-    qtype, = struct.unpack("!H", query[pos:pos + 2])
-    end = pos + 4
-    if os.path.exists(log_path + ".spoof") and qtype == 1:
-        kind = open(log_path + ".spoof").read().strip()
-        rd = flags & 0x0100
-        if kind == "qr0":
-            s.sendto(reply(query, 0x0080 | rd, qid, "192.0.2.66", end), peer)
-        elif kind == "wrong_id":
-            s.sendto(reply(query, 0x8180 | rd, qid ^ 0x5a5a, "192.0.2.66", end), peer)
-        elif kind == "wrong_port":
-            other.sendto(reply(query, 0x8180 | rd, qid, "192.0.2.66", end), peer)
-        elif kind == "wrong_question":
-            s.sendto(reply(query, 0x8180 | rd, qid, "192.0.2.66", end, "evil.example"), peer)
-    if qtype != 1:
-        header = struct.pack("!HHHHHH", qid, 0x8180 | (flags & 0x0100), 1, 0, 0, 0)
-        return header + query[12:end]
-    return reply(query, 0x8180 | (flags & 0x0100), qid, addr, end)
+def spoofing(kind):
+    """The stub's answer with, before the real reply to an A question, a spoofed one
+    carrying SPOOFED: not a response (QR=0), another ID, from another port, or for
+    another question."""
+    def answer(stub, query):
+        if query.qtype == dns_stub.TYPE_A:
+            rd = query.flags & 0x0100
+            spoof = [dns_stub.a_record(SPOOFED)]
+            if kind == "qr0":
+                stub.send(dns_stub.reply(query, answers=spoof, flags=0x0080 | rd), query.peer)
+            elif kind == "wrong_id":
+                stub.send(dns_stub.reply(query, answers=spoof, qid=query.id ^ 0x5a5a),
+                          query.peer)
+            elif kind == "wrong_port":
+                stub.send_from_another_port(dns_stub.reply(query, answers=spoof), query.peer)
+            elif kind == "wrong_question":
+                evil = dns_stub.encode_name("evil.example") + query.packet[query.end - 4:query.end]
+                stub.send(dns_stub.reply(query, answers=spoof, question=evil), query.peer)
+        return dns_stub.own_address(stub, query)
+    return answer
 
-print("listening", flush=True)
-s.settimeout(0.05)
-while True:
-    if held and not os.path.exists(log_path + ".hold"):
-        for query, peer in held:
-            s.sendto(answer(query, peer), peer)
-        held = []
-    try:
-        query, peer = s.recvfrom(65535)
-    except socket.timeout:
-        continue
-    labels, pos = [], 12
-    while query[pos]:
-        n = query[pos]; labels.append(query[pos + 1:pos + 1 + n].decode()); pos += n + 1
-    qtype, = struct.unpack("!H", query[pos + 1:pos + 3])
-    qid, = struct.unpack("!H", query[:2])
-    log.write(f"{peer[1]} {qid} {qtype} {'.'.join(labels).lower() or '.'}\n")
-    if os.path.exists(log_path + ".silent"):
-        continue
-    if os.path.exists(log_path + ".hold"):
-        held.append((query, peer))
-        continue
-    s.sendto(answer(query, peer), peer)
-'''
 
 # Sends queries from one socket per source address (all at once), then
 # collects every reply until each query has one or the deadline passes.
@@ -160,60 +118,28 @@ while len(results) < len(wanted) and time.monotonic() < deadline:
 print(json.dumps([results.get((q["source"], q["id"])) for q in queries]))
 '''
 
-MIDDLE_RESOLVER = r'''
-import socket, struct, sys, threading
-addr, log_path = sys.argv[1], sys.argv[2]
-log = open(log_path, "a", buffering=1)
+# RFC 6761 names a middle resolver answers itself (NXDOMAIN), never forwarding them.
 SPECIAL = ("invalid", "localhost", "test", "example", "onion")
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind((addr, 53))
-
-def forward(query, peer):
-    up = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    up.settimeout(3)
-    try:
-        up.sendto(query, ("127.0.0.1", 53))
-        s.sendto(up.recv(65535), peer)
-    except OSError:
-        pass
-    finally:
-        up.close()
-
-print("listening", flush=True)
-while True:
-    query, peer = s.recvfrom(65535)
-    labels, pos = [], 12
-    while query[pos]:
-        n = query[pos]; labels.append(query[pos + 1:pos + 1 + n].decode()); pos += n + 1
-    name = ".".join(labels).lower()
-    log.write(name + "\n")
-    if labels and labels[-1].lower() in SPECIAL:
-        # RFC 6761: answered here, NXDOMAIN, never forwarded.
-        qid, flags = struct.unpack("!HH", query[:4])
-        s.sendto(struct.pack("!HHHHHH", qid, 0x8183 | (flags & 0x0100), 1, 0, 0, 0) +
-                 query[12:pos + 5], peer)
-        continue
-    threading.Thread(target=forward, args=(query, peer), daemon=True).start()
-'''
 
 
-def start(switchboard_bin, netns, tmp_path, script):
+def start(switchboard_bin, netns, tmp_path):
+    """The daemon (its upstream already listening): (processes, its log's path)."""
     (tmp_path / "cluster.json").write_text(json.dumps(CLUSTER))
     (tmp_path / "Corefile").write_text(COREFILE)
     processes = []
-    start_fake_upstreams(netns, tmp_path, [UPSTREAM], processes, script=script)
     log_path = start_corefile_daemon(switchboard_bin, netns, tmp_path, processes)
     return processes, log_path
 
 
 @pytest.fixture
-def daemon(switchboard_bin, netns, tmp_path):
+def daemon(switchboard_bin, netns, dns_stubs, tmp_path):
+    upstream = dns_stubs(netns, UPSTREAM, rcvbuf=4 << 20)
     processes = []
     try:
-        processes, log_path = start(switchboard_bin, netns, tmp_path, FAKE_UPSTREAM)
+        processes, log_path = start(switchboard_bin, netns, tmp_path)
         wait_for(lambda: ask(netns, [query("ready.example.com", 1)])[0] is not None,
                  f"DNS serving; log: {log_path}", timeout=60)
-        yield netns, tmp_path, processes[-1]
+        yield netns, upstream, processes[-1]
     finally:
         stop_processes(processes)
 
@@ -223,18 +149,16 @@ def query(name, qid, source="127.0.0.1", pointers=0):
 
 
 def ask(netns, queries, deadline=10):
-    result = netns_exec(netns, sys.executable, "-c", CLIENT, str(deadline),
-                        input=json.dumps(queries))
+    result = run_in(netns, sys.executable, "-c", CLIENT, str(deadline),
+                    input=json.dumps(queries))
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
 
-def upstream_log(tmp_path):
-    """(port, id, qtype, name) per query the upstream got, loop probes left out."""
-    path = tmp_path / f"{UPSTREAM}.log"
-    rows = [line.split() for line in path.read_text().splitlines()] if path.exists() else []
-    return [(int(port), int(qid), int(qtype), name) for port, qid, qtype, name in rows
-            if qtype != "13"]
+def upstream_log(upstream):
+    """(port, id, qtype, name) per query the upstream got, loop probes (HINFO) left out."""
+    return [(q.port, q.id, q.qtype, q.name) for q in upstream.queries_seen(probes=True)
+            if q.qtype != 13]
 
 
 def metric(netns, series):
@@ -250,11 +174,11 @@ def metric_or_zero(netns, series):
 
 
 def test_each_upstream_query_has_its_own_source_port(daemon):
-    netns, tmp_path, _ = daemon
+    netns, upstream, _ = daemon
     count = 32
     replies = ask(netns, [query(f"port{i}.example.com", 100 + i) for i in range(count)])
     assert all(r and r["answers"] == [UPSTREAM] for r in replies), replies
-    seen = [row for row in upstream_log(tmp_path) if row[3].startswith("port")]
+    seen = [row for row in upstream_log(upstream) if row[3].startswith("port")]
     ports = {port for port, _, _, _ in seen}
     ids = {qid for _, qid, _, _ in seen}
     print(f"{count} queries: {len(ports)} distinct source ports, {len(ids)} distinct IDs")
@@ -264,8 +188,8 @@ def test_each_upstream_query_has_its_own_source_port(daemon):
 
 @pytest.mark.parametrize("kind", ["qr0", "wrong_id", "wrong_port", "wrong_question"])
 def test_a_spoofed_reply_raced_before_the_real_one_never_reaches_the_client(daemon, kind):
-    netns, tmp_path, _ = daemon
-    (tmp_path / f"{UPSTREAM}.log.spoof").write_text(kind)
+    netns, upstream, _ = daemon
+    upstream.answer = spoofing(kind)
     replies = ask(netns, [query(f"spoof{i}.example.com", 200 + i) for i in range(8)])
     got = [r["answers"] if r else None for r in replies]
     print(f"{kind}: {sum(a == [SPOOFED] for a in got)} of 8 clients got the spoofed answer")
@@ -279,12 +203,11 @@ def test_a_spoofed_reply_raced_before_the_real_one_never_reaches_the_client(daem
 
 
 def test_identical_concurrent_questions_are_one_upstream_query(daemon):
-    netns, tmp_path, _ = daemon
+    netns, upstream, _ = daemon
     count = 20
-    hold = tmp_path / f"{UPSTREAM}.log.hold"
-    hold.write_text("")
+    upstream.hold()
     asked_before = metric(netns, "switchboard_dns_forward_queries_total")
-    client = subprocess.Popen(["ip", "netns", "exec", netns, sys.executable, "-c", CLIENT, "30"],
+    client = subprocess.Popen(in_ns(netns, [sys.executable, "-c", CLIENT, "30"]),
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     client.stdin.write(json.dumps([query("same.example.com", 300 + i, f"127.0.0.{10 + i}")
                                    for i in range(count)]))
@@ -300,14 +223,14 @@ def test_identical_concurrent_questions_are_one_upstream_query(daemon):
                 merged = True
                 break
             time.sleep(0.1)
-        hold.unlink()
+        upstream.release()
         out = client.stdout.read()
         client.wait(timeout=60)
     finally:
         if client.poll() is None:
             client.kill()
             client.wait()
-    seen = [row for row in upstream_log(tmp_path) if row[3] == "same.example.com"]
+    seen = [row for row in upstream_log(upstream) if row[3] == "same.example.com"]
     print(f"{count} identical concurrent questions: {len(seen)} upstream queries "
           f"(merged counter reached: {merged})")
     assert len(seen) == 1
@@ -324,8 +247,8 @@ def vm_kib(pid, field):
 
 
 def test_outstanding_queries_keep_the_question_not_the_parsed_packet(daemon):
-    netns, tmp_path, process = daemon
-    (tmp_path / f"{UPSTREAM}.log.silent").write_text("")
+    netns, upstream, process = daemon
+    upstream.silent = True
     # A 250-byte name, then as many 12-byte pointer records as fit in 4 KB.
     long_labels = ".".join(["a" * 60] * 3) + ".example.com"
     pointers = (4096 - 12 - 260 - 4) // 12
@@ -334,7 +257,7 @@ def test_outstanding_queries_keep_the_question_not_the_parsed_packet(daemon):
     queries = [query(f"m{i}." + long_labels, i, f"127.0.0.{20 + i % 4}", pointers)
                for i in range(800)]
     ask(netns, queries, deadline=1)
-    wait_for(lambda: len({row[3] for row in upstream_log(tmp_path) if row[3].startswith("m")})
+    wait_for(lambda: len({row[3] for row in upstream_log(upstream) if row[3].startswith("m")})
              >= 800, "800 queries at the upstream", timeout=60)
     grown = vm_kib(process.pid, "VmHWM") - before
     print(f"800 outstanding queries of {12 + 260 + 4 + 12 * pointers} bytes: "
@@ -344,8 +267,8 @@ def test_outstanding_queries_keep_the_question_not_the_parsed_packet(daemon):
 
 
 def test_one_client_over_its_cap_is_refused_and_another_still_forwarded(daemon):
-    netns, tmp_path, _ = daemon
-    (tmp_path / f"{UPSTREAM}.log.silent").write_text("")
+    netns, upstream, _ = daemon
+    upstream.silent = True
     cap, extra = 256, 44
     flood = [query(f"flood{i}.example.com", i, "127.0.0.30") for i in range(cap + extra)]
     replies = ask(netns, flood, deadline=2)
@@ -354,17 +277,19 @@ def test_one_client_over_its_cap_is_refused_and_another_still_forwarded(daemon):
     assert refused == extra
     other = ask(netns, [query("other.example.com", 1, "127.0.0.31")], deadline=10)
     assert other[0] and other[0]["rcode"] == 2  # asked upstream, which stays silent
-    assert "other.example.com" in [row[3] for row in upstream_log(tmp_path)]
+    assert "other.example.com" in [row[3] for row in upstream_log(upstream)]
     assert metric(netns, "switchboard_dns_forward_client_limit_rejected_total") == extra
 
 
-def test_a_loop_through_a_middle_resolver_is_detected(switchboard_bin, netns, tmp_path):
+def test_a_loop_through_a_middle_resolver_is_detected(switchboard_bin, netns, dns_stubs,
+                                                      tmp_path):
+    middle = dns_stubs(netns, UPSTREAM, dns_stub.relay(timeout=3, special_names=SPECIAL))
     processes = []
     try:
-        processes, log_path = start(switchboard_bin, netns, tmp_path, MIDDLE_RESOLVER)
+        processes, log_path = start(switchboard_bin, netns, tmp_path)
         wait_for(lambda: "our loop probe came back to us" in log_path.read_text(),
                  f"the loop detected; log: {log_path}, the middle resolver's: "
-                 f"{tmp_path / (UPSTREAM + '.log')}", timeout=30)
+                 f"{middle.names(probes=True)}", timeout=30)
         assert metric(netns, "switchboard_dns_upstreams") == 0
     finally:
         stop_processes(processes)

@@ -14,8 +14,10 @@ import os
 import time
 
 import netbed
+import network_namespace
 import pytest
-from netbed import endpoint, endpoint_slice, service, service_port
+from kube_objects import endpoint_slice, service, service_port
+from netbed import pod_endpoint
 
 MODES = os.environ.get("SWITCHBOARD_PROXY_MODES", "nftables,iptables").split(",")
 LAYOUT = {"node-a": ["coredns", "web-1", "client"]}
@@ -50,11 +52,11 @@ def cluster(bed):
                 [service_port(53, name="dns", protocol="UDP"),
                  service_port(53, name="dns-tcp", protocol="TCP")],
                 namespace="kube-system"),
-        endpoint_slice("kube-dns", [endpoint(coredns)],
+        endpoint_slice("kube-dns", [pod_endpoint(coredns)],
                        [("dns", 53, "UDP"), ("dns-tcp", 53, "TCP")], namespace="kube-system"),
         service("kubernetes", [KUBERNETES], [service_port(443, name="https")]),
         service("web", [WEB], [service_port(80, name="p", target=8080)]),
-        endpoint_slice("web", [endpoint(bed.pods["web-1"])], [("p", 8080, "TCP")]),
+        endpoint_slice("web", [pod_endpoint(bed.pods["web-1"])], [("p", 8080, "TCP")]),
     ]
 
 
@@ -71,14 +73,14 @@ def proxy(bed, mode, switchboard_bin):
 
 
 def node_run(bed, argv):
-    return netbed.run(netbed.in_ns(bed.nodes["node-a"].ns, argv), check=False)
+    return network_namespace.run(network_namespace.in_ns(bed.nodes["node-a"].ns, argv), check=False)
 
 
 def dig(bed, server, name, *, tcp=False):
     argv = ["dig", "+short", "+time=2", "+tries=1", f"@{server}", name]
     if tcp:
         argv.insert(1, "+tcp")
-    proc = netbed.run(netbed.in_ns(bed.pods["client"].ns, argv), check=False)
+    proc = network_namespace.run(network_namespace.in_ns(bed.pods["client"].ns, argv), check=False)
     return proc.stdout.strip()
 
 
@@ -206,7 +208,7 @@ def test_cleanup_removes_the_link_and_the_notrack_table(bed, mode, switchboard_b
     (",".join(f"10.96.0.{i}" for i in range(1, 10)), "at most 8"),
 ])
 def test_bad_addresses_exit_2_with_one_line(switchboard_bin, value, why):
-    proc = netbed.run([switchboard_bin, f"--dns-local-address={value}", "--dry-run"], check=False)
+    proc = network_namespace.run([switchboard_bin, f"--dns-local-address={value}", "--dry-run"], check=False)
     assert proc.returncode == 2, proc
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "--dns-local-address" in lines[0] and why in lines[0], lines

@@ -23,14 +23,15 @@ traffic. nftables mode only: the notrack table is the same nftables table in
 every mode (test_dns_local.py runs both).
 """
 import ipaddress
-import subprocess
 
+import dns_stub
 import netbed
+import network_namespace
 import pytest
-from netbed import endpoint, endpoint_slice, service, service_port
+from kube_objects import endpoint_slice, service, service_port
+from netbed import pod_endpoint
 from test_dns_local import KUBE_DNS, NODE_LOCAL, conntrack_entries, dns_entries
 from test_dns_local import cluster as kube_dns_cluster
-from test_dns_stub import FAKE_UPSTREAM
 
 LAYOUT = {"node-a": ["coredns", "web-0", "web-1", "client", "tool"]}
 # Client Pod -> (its Kubernetes namespace, kubelet's clusterDNS for it).
@@ -44,13 +45,10 @@ RESOLVERS = ("getent", "dig", "busybox")
 
 def cluster(bed):
     headless = service("nginx", [], [service_port(80, name="web")])
-    stateful = [endpoint(bed.pods[name]) for name in ("web-0", "web-1")]
+    stateful = [pod_endpoint(bed.pods[name]) for name in ("web-0", "web-1")]
     for ep, name in zip(stateful, ("web-0", "web-1")):
         ep["hostname"] = name  # a StatefulSet Pod's, as the EndpointSlice controller sets it
-    external = service("my-service", [], [], namespace="prod", type="ExternalName")
-    for field in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "selector"):
-        external["spec"].pop(field)
-    external["spec"]["externalName"] = EXTERNAL_NAME
+    external = service("my-service", [], [], namespace="prod", external_name=EXTERNAL_NAME)
     return [
         *kube_dns_cluster(bed),
         headless,
@@ -58,15 +56,6 @@ def cluster(bed):
         external,
         service("db", [DB], [service_port(5432, name="pg")], namespace="prod"),
     ]
-
-
-def start_fake_dns(ns, address, log_path):
-    """FAKE_UPSTREAM in `ns` on address:53; returns once it listens."""
-    proc = subprocess.Popen(netbed.in_ns(ns, [netbed.PYTHON, "-c", FAKE_UPSTREAM, address,
-                                              str(log_path)]),
-                            stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline() == "listening\n"
-    return proc
 
 
 @pytest.fixture(scope="module")
@@ -83,27 +72,24 @@ def bed(root):
 
 @pytest.fixture(scope="module")
 def node(bed, switchboard_bin):
-    """The daemon, the fake upstream and the fake CoreDNS Pod: (daemon, coredns log)."""
-    work = bed.workdir
-    processes = [
-        start_fake_dns(bed.nodes["node-a"].ns, UPSTREAM, work / "upstream.log"),
-        start_fake_dns(bed.pods["coredns"].ns, bed.pods["coredns"].ipv4, work / "coredns.log"),
-    ]
+    """The daemon, the fake upstream and the fake CoreDNS Pod (dns_stub stubs answering
+    with their own address): (daemon, the fake CoreDNS Pod's stub)."""
+    stubs = [dns_stub.Stub(bed.nodes["node-a"].ns, UPSTREAM),
+             dns_stub.Stub(bed.pods["coredns"].ns, bed.pods["coredns"].ipv4)]
     daemon = netbed.Switchboard(bed, switchboard_bin, "nftables", extra_args=[
         f"--dns-local-address={KUBE_DNS},{NODE_LOCAL}", f"--dns-upstream={UPSTREAM}"])
     daemon.set_cluster(cluster(bed))
     try:
         daemon.start()
-        yield daemon, work / "coredns.log"
+        yield daemon, stubs[1]
     finally:
         daemon.close()
-        for proc in processes:
-            proc.kill()
-            proc.wait()
+        for stub in stubs:
+            stub.close()
 
 
 def pod_run(bed, pod, argv):
-    return netbed.run(netbed.in_ns(bed.pods[pod].ns, argv), check=False, timeout=30)
+    return network_namespace.run(network_namespace.in_ns(bed.pods[pod].ns, argv), check=False, timeout=30)
 
 
 def is_ip(text):
@@ -178,19 +164,20 @@ def test_busybox_nslookup_asks_with_its_own_resolver(bed, node):
 
 
 def test_dns_traffic_leaves_no_conntrack_entry_and_reaches_no_coredns_pod(bed, node):
-    daemon, coredns_log = node
+    daemon, coredns_stub = node
     coredns = bed.pods["coredns"].ipv4
     # Positive control: the fake CoreDNS Pod answers and logs when asked directly.
     asked = pod_run(bed, "client", ["dig", "+short", "+time=2", "+tries=1", f"@{coredns}",
                                     "control.example"])
     assert asked.stdout.strip() == coredns, asked
-    assert "control.example" in coredns_log.read_text()
-    coredns_log.write_text("")
+    assert "control.example" in coredns_stub.names(probes=True)
+    seen = len(coredns_stub.names(probes=True))
     daemon.flush_conntrack()
     for pod in CLIENTS:
         for resolver in RESOLVERS:
             assert lookup(bed, pod, resolver, "web.default.svc.cluster.local")[0] == {WEB}
-    assert coredns_log.read_text() == "", "the kube-dns endpoint got queries from this node"
+    assert coredns_stub.names(probes=True)[seen:] == [], \
+        "the kube-dns endpoint got queries from this node"
     # Positive control: a Service's traffic is DNATed, through conntrack.
     answers = bed.probe("client", WEB, 80)
     assert [a.pod for a in answers] == ["web-1"], answers

@@ -23,7 +23,7 @@ import urllib.request
 
 import pytest
 
-from test_daemon import free_port, metric, netns, wait_for  # noqa: F401 (netns is a fixture)
+from test_daemon import free_port, metric, wait_for
 from test_dns import endpoint, service, slice_of
 
 DNS = ("127.0.0.1", 53)

@@ -15,7 +15,8 @@ import textwrap
 
 import pytest
 
-from test_daemon import cluster, daemon_factory, metric, netns, wait_for, write_cluster  # noqa: F401
+from kube_objects import write_atomically
+from test_daemon import cluster, daemon_factory, metric, wait_for  # noqa: F401
 
 # proxy/http_server.cpp's limits (docs/daemon.md, "HTTP listeners").
 CONNECTION_CAP = 64
@@ -39,7 +40,7 @@ def peak_rss_kib(pid):
 @pytest.fixture
 def daemon(daemon_factory, tmp_path):  # noqa: F811 (daemon_factory is a fixture)
     source = tmp_path / "cluster.json"
-    write_cluster(source, cluster())
+    write_atomically(source, cluster())
     started = daemon_factory(source)
     wait_for(lambda: started.get("/healthz", started.healthz_port)[0] == 200, "/healthz 200")
     return started

@@ -4,17 +4,17 @@ libiptc), never touching the host's tables.
 The backend's own cases live in the C++ driver kernel_iptables (Catch2; each
 case unshares a fresh network namespace); this file runs each as a pytest
 test. The binary cases run `switchboard --proxy-mode=iptables` inside a
-network namespace made here (`ip netns add`): --dry-run prints
+network namespace (conftest's `netns`): --dry-run prints
 iptables-restore text and touches nothing, the daemon writes its chains,
 --cleanup removes them and leaves others' rules alone.
 """
-import os
 import pathlib
 import subprocess
 import time
 
 import pytest
 
+import network_namespace
 from catch_driver import require_cases, run_case
 from conftest import BUILD
 
@@ -43,20 +43,8 @@ def test_kernel(root, case):
     run_case(DRIVER, case)
 
 
-@pytest.fixture
-def netns(root):
-    name = f"sb-ipt-{os.getpid()}"
-    subprocess.run(["ip", "netns", "add", name], check=True, timeout=10)
-    try:
-        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True, timeout=10)
-        yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], check=False, timeout=10)
-
-
 def in_ns(ns, *argv, check=True):
-    return subprocess.run(["ip", "netns", "exec", ns, *map(str, argv)], capture_output=True,
-                          text=True, timeout=30, check=check)
+    return network_namespace.run_in(ns, *argv, check=check)
 
 
 def switchboard_args(binary, *extra):

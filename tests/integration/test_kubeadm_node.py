@@ -25,7 +25,10 @@ import time
 import pytest
 
 import netbed
-from netbed import Bed, Switchboard, endpoint, endpoint_slice, in_ns, node_object, service, service_port
+import network_namespace
+from kube_objects import endpoint_slice, service, service_port
+from netbed import Bed, Switchboard, node_object, pod_endpoint
+from network_namespace import in_ns
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fake_apiserver"))
 import fake_apiserver as fake  # noqa: E402
@@ -67,7 +70,7 @@ def cluster_objects(bed):
     return [
         node_object(bed.nodes["node-a"]),
         service("web", [SERVICE_IP], [service_port(80, name="http", target=8080)]),
-        endpoint_slice("web", [endpoint(web)], [("http", 8080, "TCP")]),
+        endpoint_slice("web", [pod_endpoint(web)], [("http", 8080, "TCP")]),
         # The API server's own Service, with an endpoint nobody answers on:
         # the daemon must never need it to bootstrap.
         service("kubernetes", [KUBERNETES_SERVICE_IP], [service_port(443, name="https", target=6443)]),
@@ -92,7 +95,7 @@ def pod_files(tmp_path, pki, api):
 
 def node_get(bed, address, path):
     """GET from inside node-a's namespace: (status, body); status None when refused."""
-    proc = netbed.run(in_ns(bed.nodes["node-a"].ns, [netbed.PYTHON, HERE / "netbed.py", "http-get",
+    proc = network_namespace.run(in_ns(bed.nodes["node-a"].ns, [netbed.PYTHON, HERE / "netbed.py", "http-get",
                                                       f"http://{address}{path}", "--timeout", "1"]),
                       check=False, timeout=15)
     if proc.returncode != 0:
@@ -113,7 +116,7 @@ def wait_for(predicate, what, timeout, log=None):
 
 def sysctl_value(bed, name):
     path = f"/proc/sys/net/netfilter/{name}"
-    return netbed.run(in_ns(bed.nodes["node-a"].ns, ["cat", path])).stdout.strip()
+    return network_namespace.run(in_ns(bed.nodes["node-a"].ns, ["cat", path])).stdout.strip()
 
 
 def test_kubeadm_command_line_programs_the_node_without_a_service_address(
@@ -155,7 +158,7 @@ def test_kubeadm_command_line_programs_the_node_without_a_service_address(
             daemon.terminate()
             daemon.wait(10)
         api.stop()
-        netbed.run(in_ns(bed.nodes["node-a"].ns, [switchboard_bin, "--cleanup"]), check=False)
+        network_namespace.run(in_ns(bed.nodes["node-a"].ns, [switchboard_bin, "--cleanup"]), check=False)
 
 
 def hold_port(bed, port):
@@ -177,7 +180,7 @@ def test_a_taken_healthz_port_does_not_stop_the_proxy(bed, switchboard_bin):
         web = bed.pods["web"]
         daemon.set_cluster([
             service("web", [SERVICE_IP], [service_port(80, name="http", target=8080)]),
-            endpoint_slice("web", [endpoint(web)], [("http", 8080, "TCP")]),
+            endpoint_slice("web", [pod_endpoint(web)], [("http", 8080, "TCP")]),
         ])
         daemon.start()  # waits for /readyz on the metrics address: the proxy synced
         answers = bed.probe("client", SERVICE_IP, 80, count=2)
@@ -213,4 +216,4 @@ def test_bind_address_hard_fail_exits_on_a_taken_port(bed, switchboard_bin):
     finally:
         holder.kill()
         holder.wait(10)
-        netbed.run(in_ns(bed.nodes["node-a"].ns, [switchboard_bin, "--cleanup"]), check=False)
+        network_namespace.run(in_ns(bed.nodes["node-a"].ns, [switchboard_bin, "--cleanup"]), check=False)
