@@ -29,12 +29,11 @@ Result<std::vector<HostPort>> parse_upstreams(std::string_view text) {
         while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
         if (item.empty()) {
             return make_error(ErrorCode::kInvalidArgument,
-                              "--dns-upstream: empty entry in \"" + std::string(text) + "\"");
+                              "empty entry in \"" + std::string(text) + "\"");
         }
         auto parsed = parse_host_port(item, 53);
         if (!parsed) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "--dns-upstream: " + parsed.error().message);
+            return make_error(ErrorCode::kInvalidArgument, parsed.error().message);
         }
         result.push_back(*parsed);
         start = comma + 1;

@@ -70,6 +70,7 @@ struct DnsOptions {
 };
 
 // --dns-upstream: comma-separated ADDR[:PORT], IPv6 as [ADDR]:PORT, port 53 when omitted.
+// The error names the bad entry; the caller prefixes the flag.
 Result<std::vector<HostPort>> parse_upstreams(std::string_view text);
 Result<PodRecords> parse_pod_records(std::string_view text);  // disabled|insecure|verified
 

@@ -216,6 +216,11 @@ TEST_CASE("every rejection names its flag on one line") {
     CHECK(parse_error({"--dns-pods=all"}) ==
           "--dns-pods: \"all\" is not one of disabled, insecure, verified");
     CHECK(parse_error({"--dns-upstream=not-an-ip"}).rfind("--dns-upstream: ", 0) == 0);
+    // The flag is named once, not once by the table and again by the parser.
+    CHECK(parse_error({"--dns-upstream=10.0.0.1,"}) ==
+          "--dns-upstream: empty entry in \"10.0.0.1,\"");
+    CHECK(parse_error({"--dns-upstream=not-an-ip"}).find("--dns-upstream:", 1) ==
+          std::string::npos);
     CHECK(parse_error({"--dns-rrl=-1"}) == "--dns-rrl: -1 is out of range 0-1000000");
     CHECK(parse_error({"--dns-rrl-slip=101"}) == "--dns-rrl-slip: 101 is out of range 0-100");
     CHECK(parse_error({"--dns-rrl-whitelist=10.0.0.1"}) ==
