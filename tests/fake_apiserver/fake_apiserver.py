@@ -27,6 +27,12 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler
 
+# The test bed's object builders and namespaces (docs/testbed.md): this
+# program runs standalone (tests/bench/bench-kube) as well as imported.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import kube_objects  # noqa: E402
+import network_namespace  # noqa: E402
+
 RESOURCES = {
     "/api/v1/services": ("services", "Service", "ServiceList", "v1"),
     "/apis/discovery.k8s.io/v1/endpointslices": (
@@ -246,9 +252,9 @@ class FakeApiServer:
 
     # ---- lifecycle ---------------------------------------------------
     def start(self, port=0, netns=None):
-        """Listens on 127.0.0.1:port (0: any free port); with `netns` (a path
-        such as /run/netns/NAME) the listening socket is made inside that
-        network namespace, so a daemon running there can reach it."""
+        """Listens on 127.0.0.1:port (0: any free port); with `netns` (a
+        namespace's name) the listening socket is made inside that network
+        namespace, so a daemon running there can reach it."""
         server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         server_ctx.load_cert_chain(os.path.join(self.pki_dir, "server.crt"),
                                    os.path.join(self.pki_dir, "server.key"))
@@ -278,12 +284,8 @@ class FakeApiServer:
             server_api = api
 
         if netns:
-            made = []
-            thread = threading.Thread(target=lambda: made.append(
-                _in_netns(netns, lambda: Server(("127.0.0.1", port), Handler))))
-            thread.start()
-            thread.join()
-            self.httpd = made[0]
+            self.httpd = network_namespace.call_inside(
+                netns, lambda: Server(("127.0.0.1", port), Handler))
         else:
             self.httpd = Server(("127.0.0.1", port), Handler)
         self.port = self.httpd.server_address[1]
@@ -302,21 +304,6 @@ class FakeApiServer:
         if self.httpd:
             self.httpd.shutdown()
             self.httpd.server_close()
-
-
-def _in_netns(path, make):
-    """Runs make() on the calling thread after moving that thread (only) into
-    the network namespace at `path`; sockets made there stay in it."""
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    clone_newnet = 0x40000000
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        if libc.setns(fd, clone_newnet) != 0:
-            raise OSError(ctypes.get_errno(), f"setns {path}")
-    finally:
-        os.close(fd)
-    return make()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -577,34 +564,12 @@ class _Handler(BaseHTTPRequestHandler):
                 return
 
 
-# ---- object builders (shared by tests and benchmarks) -------------------
-def service(name, namespace="default", cluster_ip="10.96.0.10", port=80, target=8080,
-            protocol="TCP", extra_ports=0):
-    ports = [{"name": "p0", "port": port, "targetPort": target, "protocol": protocol}]
-    for i in range(extra_ports):
-        ports.append({"name": f"p{i + 1}", "port": port + i + 1, "targetPort": target + i + 1,
-                      "protocol": protocol})
-    return {"kind": "Service", "apiVersion": "v1",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"type": "ClusterIP", "clusterIP": cluster_ip, "clusterIPs": [cluster_ip],
-                     "ipFamilies": ["IPv4"], "selector": {"app": name}, "ports": ports}}
-
-
-def endpoint_slice(name, service_name, addresses, namespace="default", port=8080,
-                   node="node-a", ready=True):
-    return {"kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1",
-            "metadata": {"name": name, "namespace": namespace,
-                         "labels": {"kubernetes.io/service-name": service_name}},
-            "addressType": "IPv4",
-            "endpoints": [{"addresses": [a], "conditions": {"ready": ready},
-                           "nodeName": node} for a in addresses],
-            "ports": [{"name": "p0", "port": port, "protocol": "TCP"}]}
-
-
-def node(name, address="192.168.0.10"):
-    return {"kind": "Node", "apiVersion": "v1",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {"addresses": [{"type": "InternalIP", "address": address}]}}
+def bench_service(i, port=80):
+    """The benchmark's Service svc-<i>: ClusterIP 10.96.0.0 + i, port `port` ("p0")
+    targeting 8080."""
+    return kube_objects.service(
+        f"svc-{i}", [f"10.{96 + i // 65536}.{(i // 256) % 256}.{i % 256}"],
+        [kube_objects.service_port(port, name="p0", target=8080)])
 
 
 def main():
@@ -620,13 +585,14 @@ def main():
     make_pki(args.pki)
     api = FakeApiServer(args.pki, history=max(1000, args.events + 10), chunking="line")
     for i in range(args.services):
-        ip = f"10.{96 + i // 65536}.{(i // 256) % 256}.{i % 256}"
-        api.apply(service(f"svc-{i}", cluster_ip=ip))
+        api.apply(bench_service(i))
         addrs = [f"10.{128 + (i * args.endpoints_per_service + j) // 65536}."
                  f"{((i * args.endpoints_per_service + j) // 256) % 256}."
                  f"{(i * args.endpoints_per_service + j) % 256}"
                  for j in range(args.endpoints_per_service)]
-        api.apply(endpoint_slice(f"svc-{i}-abcde", f"svc-{i}", addrs))
+        api.apply(kube_objects.endpoint_slice(
+            f"svc-{i}", [kube_objects.endpoint(a, node="node-a") for a in addrs],
+            (("p0", 8080, "TCP"),), suffix="abcde"))
     api.start(args.port)
     print(f"READY {api.port}", flush=True)
     # Updates start when the driver says "go" on stdin (after the client synced).
@@ -638,9 +604,7 @@ def main():
             delay = due - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            i = n % max(1, args.services)
-            api.apply(service(f"svc-{i}", cluster_ip=f"10.{96 + i // 65536}.{(i // 256) % 256}."
-                              f"{i % 256}", port=1 + n % 60000))
+            api.apply(bench_service(n % max(1, args.services), port=1 + n % 60000))
         print(f"SENT {args.events} {time.monotonic() - start:.3f}", flush=True)
     sys.stdin.readline()
     api.stop()

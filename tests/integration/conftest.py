@@ -6,8 +6,9 @@ in CI (CI=true) a missing privilege is a failure, never a skip.
 
 The test-bed helpers themselves are modules of this folder (docs/testbed.md):
 kube_objects (the objects), network_namespace (the namespaces), dns_stub (the
-fake DNS servers), netbed (a whole node of namespaces). The fixtures here only
-tie their lifetimes to a test's.
+fake DNS servers), netbed (a whole node of namespaces), daemons (the daemon
+under test as a process), probes (waiting, HTTP, metrics). The fixtures here
+only tie their lifetimes to a test's.
 """
 import os
 import pathlib
@@ -16,6 +17,7 @@ import pytest
 
 import dns_stub
 import network_namespace
+from daemons import Daemon
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("SWITCHBOARD_BUILD_DIR", ROOT / "build"))
@@ -63,3 +65,19 @@ def dns_stubs():
     yield start
     for stub in started:
         stub.close()
+
+
+@pytest.fixture
+def daemon_factory(switchboard_bin, netns, tmp_path):
+    """start(source, *flags): a daemons.Daemon in `netns` on cluster file `source`,
+    stopped at the end of the test."""
+    started = []
+
+    def start(source, *extra):
+        log_path = tmp_path / f"daemon-{len(started)}.log"
+        started.append(Daemon(switchboard_bin, netns, source, log_path, *extra))
+        return started[-1]
+
+    yield start
+    for daemon in started:
+        daemon.stop()

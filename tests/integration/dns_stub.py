@@ -14,8 +14,8 @@ the reply's bytes or None (no reply). Hooks the tests use:
   * send() / send_from_another_port(): extra datagrams (spoofed replies);
   * relay(): forward each query to another server and its reply back.
 
-The wire helpers (encode_name, question parsing, records) are the ones the
-stubs use; tests that check a reply's bytes use them too.
+Messages are built and parsed with dns_wire (names, questions, records);
+reply() makes a stub's reply to a Query.
 
 Thread safety: a stub's serving threads log into `queries` under a lock;
 queries_seen() returns a copy. `silent` and `delay` are read by the serving
@@ -31,21 +31,11 @@ import struct
 import threading
 import time
 
+import dns_wire
 import network_namespace
 
 PROBE_PREFIX = "sb-loop-"  # the forwarder's loop probes: sb-loop-<random>.<random>.<zone>
-TYPE_A, TYPE_NS, TYPE_SOA, TYPE_TXT = 1, 2, 6, 16
-RESPONSE = 0x8180  # QR, RA; RD is copied from the query
-NOERROR, SERVFAIL, NXDOMAIN = 0, 2, 3
-
-
-# ---- wire ------------------------------------------------------------------
-
-
-def encode_name(name):
-    """`name` in wire format (labels, then the root); "" and "." are the root."""
-    return b"".join(bytes([len(label)]) + label.encode()
-                    for label in name.split(".") if label) + b"\0"
+RESPONSE = dns_wire.QR | dns_wire.RA  # RD is copied from the query
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,38 +66,16 @@ class Query:
 
 def parse_query(packet, proto, peer):
     qid, flags = struct.unpack("!HH", packet[:4])
-    labels, pos = [], 12
-    while packet[pos]:
-        n = packet[pos]
-        labels.append(packet[pos + 1:pos + 1 + n].decode())
-        pos += n + 1
-    qtype, = struct.unpack("!H", packet[pos + 1:pos + 3])
-    return Query(proto, peer, qid, flags, ".".join(labels).lower() or ".", qtype, packet, pos + 5)
+    name, qtype, end = dns_wire.parse_question(packet)
+    return Query(proto, peer, qid, flags, name, qtype, packet, end)
 
 
-def record(rtype, rdata, *, ttl=60, owner=b"\xc0\x0c"):
-    """A resource record of class IN; the owner defaults to a pointer to the question's
-    name."""
-    return owner + struct.pack("!HHIH", rtype, 1, ttl, len(rdata)) + rdata
-
-
-def a_record(address, ttl=60):
-    return record(TYPE_A, socket.inet_aton(address), ttl=ttl)
-
-
-def soa_record(zone, *, ttl=60, serial=1, refresh=60, retry=60, expire=60, minimum=60,
-               mname="ns.test", rname="admin.test"):
-    rdata = encode_name(mname) + encode_name(rname) + struct.pack(
-        "!IIIII", serial, refresh, retry, expire, minimum)
-    return record(TYPE_SOA, rdata, ttl=ttl, owner=encode_name(zone))
-
-
-def reply(query, *, rcode=NOERROR, answers=(), authority=(), flags=None, qid=None,
+def reply(query, *, rcode=dns_wire.NOERROR, answers=(), authority=(), flags=None, qid=None,
           question=None):
     """The reply to `query`: its question (or `question`) with these records; flags
     default to a recursive server's response (QR, RA, the query's RD)."""
     if flags is None:
-        flags = RESPONSE | (query.flags & 0x0100) | rcode
+        flags = RESPONSE | (query.flags & dns_wire.RD) | rcode
     header = struct.pack("!HHHHHH", query.id if qid is None else qid, flags, 1, len(answers),
                          len(authority), 0)
     return header + (query.question if question is None else question) + b"".join(answers) + \
@@ -117,7 +85,8 @@ def reply(query, *, rcode=NOERROR, answers=(), authority=(), flags=None, qid=Non
 def own_address(stub, query):
     """The default answer: an A question gets the stub's own address (TTL 60), any other
     type an empty NOERROR."""
-    return reply(query, answers=[a_record(stub.address)] if query.qtype == TYPE_A else [])
+    return reply(query, answers=[dns_wire.a_record(stub.address)]
+                 if query.qtype == dns_wire.TYPE_A else [])
 
 
 # ---- the server --------------------------------------------------------------
@@ -286,7 +255,7 @@ def relay(to=("127.0.0.1", 53), *, timeout=3.0, special_names=()):
     systemd-resolved and unbound answer them)."""
     def answer(stub, query):
         if query.labels and query.labels[-1] in special_names:
-            return reply(query, rcode=NXDOMAIN)
+            return reply(query, rcode=dns_wire.NXDOMAIN)
         threading.Thread(target=_forward, args=(stub, query, to, timeout), daemon=True).start()
         return None
     return answer

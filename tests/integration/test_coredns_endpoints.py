@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-import kube_objects
+from clusters import ONE_SERVICE
 from network_namespace import in_ns, run_in
-from test_daemon import wait_for
+from probes import curl, sample, wait_for
 
 LAMEDUCK_SECONDS = 2.0
 
@@ -37,14 +37,9 @@ COREFILE = """\
 }
 """
 
-# One ClusterIP Service: what the cluster zone answers.
-CLUSTER = kube_objects.cluster_list([kube_objects.service(
-    "web", ["10.96.0.10"], [kube_objects.service_port(80, name="http", target=8080)])])
-
-
 @pytest.fixture
 def daemon(switchboard_bin, netns, tmp_path):
-    (tmp_path / "cluster.json").write_text(json.dumps(CLUSTER))
+    (tmp_path / "cluster.json").write_text(json.dumps(ONE_SERVICE))
     (tmp_path / "Corefile").write_text(COREFILE)
     log_path = tmp_path / "daemon.log"
     # stderr to a file: a pipe nobody reads could fill and stall the daemon.
@@ -61,25 +56,9 @@ def daemon(switchboard_bin, netns, tmp_path):
         process.wait(timeout=30)
 
 
-def curl(namespace, url):
-    """(status, body); status 0 when nothing answered."""
-    result = run_in(namespace, "curl", "-s", "--max-time", "5", "-o", "-",
-                    "-w", "\n%{http_code}", url)
-    body, _, status = result.stdout.rpartition("\n")
-    return int(status or 0), body
-
-
 def dig(namespace, *args):
     result = run_in(namespace, "dig", "+short", "+time=2", "+tries=1", "@127.0.0.1", *args)
     return result.stdout.strip()
-
-
-def sample(text, series):
-    """The value of one exposition series; fails when it is absent."""
-    for line in text.splitlines():
-        if line.startswith(series + " "):
-            return float(line.split()[-1])
-    pytest.fail(f"{series} not in {text}")
 
 
 def test_ready_health_and_metrics_answer_as_corednss(daemon):

@@ -16,18 +16,17 @@ import pytest
 
 import dns_stub
 import kube_objects
+from clusters import ONE_SERVICE
+from daemons import start_corefile_daemon, stop_processes
 from network_namespace import run_in
-# The one-Service cluster (web.default: 10.96.0.10) is test_coredns_endpoints'.
-from test_coredns_endpoints import CLUSTER, curl
-from test_daemon import wait_for
-from test_dns_stub import start_corefile_daemon, stop_processes
+from probes import curl, wait_for
 
 POD_IP = "10.0.0.5"  # an endpoint of db.default whose targetRef is Pod db-0
 
 
 def _cluster():
-    """CLUSTER plus a headless Service db.default with one Pod endpoint."""
-    cluster = copy.deepcopy(CLUSTER)
+    """ONE_SERVICE plus a headless Service db.default with one Pod endpoint."""
+    cluster = copy.deepcopy(ONE_SERVICE)
     cluster["items"] += [
         kube_objects.service("db", [], [kube_objects.service_port(5432, name="pg")]),
         kube_objects.endpoint_slice("db", [kube_objects.endpoint(POD_IP, pod="db-0")],

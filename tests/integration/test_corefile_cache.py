@@ -11,17 +11,16 @@ question with 127.0.0.2, TTL 60; while muted it answers nothing.
 """
 import json
 import re
-import sys
 import time
 
 import pytest
 
 import dns_stub
+import dns_wire
+from clusters import ONE_SERVICE
+from daemons import start_corefile_daemon, stop_processes
 from network_namespace import run_in
-# The one-Service cluster (web.default: 10.96.0.10) is test_coredns_endpoints'.
-from test_coredns_endpoints import CLUSTER, curl
-from test_daemon import wait_for
-from test_dns_stub import start_corefile_daemon, stop_processes
+from probes import curl, python_in, wait_for
 
 UPSTREAM = "127.0.0.2"
 
@@ -32,26 +31,26 @@ def by_name(stub, query):
     other A question: the stub's own address."""
     first = query.labels[0] if query.labels else ""
     if first.startswith("nx"):
-        return dns_stub.reply(query, rcode=dns_stub.NXDOMAIN,
-                              authority=[dns_stub.soa_record(query.labels[-1])])
+        return dns_stub.reply(query, rcode=dns_wire.NXDOMAIN,
+                              authority=[dns_wire.soa_record(query.labels[-1])])
     if first.startswith("fail"):
-        return dns_stub.reply(query, rcode=dns_stub.SERVFAIL)
+        return dns_stub.reply(query, rcode=dns_wire.SERVFAIL)
     return dns_stub.own_address(stub, query)
 
 
 # Asks COUNT names PREFIX0.bulk.test ... in turn over one socket; prints how
 # many were answered.
 BULK = r'''
-import socket, struct, sys
+import socket, sys
+import dns_wire
 server, prefix, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.settimeout(3)
 answered = 0
 for i in range(count):
-    qname = b"".join(bytes([len(l)]) + l for l in (f"{prefix}{i}".encode(), b"bulk", b"test"))
-    s.sendto(struct.pack("!HHHHHH", i, 0x0100, 1, 0, 0, 0) + qname + b"\0\0\1\0\1", (server, 53))
+    s.sendto(dns_wire.query(i, f"{prefix}{i}.bulk.test"), (server, 53))
     try:
-        while struct.unpack("!H", s.recv(4096)[:2])[0] != i:
+        while dns_wire.message_id(s.recv(4096)) != i:
             pass
         answered += 1
     except socket.timeout:
@@ -109,7 +108,7 @@ def node(switchboard_bin, netns, dns_stubs, tmp_path):
     def start(blocks):
         corefile = (".:53 {\n    bind 127.0.0.1\n    kubernetes cluster.local in-addr.arpa ip6.arpa\n"
                     "    prometheus 127.0.0.1:9153\n    forward . " + UPSTREAM + "\n" + blocks)
-        (tmp_path / "cluster.json").write_text(json.dumps(CLUSTER))
+        (tmp_path / "cluster.json").write_text(json.dumps(ONE_SERVICE))
         (tmp_path / "Corefile").write_text(corefile)
         # Bound before the daemon starts: its loop probes go out once, at start.
         upstream = dns_stubs(netns, UPSTREAM, by_name)
@@ -163,13 +162,13 @@ def test_success_capacity_ttl_and_minimum(node):
     n = node("    cache {\n        success 1024 20 10\n    }\n}\n")
     assert n.dig("long.example.test")[1][0][1] == 20  # upstream's 60 capped
     # Capacity 1024: 4 per shard of 256, so 1300 names evict at least 276.
-    first = run_in(n.netns, sys.executable, "-c", BULK, "127.0.0.1", "n", 1300)
+    first = python_in(n.netns, BULK, "127.0.0.1", "n", 1300)
     assert first.stdout.strip() == "1300", first.stderr
     entries = n.metric("coredns_cache_entries", type="success")
     evictions = n.metric("coredns_cache_evictions_total", type="success")
     assert entries <= 1024
     assert entries + evictions == 1300 + 2  # warmup.test and long.example.test too
-    second = run_in(n.netns, sys.executable, "-c", BULK, "127.0.0.1", "n", 1300)
+    second = python_in(n.netns, BULK, "127.0.0.1", "n", 1300)
     assert second.stdout.strip() == "1300", second.stderr
     asked_again = sum(n.asked(f"n{i}.bulk.test") == 2 for i in range(1300))
     assert asked_again >= 1300 - 1024
@@ -198,7 +197,7 @@ def test_denial_ttl_and_capacity(node):
     assert n.asked("failname.example.test") == 1
     assert n.metric("coredns_cache_hits_total", type="denial") == 2
     assert n.metric("coredns_cache_entries", type="denial") == 2
-    first = run_in(n.netns, sys.executable, "-c", BULK, "127.0.0.1", "nx", 1300)
+    first = python_in(n.netns, BULK, "127.0.0.1", "nx", 1300)
     assert first.stdout.strip() == "1300", first.stderr
     entries = n.metric("coredns_cache_entries", type="denial")
     assert entries <= 1024

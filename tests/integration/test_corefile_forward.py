@@ -14,10 +14,10 @@ import time
 
 import pytest
 
+from clusters import ONE_SERVICE
+from daemons import start_corefile_daemon, stop_processes
 from network_namespace import in_ns, run_in
-from test_coredns_endpoints import CLUSTER, curl, sample
-from test_daemon import wait_for
-from test_dns_stub import start_corefile_daemon, stop_processes
+from probes import curl, sample, wait_for
 
 COREFILE = """\
 .:53 {
@@ -62,7 +62,7 @@ UPSTREAMS = [f"127.0.0.{i}" for i in range(2, 12)]
 
 @pytest.fixture
 def daemon(switchboard_bin, netns, dns_stubs, tmp_path):
-    (tmp_path / "cluster.json").write_text(json.dumps(CLUSTER))
+    (tmp_path / "cluster.json").write_text(json.dumps(ONE_SERVICE))
     (tmp_path / "Corefile").write_text(COREFILE)
     stubs = {address: dns_stubs(netns, address, tcp=True) for address in UPSTREAMS}
     processes = []

@@ -17,7 +17,7 @@ import pytest
 
 from kube_objects import cluster_list, endpoint, endpoint_slice, service, service_port
 from network_namespace import in_ns, run_in
-from test_daemon import free_port, http_get, wait_for
+from probes import free_port, http_get, wait_for
 
 UPSTREAM = "127.0.0.2"
 

@@ -16,10 +16,8 @@ import pathlib
 import dns_stub
 import netbed
 import pytest
-from test_coredns_endpoints import curl, sample
-from test_daemon import wait_for
-from test_dns_local import KUBE_DNS
-from test_dns_pods import UPSTREAM, WEB, cluster, lookup
+from node_dns import KUBE_DNS, UPSTREAM, WEB, lookup, pod_dns_cluster
+from probes import curl, sample, wait_for
 
 COREFILE = pathlib.Path(__file__).resolve().parents[1] / "data" / "kubeadm" / "Corefile"
 LAYOUT = {"node-a": ["coredns", "web-0", "web-1", "client"]}
@@ -43,7 +41,7 @@ def node(bed, switchboard_bin):
     upstream = dns_stub.Stub(bed.nodes["node-a"].ns, UPSTREAM)
     daemon = netbed.Switchboard(bed, switchboard_bin, "nftables", extra_args=[
         f"--dns-corefile={COREFILE}", f"--dns-local-address={KUBE_DNS}"])
-    daemon.set_cluster(cluster(bed))
+    daemon.set_cluster(pod_dns_cluster(bed))
     try:
         daemon.start()
         yield daemon, upstream
@@ -85,7 +83,7 @@ def test_kubeadm_corefile_runs_unchanged(bed, node):
 
 def test_an_endpoint_slice_change_shows_as_dns_programming_latency(bed, node):
     daemon, _ = node
-    items = cluster(bed)
+    items = pod_dns_cluster(bed)
     slice_ = next(i for i in items if i["kind"] == "EndpointSlice"
                   and i["metadata"]["name"] == "nginx-a")
     # Now, as the EndpointSlice controller stamps it (after the daemon started).

@@ -12,10 +12,10 @@ import re
 
 import pytest
 
+from clusters import ONE_SERVICE
+from daemons import start_corefile_daemon, stop_processes
 from network_namespace import run_in
-from test_coredns_endpoints import CLUSTER
-from test_daemon import wait_for
-from test_dns_stub import start_corefile_daemon, stop_processes
+from probes import wait_for
 
 COMMON_LINE = re.compile(
     r'^\[INFO\] 127\.0\.0\.1:(\d+) - (\d+) "(\S+) IN (\S+) udp (\d+) (true|false) (\d+)" '
@@ -27,7 +27,7 @@ def start(switchboard_bin, netns, tmp_path):
     processes = []
 
     def run(corefile):
-        (tmp_path / "cluster.json").write_text(json.dumps(CLUSTER))
+        (tmp_path / "cluster.json").write_text(json.dumps(ONE_SERVICE))
         (tmp_path / "Corefile").write_text(corefile)
         stdout_path = tmp_path / "stdout.log"
         with open(stdout_path, "w") as out:

@@ -13,15 +13,14 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 
 import pytest
 
+from clusters import ONE_SERVICE
+from daemons import start_corefile_daemon, stop_processes
 from network_namespace import in_ns, run_in
-from test_coredns_endpoints import CLUSTER
-from test_daemon import free_port, http_get, wait_for
-from test_dns_stub import start_corefile_daemon, stop_processes
+from probes import free_port, http_get, python_argv, wait_for
 
 COREFILE = """\
 .:53 {{
@@ -47,22 +46,12 @@ consul.local:53 {
 # (3 s at most: then it counts as lost), until 30 more queries after the
 # stop file appeared (or 2 minutes passed); writes what it saw as JSON.
 CLIENT = r'''
-import json, os, random, socket, struct, sys, time
+import json, os, random, socket, sys, time
+import dns_wire
 server, stop_path, out_path, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-def query(name, qid):
-    q = struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0)
-    for label in name.split("."):
-        q += bytes([len(label)]) + label.encode()
-    return q + b"\0" + struct.pack("!HH", 1, 1)
 def first_ttl(reply):
-    pos = 12
-    while reply[pos]:
-        pos += reply[pos] + 1
-    pos += 5
-    if struct.unpack("!H", reply[6:8])[0] == 0:
-        return None
-    pos += 2 if reply[pos] & 0xc0 else 0  # compressed owner name
-    return struct.unpack("!I", reply[pos + 4:pos + 8])[0]
+    answers = dns_wire.answers(reply)
+    return answers[0].ttl if answers else None
 out = {"sent": 0, "answered": 0, "lost": 0, "failed": [], "ttls": {}}
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.settimeout(3)
@@ -77,18 +66,18 @@ while left != 0 and time.monotonic() < deadline:
     name = names[i % len(names)]
     i += 1
     qid = random.randrange(65536)
-    s.sendto(query(name, qid), (server, 53))
+    s.sendto(dns_wire.query(qid, name), (server, 53))
     out["sent"] += 1
     try:
         while True:
             reply = s.recv(4096)
-            if struct.unpack("!H", reply[:2])[0] == qid:
+            if dns_wire.message_id(reply) == qid:
                 break
     except socket.timeout:
         out["lost"] += 1
         continue
     out["answered"] += 1
-    rcode = reply[3] & 0x0f
+    rcode = dns_wire.rcode(reply)
     if rcode != 0:
         out["failed"].append([name, rcode])
     ttls = out["ttls"].setdefault(name, [])
@@ -118,7 +107,7 @@ def kubelet_write(config_dir, text):
 
 @pytest.fixture
 def daemon(switchboard_bin, netns, dns_stubs, tmp_path):
-    (tmp_path / "cluster.json").write_text(json.dumps(CLUSTER))
+    (tmp_path / "cluster.json").write_text(json.dumps(ONE_SERVICE))
     config_dir = tmp_path / "coredns"
     config_dir.mkdir()
     metrics = free_port()
@@ -165,9 +154,8 @@ def test_reload_applies_a_new_corefile_without_a_failed_query(daemon):
     stop = tmp_path / "stop-client"
     results = tmp_path / "client.json"
     client = subprocess.Popen(
-        in_ns(netns, [sys.executable, "-c", CLIENT, "127.0.0.1", stop, results,
-                      "web.default.svc.cluster.local", "www.example.com",
-                      "web.service.consul.local"]))
+        python_argv(netns, CLIENT, "127.0.0.1", stop, results, "web.default.svc.cluster.local",
+                    "www.example.com", "web.service.consul.local"))
     try:
         # The client is under way before the swap.
         wait_for(lambda: "www.example.com" in upstream.names(probes=True),
@@ -218,7 +206,7 @@ def test_a_bad_corefile_keeps_the_running_one_and_is_logged(daemon):
 
 
 def test_without_reload_the_corefile_is_read_once(switchboard_bin, netns, tmp_path):
-    (tmp_path / "cluster.json").write_text(json.dumps(CLUSTER))
+    (tmp_path / "cluster.json").write_text(json.dumps(ONE_SERVICE))
     metrics = free_port()
     corefile = tmp_path / "Corefile"
     corefile.write_text(COREFILE.format(ttl=5, metrics=metrics, extra="").replace(

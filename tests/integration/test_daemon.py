@@ -9,43 +9,15 @@ the rest need nothing.
 import json
 import resource
 import signal
-import socket
 import subprocess
 import time
 
 import pytest
 
 import kube_objects
+from clusters import HEALTH_PORT, http_service, slice_of, web_and_edge
 from network_namespace import in_ns, run_in
-
-# A Service with externalTrafficPolicy Local (health-check node port) with
-# one ready endpoint on node-a, and a ClusterIP Service.
-HEALTH_PORT = 31999
-
-
-def service(name, cluster_ip, port, **spec):
-    """A single-stack ClusterIP Service whose port "http" targets 8080."""
-    return kube_objects.service(name, [cluster_ip],
-                                [kube_objects.service_port(port, name="http", target=8080)],
-                                **spec)
-
-
-def slice_of(name, addresses, node="node-a"):
-    return kube_objects.endpoint_slice(
-        name, [kube_objects.endpoint(address, node=node) for address in addresses], suffix="abc")
-
-
-def cluster(extra_services=()):
-    items = [
-        service("web", "10.96.0.10", 80),
-        slice_of("web", ["10.244.1.10", "10.244.1.11"]),
-        service("edge", "10.96.0.20", 443, type="LoadBalancer", external_traffic_policy="Local",
-                healthCheckNodePort=HEALTH_PORT),
-        slice_of("edge", ["10.244.1.12"]),
-    ]
-    items.extend(extra_services)
-    return kube_objects.cluster_list(items)
-
+from probes import free_port, metric, wait_for
 
 def run(binary, *args, timeout=30):
     return subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=timeout,
@@ -98,7 +70,7 @@ def test_proxy_mode_error_wording(switchboard_bin):
 @pytest.mark.parametrize("mode", ["ipvs"])
 def test_modes_not_built_exit_1(switchboard_bin, tmp_path, mode):
     source = tmp_path / "cluster.json"
-    kube_objects.write_atomically(source, cluster())
+    kube_objects.write_atomically(source, web_and_edge())
     result = run(switchboard_bin, f"--proxy-mode={mode}", f"--source=file:{source}", "--dry-run")
     assert result.returncode == 1
     assert one_error_line(result) == f"switchboard: --proxy-mode={mode} is not available yet"
@@ -106,7 +78,7 @@ def test_modes_not_built_exit_1(switchboard_bin, tmp_path, mode):
 
 def test_plan_prints_the_plan(switchboard_bin, tmp_path):
     source = tmp_path / "cluster.json"
-    kube_objects.write_atomically(source, cluster())
+    kube_objects.write_atomically(source, web_and_edge())
     result = run(switchboard_bin, "plan", "--source", f"file:{source}", "--hostname-override",
                  "Node-A")
     assert result.returncode == 0, result.stderr
@@ -126,7 +98,7 @@ def test_plan_of_unreadable_source_exits_2_naming_the_file(switchboard_bin, tmp_
 
 def test_dry_run_prints_the_rules(switchboard_bin, tmp_path):
     source = tmp_path / "cluster.json"
-    kube_objects.write_atomically(source, cluster())
+    kube_objects.write_atomically(source, web_and_edge())
     result = run(switchboard_bin, "--dry-run", f"--source=file:{source}",
                  "--hostname-override=node-a", "--metrics-bind-address=",
                  "--healthz-bind-address=")
@@ -139,103 +111,12 @@ def test_dry_run_prints_the_rules(switchboard_bin, tmp_path):
 # ---------------------------------------------------------- root, netns
 
 
-def free_port():
-    # Ports are per namespace; any port free in ours is free in a new one.
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def http_get(namespace, port, path):
-    """(status, headers, body) of GET http://127.0.0.1:port/path inside the namespace."""
-    script = (
-        "import sys, urllib.request, urllib.error, json\n"
-        "try:\n"
-        f"    r = urllib.request.urlopen('http://127.0.0.1:{port}{path}', timeout=10)\n"
-        "    out = (r.status, dict(r.headers), r.read().decode())\n"
-        "except urllib.error.HTTPError as e:\n"
-        "    out = (e.code, dict(e.headers), e.read().decode())\n"
-        "except OSError as e:\n"
-        "    out = (0, {}, str(e))\n"
-        "print(json.dumps(out))\n"
-    )
-    result = run_in(namespace, "/usr/bin/python3", "-c", script)
-    assert result.returncode == 0, result.stderr
-    return tuple(json.loads(result.stdout))
-
-
-def wait_for(predicate, what, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    pytest.fail(f"timed out waiting for {what}")
-
-
-class Daemon:
-    def __init__(self, binary, namespace, source, log_path, *extra):
-        self.namespace = namespace
-        self.metrics_port = free_port()
-        self.healthz_port = free_port()
-        self.log_path = log_path
-        # stderr to a file: a pipe nobody reads could fill and stall the daemon.
-        with open(log_path, "w") as log:
-            self.process = subprocess.Popen(
-                in_ns(namespace, [binary, f"--source=file:{source}",
-                 "--hostname-override=node-a",
-                 f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
-                 f"--healthz-bind-address=127.0.0.1:{self.healthz_port}",
-                 "--min-sync-period=100ms", *extra]),
-                stdout=subprocess.DEVNULL, stderr=log)
-
-    def stderr(self):
-        with open(self.log_path) as log:
-            return log.read()
-
-    def get(self, path, port=None):
-        return http_get(self.namespace, port or self.metrics_port, path)
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        return self.process.returncode
-
-
-@pytest.fixture
-def daemon_factory(switchboard_bin, netns, tmp_path):
-    started = []
-
-    def start(source, *extra):
-        log_path = tmp_path / f"daemon-{len(started)}.log"
-        daemon = Daemon(switchboard_bin, netns, source, log_path, *extra)
-        started.append(daemon)
-        return daemon
-
-    yield start
-    for daemon in started:
-        daemon.stop()
-
-
 PARTIAL_SYNCS = 'kubeproxy_sync_partial_proxy_rules_duration_seconds_count{ip_family="IPv4"}'
-
-
-def metric(text, series):
-    for line in text.splitlines():
-        if line.startswith(series + " "):
-            return float(line.split()[-1])
-    return None
 
 
 def test_daemon_serves_its_endpoints_and_follows_changes(switchboard_bin, daemon_factory, tmp_path):
     source = tmp_path / "cluster.json"
-    kube_objects.write_atomically(source, cluster())
+    kube_objects.write_atomically(source, web_and_edge())
     daemon = daemon_factory(source)
     wait_for(lambda: daemon.get("/readyz")[0] == 200, "/readyz 200")
 
@@ -281,8 +162,8 @@ def test_daemon_serves_its_endpoints_and_follows_changes(switchboard_bin, daemon
                            PARTIAL_SYNCS)
 
     # A change in the source reaches the plan, the rules and the health check.
-    extra = service("late", "10.96.0.30", 8000)
-    document = cluster([extra])
+    extra = http_service("late", "10.96.0.30", 8000)
+    document = web_and_edge([extra])
     document["items"][3] = slice_of("edge", [])  # edge loses its local endpoint
     kube_objects.write_atomically(source, document)
 
@@ -311,10 +192,10 @@ def test_daemon_serves_its_endpoints_and_follows_changes(switchboard_bin, daemon
 
 def test_health_check_port_closes_when_service_goes(daemon_factory, tmp_path):
     source = tmp_path / "cluster.json"
-    kube_objects.write_atomically(source, cluster())
+    kube_objects.write_atomically(source, web_and_edge())
     daemon = daemon_factory(source)
     wait_for(lambda: daemon.get("/", HEALTH_PORT)[0] == 200, "the health-check node port")
-    document = cluster()
+    document = web_and_edge()
     document["items"] = document["items"][:2]  # edge and its slice removed
     kube_objects.write_atomically(source, document)
     wait_for(lambda: daemon.get("/", HEALTH_PORT)[0] == 0, "the health-check port to close")
@@ -324,7 +205,7 @@ def test_metrics_port_in_use_exits_1_with_hard_fail(switchboard_bin, daemon_fact
                                                     tmp_path):
     """Without --bind-address-hard-fail a taken port is retried (test_kubeadm_node.py)."""
     source = tmp_path / "cluster.json"
-    kube_objects.write_atomically(source, cluster())
+    kube_objects.write_atomically(source, web_and_edge())
     first = daemon_factory(source)
     wait_for(lambda: first.get("/readyz")[0] == 200, "the first daemon")
     second = subprocess.run(
@@ -345,7 +226,7 @@ def test_bad_source_file_exits_2_before_serving(daemon_factory, tmp_path):
 
 def test_sigint_stops_cleanly(daemon_factory, tmp_path):
     source = tmp_path / "cluster.json"
-    kube_objects.write_atomically(source, cluster())
+    kube_objects.write_atomically(source, web_and_edge())
     daemon = daemon_factory(source)
     wait_for(lambda: daemon.get("/readyz")[0] == 200, "/readyz 200")
     daemon.process.send_signal(signal.SIGINT)
@@ -369,7 +250,7 @@ def test_soft_open_file_limit_is_raised_to_the_hard_one(daemon_factory, tmp_path
     # soft limit from here and raises it at start (Go's runtime does the same
     # for kube-proxy and CoreDNS).
     source = tmp_path / "cluster.json"
-    kube_objects.write_atomically(source, cluster())
+    kube_objects.write_atomically(source, web_and_edge())
     saved = resource.getrlimit(resource.RLIMIT_NOFILE)
     if saved[1] != resource.RLIM_INFINITY and saved[1] <= 256:
         pytest.fail(f"the hard open file limit here is {saved[1]}: nothing to raise to")
@@ -385,7 +266,7 @@ def test_soft_open_file_limit_is_raised_to_the_hard_one(daemon_factory, tmp_path
 
 def test_dns_answers_when_dns_listen_is_set(daemon_factory, tmp_path):
     source = tmp_path / "cluster.json"
-    kube_objects.write_atomically(source, cluster())
+    kube_objects.write_atomically(source, web_and_edge())
     dns_port = free_port()
     # The upstream is a closed loopback port: only cluster names are asked.
     daemon = daemon_factory(source, f"--dns-listen=127.0.0.1:{dns_port}",
@@ -401,7 +282,7 @@ def test_dns_answers_when_dns_listen_is_set(daemon_factory, tmp_path):
 
 def test_dry_run_touches_no_kernel_state(switchboard_bin, netns, tmp_path):
     source = tmp_path / "cluster.json"
-    kube_objects.write_atomically(source, cluster())
+    kube_objects.write_atomically(source, web_and_edge())
     result = run_in(netns, switchboard_bin, "--dry-run", f"--source=file:{source}",
                     "--hostname-override=node-a")
     assert result.returncode == 0, result.stderr
@@ -417,7 +298,7 @@ def node(**spec):
 
 def test_node_tainted_for_deletion_fails_healthz_not_livez(daemon_factory, tmp_path):
     source = tmp_path / "cluster.json"
-    document = cluster()
+    document = web_and_edge()
     document["items"].append(node())
     kube_objects.write_atomically(source, document)
     daemon = daemon_factory(source)
@@ -472,7 +353,7 @@ def test_node_tainted_for_deletion_fails_healthz_not_livez(daemon_factory, tmp_p
 
 def test_health_check_port_answers_on_ipv4_and_ipv6(daemon_factory, netns, tmp_path):
     source = tmp_path / "cluster.json"
-    kube_objects.write_atomically(source, cluster())
+    kube_objects.write_atomically(source, web_and_edge())
     daemon = daemon_factory(source)
     wait_for(lambda: daemon.get("/", HEALTH_PORT)[0] == 200, "the health-check node port")
     # No --nodeport-addresses: 0.0.0.0 and [::] both, so ::1 answers too.

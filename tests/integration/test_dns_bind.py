@@ -15,7 +15,7 @@ import netbed
 import network_namespace
 from kube_objects import endpoint_slice, service, service_port
 from netbed import pod_endpoint
-from test_daemon import wait_for
+from probes import wait_for
 
 CLUSTER_IP = "10.96.0.10"
 NOT_YET_ON_NODE = "169.254.20.10"  # NodeLocal DNSCache's address

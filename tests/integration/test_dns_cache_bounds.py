@@ -8,14 +8,15 @@ Root: the daemon programs nftables, so it runs in a plain network namespace
 (conftest's `netns`); the fake upstream (dns_stub) listens on its loopback
 (127.0.0.2) and every client is a Python script inside the namespace.
 """
-import sys
 
 import pytest
 
 import dns_stub
+import dns_wire
 import kube_objects
+from clusters import web_and_edge
 from network_namespace import run_in
-from test_daemon import cluster, daemon_factory, free_port, metric, wait_for  # noqa: F401
+from probes import free_port, metric, python_in, wait_for
 
 MIB = 1 << 20
 
@@ -28,24 +29,23 @@ RECORDS = 2000  # ~26 KB a reply, ~600 KB parsed
 def heavy(stub, query):
     """The heavy upstream's answer: RECORDS empty TXT records for a TXT question, an
     empty NOERROR for any other."""
-    if query.qtype != dns_stub.TYPE_TXT:
+    if query.qtype != dns_wire.TYPE_TXT:
         return dns_stub.reply(query)
-    return dns_stub.reply(query, answers=[dns_stub.record(dns_stub.TYPE_TXT, b"\x00")] * RECORDS)
+    return dns_stub.reply(query, answers=[dns_wire.record(dns_wire.TYPE_TXT, b"\x00")] * RECORDS)
 
 
 # Sends COUNT questions of type QTYPE, for q<i>.<three 60-byte labels>.SUFFIX,
 # over 8 sockets (the kernel spreads them over the workers), at most WINDOW
 # unanswered per socket, and prints how many replies came back.
 FLOOD_CLIENT = r'''
-import select, socket, struct, sys
+import select, socket, sys
+import dns_wire
 port, qtype, suffix, count, window = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
                                       int(sys.argv[4]), int(sys.argv[5]))
 sockets = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(8)]
 def query(i):
     label = "x" * 60
-    name = f"q{i:06d}.{label}.{label}.{label}.{suffix}"
-    wire = b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0"
-    return struct.pack("!HHHHHH", i & 0xffff, 0x0100, 1, 0, 0, 0) + wire + struct.pack("!HH", qtype, 1)
+    return dns_wire.query(i & 0xffff, f"q{i:06d}.{label}.{label}.{label}.{suffix}", qtype)
 answered, i = 0, 0
 while i < count:
     waiting = 0
@@ -74,7 +74,7 @@ def rss_bytes(pid):
 def flood(namespace, port, qtype, suffix, count, window):
     """Sends FLOOD_CLIENT's `count` names under `suffix`; returns the replies counted."""
     # Room for a long client on a loaded machine.
-    result = run_in(namespace, sys.executable, "-c", FLOOD_CLIENT, port, qtype, suffix, count,
+    result = python_in(namespace, FLOOD_CLIENT, port, qtype, suffix, count,
                     window, timeout=600)
     assert result.returncode == 0, result.stderr
     return int(result.stdout)
@@ -85,7 +85,7 @@ def dns_daemon(daemon_factory, netns, tmp_path):
     """start(*flags) runs the daemon answering cluster.json on 127.0.0.1:PORT and
     forwarding to 127.0.0.2, once it answers."""
     source = tmp_path / "cluster.json"
-    kube_objects.write_atomically(source, cluster())
+    kube_objects.write_atomically(source, web_and_edge())
 
     def start(*flags):
         port = free_port()
@@ -150,25 +150,22 @@ def test_render_cache_holds_its_bytes_under_many_distinct_names(dns_daemon, netn
 # one socket in bursts of 100, reading what comes back after each burst, and
 # prints "answers truncated elapsed_seconds".
 RRL_CLIENT = r'''
-import select, socket, struct, sys, time
+import select, socket, sys, time
+import dns_wire
 port, count, template = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE: no reply lost here
-def wire(name):
-    return b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0"
 answers = truncated = 0
 def drain(idle):
     global answers, truncated
     while select.select([s], [], [], idle)[0]:
-        reply = s.recv(65535)
-        if reply[2] & 0x02:
+        if dns_wire.truncated(s.recv(65535)):
             truncated += 1
         else:
             answers += 1
 began = time.monotonic()
 for i in range(count):
-    s.sendto(struct.pack("!HHHHHH", i, 0x0100, 1, 0, 0, 0) + wire(template.format(i=i)) +
-             struct.pack("!HH", 1, 1), ("127.0.0.1", port))
+    s.sendto(dns_wire.query(i, template.format(i=i)), ("127.0.0.1", port))
     if i % 100 == 99:
         drain(0.05)
 drain(1.0)
@@ -177,7 +174,7 @@ print(answers, truncated, time.monotonic() - began - 1.0)
 
 
 def rrl_flood(namespace, port, count=1000, name="web.default.svc.cluster.local"):
-    result = run_in(namespace, sys.executable, "-c", RRL_CLIENT, port, count, name, timeout=600)
+    result = python_in(namespace, RRL_CLIENT, port, count, name, timeout=600)
     assert result.returncode == 0, result.stderr
     answers, truncated, elapsed = result.stdout.split()
     return int(answers), int(truncated), float(elapsed)
@@ -203,7 +200,7 @@ def test_rrl_limits_a_flood_to_the_rate_and_slips_every_second_reply(dns_daemon,
 def nxdomain(stub, query):
     """NXDOMAIN without SOA for every question: forwarded replies of one flow (nxdomain
     is keyed by the client prefix alone) whatever the name."""
-    return dns_stub.reply(query, rcode=dns_stub.NXDOMAIN)
+    return dns_stub.reply(query, rcode=dns_wire.NXDOMAIN)
 
 
 def test_rrl_limits_forwarded_replies_too(dns_daemon, netns, dns_stubs):

@@ -24,16 +24,15 @@ send a spoofed reply first.
 import json
 import re
 import subprocess
-import sys
 import time
 
 import pytest
 
 import dns_stub
-from network_namespace import in_ns, run_in
-from test_coredns_endpoints import CLUSTER, curl, sample
-from test_daemon import wait_for
-from test_dns_stub import start_corefile_daemon, stop_processes
+import dns_wire
+from clusters import ONE_SERVICE
+from daemons import start_corefile_daemon, stop_processes
+from probes import curl, python_argv, python_in, sample, wait_for
 
 COREFILE = """\
 .:53 {
@@ -54,18 +53,18 @@ def spoofing(kind):
     carrying SPOOFED: not a response (QR=0), another ID, from another port, or for
     another question."""
     def answer(stub, query):
-        if query.qtype == dns_stub.TYPE_A:
-            rd = query.flags & 0x0100
-            spoof = [dns_stub.a_record(SPOOFED)]
+        if query.qtype == dns_wire.TYPE_A:
+            rd = query.flags & dns_wire.RD
+            spoof = [dns_wire.a_record(SPOOFED)]
             if kind == "qr0":
-                stub.send(dns_stub.reply(query, answers=spoof, flags=0x0080 | rd), query.peer)
+                stub.send(dns_stub.reply(query, answers=spoof, flags=dns_wire.RA | rd), query.peer)
             elif kind == "wrong_id":
                 stub.send(dns_stub.reply(query, answers=spoof, qid=query.id ^ 0x5a5a),
                           query.peer)
             elif kind == "wrong_port":
                 stub.send_from_another_port(dns_stub.reply(query, answers=spoof), query.peer)
             elif kind == "wrong_question":
-                evil = dns_stub.encode_name("evil.example") + query.packet[query.end - 4:query.end]
+                evil = dns_wire.encode_name("evil.example") + query.packet[query.end - 4:query.end]
                 stub.send(dns_stub.reply(query, answers=spoof, question=evil), query.peer)
         return dns_stub.own_address(stub, query)
     return answer
@@ -77,7 +76,8 @@ def spoofing(kind):
 # deadline in seconds. Prints one JSON
 # list of {"id", "rcode", "answers"} or null per query, in order.
 CLIENT = r'''
-import json, select, socket, struct, sys, time
+import json, select, socket, sys, time
+import dns_wire
 queries = json.load(sys.stdin)
 deadline = time.monotonic() + float(sys.argv[1])
 sockets = {}
@@ -88,11 +88,9 @@ for q in queries:
         s.bind((q["source"], 0))
         sockets[q["source"]] = s
 for q in queries:
-    name = b"".join(bytes([len(l)]) + l.encode() for l in q["name"].split(".")) + b"\0"
-    pointers = q.get("pointers", 0)
-    packet = struct.pack("!HHHHHH", q["id"], 0x0100, 1, 0, 0, pointers) + name + b"\0\x01\0\x01"
     # Each additional record: a pointer to the question's name, TXT, no data.
-    packet += (b"\xc0\x0c" + struct.pack("!HHIH", 16, 1, 0, 0)) * pointers
+    pointers = [dns_wire.record(dns_wire.TYPE_TXT, b"", ttl=0)] * q.get("pointers", 0)
+    packet = dns_wire.query(q["id"], q["name"], additional=pointers)
     sockets[q["source"]].sendto(packet, ("127.0.0.1", 53))
 results = {}
 wanted = {(q["source"], q["id"]) for q in queries}
@@ -102,19 +100,10 @@ while len(results) < len(wanted) and time.monotonic() < deadline:
     for fd in ready:
         source, s = by_fd[fd]
         data = s.recv(65535)
-        qid, flags, qd, an = struct.unpack("!HHHH", data[:8])
-        pos = 12
-        while data[pos]:
-            pos += data[pos] + 1
-        pos += 5
-        answers = []
-        for _ in range(an):
-            pos += 2 if data[pos] >= 0xc0 else data.index(0, pos) + 1 - pos
-            rtype, _, _, length = struct.unpack("!HHIH", data[pos:pos + 10])
-            if rtype == 1:
-                answers.append(socket.inet_ntoa(data[pos + 10:pos + 14]))
-            pos += 10 + length
-        results.setdefault((source, qid), {"id": qid, "rcode": flags & 0xf, "answers": answers})
+        qid = dns_wire.message_id(data)
+        answers = [r.address for r in dns_wire.answers(data) if r.rtype == dns_wire.TYPE_A]
+        results.setdefault((source, qid), {"id": qid, "rcode": dns_wire.rcode(data),
+                                           "answers": answers})
 print(json.dumps([results.get((q["source"], q["id"])) for q in queries]))
 '''
 
@@ -124,7 +113,7 @@ SPECIAL = ("invalid", "localhost", "test", "example", "onion")
 
 def start(switchboard_bin, netns, tmp_path):
     """The daemon (its upstream already listening): (processes, its log's path)."""
-    (tmp_path / "cluster.json").write_text(json.dumps(CLUSTER))
+    (tmp_path / "cluster.json").write_text(json.dumps(ONE_SERVICE))
     (tmp_path / "Corefile").write_text(COREFILE)
     processes = []
     log_path = start_corefile_daemon(switchboard_bin, netns, tmp_path, processes)
@@ -149,8 +138,7 @@ def query(name, qid, source="127.0.0.1", pointers=0):
 
 
 def ask(netns, queries, deadline=10):
-    result = run_in(netns, sys.executable, "-c", CLIENT, str(deadline),
-                    input=json.dumps(queries))
+    result = python_in(netns, CLIENT, str(deadline), input=json.dumps(queries))
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -207,7 +195,7 @@ def test_identical_concurrent_questions_are_one_upstream_query(daemon):
     count = 20
     upstream.hold()
     asked_before = metric(netns, "switchboard_dns_forward_queries_total")
-    client = subprocess.Popen(in_ns(netns, [sys.executable, "-c", CLIENT, "30"]),
+    client = subprocess.Popen(python_argv(netns, CLIENT, "30"),
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     client.stdin.write(json.dumps([query("same.example.com", 300 + i, f"127.0.0.{10 + i}")
                                    for i in range(count)]))

@@ -16,16 +16,12 @@ import time
 import netbed
 import network_namespace
 import pytest
-from kube_objects import endpoint_slice, service, service_port
-from netbed import pod_endpoint
+from node_dns import KUBE_DNS, KUBERNETES, NODE_LOCAL, WEB, conntrack_entries, dns_entries
+from node_dns import kube_dns_cluster, node_run
 
 MODES = os.environ.get("SWITCHBOARD_PROXY_MODES", "nftables,iptables").split(",")
 LAYOUT = {"node-a": ["coredns", "web-1", "client"]}
-KUBE_DNS = "10.96.0.10"
-NODE_LOCAL = "169.254.20.10"
 NODE_LOCAL6 = "fd00:96::53"  # IPv6 on the port-less bridge: no DAD, bindable at once
-KUBERNETES = "10.96.0.1"
-WEB = "10.96.0.20"
 LINK = "sb-dns0"
 TABLE = "inet switchboard-dns"
 
@@ -45,35 +41,16 @@ def bed(root):
         bed.down()
 
 
-def cluster(bed):
-    coredns = bed.pods["coredns"]
-    return [
-        service("kube-dns", [KUBE_DNS],
-                [service_port(53, name="dns", protocol="UDP"),
-                 service_port(53, name="dns-tcp", protocol="TCP")],
-                namespace="kube-system"),
-        endpoint_slice("kube-dns", [pod_endpoint(coredns)],
-                       [("dns", 53, "UDP"), ("dns-tcp", 53, "TCP")], namespace="kube-system"),
-        service("kubernetes", [KUBERNETES], [service_port(443, name="https")]),
-        service("web", [WEB], [service_port(80, name="p", target=8080)]),
-        endpoint_slice("web", [pod_endpoint(bed.pods["web-1"])], [("p", 8080, "TCP")]),
-    ]
-
-
 @pytest.fixture
 def proxy(bed, mode, switchboard_bin):
     daemon = netbed.Switchboard(bed, switchboard_bin, mode, extra_args=[
         f"--dns-local-address={KUBE_DNS},{NODE_LOCAL},{NODE_LOCAL6}",
         "--dns-upstream=127.0.0.2",  # nothing there: only cluster names are asked
     ])
-    daemon.set_cluster(cluster(bed))
+    daemon.set_cluster(kube_dns_cluster(bed))
     daemon.start()
     yield daemon
     daemon.close()
-
-
-def node_run(bed, argv):
-    return network_namespace.run(network_namespace.in_ns(bed.nodes["node-a"].ns, argv), check=False)
 
 
 def dig(bed, server, name, *, tcp=False):
@@ -82,17 +59,6 @@ def dig(bed, server, name, *, tcp=False):
         argv.insert(1, "+tcp")
     proc = network_namespace.run(network_namespace.in_ns(bed.pods["client"].ns, argv), check=False)
     return proc.stdout.strip()
-
-
-def conntrack_entries(bed):
-    return node_run(bed, ["conntrack", "-L"]).stdout
-
-
-def dns_entries(entries, address):
-    """The conntrack lines of DNS traffic (port 53) to or from address."""
-    return [line for line in entries.splitlines()
-            if (f"dst={address} " in line or f"src={address} " in line)
-            and ("dport=53 " in line or "sport=53 " in line)]
 
 
 def test_local_addresses_answer_dns_without_dnat_or_conntrack(bed, proxy):
@@ -126,7 +92,7 @@ def test_link_carries_the_addresses_and_debug_services_leaves_kube_dns_out(bed, 
 def test_restart_adopts_the_link_and_drops_an_address_no_longer_asked_for(bed, mode, switchboard_bin):
     first = netbed.Switchboard(bed, switchboard_bin, mode,
                                extra_args=[f"--dns-local-address={KUBE_DNS},{NODE_LOCAL}"])
-    first.set_cluster(cluster(bed))
+    first.set_cluster(kube_dns_cluster(bed))
     try:
         first.start()
     finally:
@@ -147,14 +113,14 @@ def test_a_restart_without_the_flag_gives_the_kube_dns_address_back_to_dnat(bed,
     """The rollback of docs/migrating-from-coredns.md: remove the flag, restart."""
     first = netbed.Switchboard(bed, switchboard_bin, mode,
                                extra_args=[f"--dns-local-address={KUBE_DNS},{NODE_LOCAL}"])
-    first.set_cluster(cluster(bed))
+    first.set_cluster(kube_dns_cluster(bed))
     try:
         first.start()
         assert LINK in node_run(bed, ["ip", "-o", "link", "show"]).stdout
     finally:
         assert first.stop() == 0, first.log_tail()
     second = netbed.Switchboard(bed, switchboard_bin, mode)
-    second.set_cluster(cluster(bed))
+    second.set_cluster(kube_dns_cluster(bed))
     second.start()
     try:
         assert LINK not in node_run(bed, ["ip", "-o", "link", "show"]).stdout
@@ -168,7 +134,7 @@ def test_a_restart_without_the_flag_gives_the_kube_dns_address_back_to_dnat(bed,
 def test_a_full_sync_repairs_a_deleted_link_and_table(bed, mode, switchboard_bin):
     daemon = netbed.Switchboard(bed, switchboard_bin, mode, extra_args=[
         f"--dns-local-address={NODE_LOCAL}", "--sync-period=1s"])
-    daemon.set_cluster(cluster(bed))
+    daemon.set_cluster(kube_dns_cluster(bed))
     daemon.start()
     try:
         assert node_run(bed, ["ip", "link", "del", LINK]).returncode == 0
@@ -190,7 +156,7 @@ def test_a_full_sync_repairs_a_deleted_link_and_table(bed, mode, switchboard_bin
 def test_cleanup_removes_the_link_and_the_notrack_table(bed, mode, switchboard_bin):
     daemon = netbed.Switchboard(bed, switchboard_bin, mode,
                                 extra_args=[f"--dns-local-address={KUBE_DNS}"])
-    daemon.set_cluster(cluster(bed))
+    daemon.set_cluster(kube_dns_cluster(bed))
     daemon.start()
     assert node_run(bed, ["ip", "link", "show", LINK]).returncode == 0
     assert TABLE in daemon.nft_tables()

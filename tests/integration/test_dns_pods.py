@@ -22,40 +22,16 @@ control asks it directly first). No conntrack entry exists for the DNS
 traffic. nftables mode only: the notrack table is the same nftables table in
 every mode (test_dns_local.py runs both).
 """
-import ipaddress
-
 import dns_stub
 import netbed
-import network_namespace
 import pytest
-from kube_objects import endpoint_slice, service, service_port
-from netbed import pod_endpoint
-from test_dns_local import KUBE_DNS, NODE_LOCAL, conntrack_entries, dns_entries
-from test_dns_local import cluster as kube_dns_cluster
+from node_dns import DB, EXTERNAL_NAME, KUBE_DNS, NODE_LOCAL, UPSTREAM, WEB
+from node_dns import conntrack_entries, dns_entries, lookup, pod_dns_cluster, pod_run
 
 LAYOUT = {"node-a": ["coredns", "web-0", "web-1", "client", "tool"]}
 # Client Pod -> (its Kubernetes namespace, kubelet's clusterDNS for it).
 CLIENTS = {"client": ("default", KUBE_DNS), "tool": ("prod", NODE_LOCAL)}
-UPSTREAM = "127.0.0.2"  # the fake upstream, on the node's loopback
-WEB = "10.96.0.20"  # test_dns_local's `web` Service
-DB = "10.96.0.30"
-EXTERNAL_NAME = "my.database.example.com"
 RESOLVERS = ("getent", "dig", "busybox")
-
-
-def cluster(bed):
-    headless = service("nginx", [], [service_port(80, name="web")])
-    stateful = [pod_endpoint(bed.pods[name]) for name in ("web-0", "web-1")]
-    for ep, name in zip(stateful, ("web-0", "web-1")):
-        ep["hostname"] = name  # a StatefulSet Pod's, as the EndpointSlice controller sets it
-    external = service("my-service", [], [], namespace="prod", external_name=EXTERNAL_NAME)
-    return [
-        *kube_dns_cluster(bed),
-        headless,
-        endpoint_slice("nginx", stateful, [("web", 80, "TCP")]),
-        external,
-        service("db", [DB], [service_port(5432, name="pg")], namespace="prod"),
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +54,7 @@ def node(bed, switchboard_bin):
              dns_stub.Stub(bed.pods["coredns"].ns, bed.pods["coredns"].ipv4)]
     daemon = netbed.Switchboard(bed, switchboard_bin, "nftables", extra_args=[
         f"--dns-local-address={KUBE_DNS},{NODE_LOCAL}", f"--dns-upstream={UPSTREAM}"])
-    daemon.set_cluster(cluster(bed))
+    daemon.set_cluster(pod_dns_cluster(bed))
     try:
         daemon.start()
         yield daemon, stubs[1]
@@ -86,44 +62,6 @@ def node(bed, switchboard_bin):
         daemon.close()
         for stub in stubs:
             stub.close()
-
-
-def pod_run(bed, pod, argv):
-    return network_namespace.run(network_namespace.in_ns(bed.pods[pod].ns, argv), check=False, timeout=30)
-
-
-def is_ip(text):
-    try:
-        ipaddress.ip_address(text)
-        return True
-    except ValueError:
-        return False
-
-
-def lookup(bed, pod, resolver, name):
-    """(IPv4 addresses, canonical names other than `name`) as the resolver reports them."""
-    if resolver == "getent":
-        out = pod_run(bed, pod, ["getent", "ahostsv4", name]).stdout
-        lines = [line.split() for line in out.splitlines() if line.strip()]
-        addresses = {fields[0] for fields in lines}
-        # The first line carries the canonical name when it differs.
-        names = {fields[2] for fields in lines if len(fields) > 2}
-    elif resolver == "dig":
-        out = pod_run(bed, pod, ["dig", "+search", "+short", "+time=2", "+tries=1", name]).stdout
-        lines = out.split()
-        addresses = {line for line in lines if is_ip(line)}
-        names = {line.rstrip(".") for line in lines if not is_ip(line)}
-    else:
-        out = pod_run(bed, pod, ["busybox", "nslookup", "-type=a", name]).stdout
-        addresses, names = set(), set()
-        answers = out.split("\n\n", 1)[-1]  # past the "Server:" / "Address:" header
-        for line in answers.splitlines():
-            if line.startswith("Address:"):
-                addresses.add(line.split()[-1])
-            elif "canonical name = " in line:
-                names.add(line.split("canonical name = ")[1].rstrip("."))
-    names.discard(name)
-    return addresses, names
 
 
 @pytest.mark.parametrize("pod", list(CLIENTS))

@@ -9,15 +9,14 @@ Root: the daemon programs nftables, so it runs in a plain network namespace
 each answering every A question with its own address and logging the names.
 """
 import json
-import subprocess
 
 import pytest
 
+from clusters import ONE_SERVICE
+from daemons import start_corefile_daemon, stop_processes
 from dns_stub import PROBE_PREFIX
-from network_namespace import in_ns, run_in
-# The one-Service cluster (web.default: 10.96.0.10) is test_coredns_endpoints'.
-from test_coredns_endpoints import CLUSTER
-from test_daemon import wait_for
+from network_namespace import run_in
+from probes import wait_for
 
 COREFILE = """\
 .:53 {
@@ -42,33 +41,9 @@ svc.cluster.local:53 {
 UPSTREAMS = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
 
 
-def stop_processes(processes):
-    """Kills what is still running of `processes` and reaps each."""
-    for process in processes:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=30)
-
-
-def start_corefile_daemon(switchboard_bin, netns, tmp_path, processes, *, corefile=None,
-                          stdout=subprocess.DEVNULL):
-    """Starts the daemon in `netns` on tmp_path/cluster.json with --dns-corefile
-    (tmp_path/Corefile unless `corefile`), appending it to `processes`; returns
-    the path its stderr goes to (a file: a pipe nobody reads could fill and
-    stall the daemon)."""
-    log_path = tmp_path / "daemon.log"
-    with open(log_path, "w") as log:
-        processes.append(subprocess.Popen(
-            in_ns(netns, [switchboard_bin, f"--source=file:{tmp_path / 'cluster.json'}",
-                          "--hostname-override=node-a",
-                          f"--dns-corefile={corefile or tmp_path / 'Corefile'}"]),
-            stdout=stdout, stderr=log))
-    return log_path
-
-
 @pytest.fixture
 def daemon(switchboard_bin, netns, dns_stubs, tmp_path):
-    (tmp_path / "cluster.json").write_text(json.dumps(CLUSTER))
+    (tmp_path / "cluster.json").write_text(json.dumps(ONE_SERVICE))
     (tmp_path / "Corefile").write_text(COREFILE)
     # Bound before the daemon starts: its loop probes go out once, at start.
     stubs = {address: dns_stubs(netns, address) for address in UPSTREAMS}

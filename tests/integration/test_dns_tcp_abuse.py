@@ -2,15 +2,13 @@
 the daemon (bytes it accepts, its RSS, its CPU ticks from /proc/PID/stat,
 its descriptors, the replies a client gets) and asserts a bound.
 
-Root: the daemon programs nftables, so it runs in a network namespace this
-module creates (test_daemon's `netns` fixture), with DNS on that
-namespace's 127.0.0.1:53 and one worker (pinned to one CPU: one worker per
-CPU it may run on). The clients' sockets are made in the namespace from
-this process (setns on this thread while each is created).
+Root: the daemon programs nftables, so it runs in a plain network namespace
+(conftest's `netns` fixture), with DNS on that namespace's 127.0.0.1:53 and
+one worker (pinned to one CPU: one worker per CPU it may run on). The
+clients' sockets are made in the namespace from this process
+(network_namespace.call_inside).
 """
 import contextlib
-import ctypes
-import json
 import os
 import resource
 import select
@@ -23,75 +21,49 @@ import urllib.request
 
 import pytest
 
-from test_daemon import free_port, metric, wait_for
-from test_dns import endpoint, service, slice_of
+import network_namespace
+from daemons import terminate
+from dns_wire import answer_count, framed, message_id, query, rcode
+from kube_objects import cluster_list, endpoint, endpoint_slice, service, service_port
+from kube_objects import write_atomically
+from probes import free_port, metric, wait_for
 
 DNS = ("127.0.0.1", 53)
 UPSTREAM = "127.0.0.2"  # a stub that reads nothing: forwards stay pending until they time out
 BIG_ENDPOINTS = 2000  # ~32 KB over TCP, never truncated there
-
-LIBC = ctypes.CDLL(None, use_errno=True)
-CLONE_NEWNET = 0x40000000
-
-
-@contextlib.contextmanager
-def in_netns(name):
-    """Runs the block in network namespace `name` (this thread only)."""
-    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    target = os.open(f"/run/netns/{name}", os.O_RDONLY)
-    try:
-        if LIBC.setns(target, CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), "setns")
-        yield
-    finally:
-        if LIBC.setns(own, CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), "setns back")
-        os.close(own)
-        os.close(target)
+HTTP = service_port(80, name="http", target=8080)
 
 
 def cluster():
     endpoints = [endpoint(f"10.244.{i // 250}.{i % 250 + 1}") for i in range(BIG_ENDPOINTS)]
-    slices = [slice_of("default", "big", f"big-{n}", "IPv4", endpoints[n * 500:(n + 1) * 500])
+    slices = [endpoint_slice("big", endpoints[n * 500:(n + 1) * 500], name=f"big-{n}")
               for n in range(BIG_ENDPOINTS // 500)]
-    return {"apiVersion": "v1", "kind": "List", "items": [
-        service("default", "web", cluster_ips=["10.96.0.10"]),
-        service("default", "big", headless=True), *slices]}
-
-
-def wire_name(name):
-    return b"".join(bytes([len(label)]) + label.encode() for label in name.split(".")) + b"\0"
-
-
-def query(qid, name, qtype=1):
-    return struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0) + wire_name(name) + \
-        struct.pack("!HH", qtype, 1)
-
-
-def framed(packet):
-    return struct.pack("!H", len(packet)) + packet
+    return cluster_list([service("web", ["10.96.0.10"], [HTTP]), service("big", [], [HTTP]),
+                         *slices])
 
 
 class Daemon:
     def __init__(self, binary, namespace, tmp_path):
         self.namespace = namespace
         self.metrics_port = free_port()
-        (tmp_path / "cluster.json").write_text(json.dumps(cluster()))
+        write_atomically(tmp_path / "cluster.json", cluster())
         self.log_path = tmp_path / "daemon.log"
         with open(self.log_path, "w") as log:
             # One CPU, so one DNS worker: every connection is on one event loop.
             self.process = subprocess.Popen(
-                ["taskset", "-c", "0", "ip", "netns", "exec", namespace, str(binary),
-                 f"--source=file:{tmp_path / 'cluster.json'}", "--hostname-override=node-a",
-                 f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
-                 "--healthz-bind-address", "", f"--dns-listen={DNS[0]}:{DNS[1]}",
-                 f"--dns-upstream={UPSTREAM}:53"],
+                ["taskset", "-c", "0", *network_namespace.in_ns(namespace, [
+                    binary, f"--source=file:{tmp_path / 'cluster.json'}",
+                    "--hostname-override=node-a",
+                    f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
+                    "--healthz-bind-address", "", f"--dns-listen={DNS[0]}:{DNS[1]}",
+                    f"--dns-upstream={UPSTREAM}:53"])],
                 stdout=subprocess.DEVNULL, stderr=log)
         self.pid = self.process.pid  # taskset and ip exec: the daemon's own pid
 
     def socket(self, kind=socket.SOCK_STREAM, proto=0):
-        with in_netns(self.namespace):
-            return socket.socket(socket.AF_INET, kind, proto)
+        """A socket of the daemon's namespace."""
+        return network_namespace.call_inside(
+            self.namespace, lambda: socket.socket(socket.AF_INET, kind, proto))
 
     def connect(self, rcvbuf=None, sndbuf=None):
         s = self.socket()
@@ -103,10 +75,11 @@ class Daemon:
         return s
 
     def metrics(self):
-        with in_netns(self.namespace):
+        def get():
             url = f"http://127.0.0.1:{self.metrics_port}/metrics"
             with urllib.request.urlopen(url, timeout=10) as response:
                 return response.read().decode()
+        return network_namespace.call_inside(self.namespace, get)
 
     def counter(self, name):
         return metric(self.metrics(), name)
@@ -135,12 +108,7 @@ class Daemon:
     def stop(self):
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGCONT)  # a test may have stopped it
-            self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        terminate(self.process)
 
 
 def read_reply(s):
@@ -161,10 +129,6 @@ def tcp_ask(daemon, name, qid=1):
     with daemon.connect() as s:
         s.sendall(framed(query(qid, name)))
         return read_reply(s)
-
-
-def answer_count(reply):
-    return struct.unpack("!H", reply[6:8])[0]
 
 
 def closed_by_peer(s):
@@ -221,10 +185,7 @@ def test_half_closed_client_with_unsent_replies_costs_no_cpu(daemon):
     """shutdown(SHUT_WR) with replies unsent: no busy loop; every reply arrives, then the close."""
     # The daemon's socket send buffers capped at 16 KiB (this namespace
     # only), so that replies of ~32 KB each stay unsent in the daemon.
-    sysctl = subprocess.run(["ip", "netns", "exec", daemon.namespace, "sysctl", "-q", "-w",
-                             "net.ipv4.tcp_wmem=4096 16384 16384"], capture_output=True,
-                            text=True, timeout=30)
-    assert sysctl.returncode == 0, sysctl.stderr
+    network_namespace.sysctl(daemon.namespace, "net.ipv4.tcp_wmem=4096 16384 16384")
     queries = 6  # ~192 KB of replies: more than the buffers, less than 256 KiB
     s = daemon.connect(rcvbuf=4096)
     s.sendall(b"".join(framed(query(i, "big.default.svc.cluster.local"))
@@ -235,7 +196,7 @@ def test_half_closed_client_with_unsent_replies_costs_no_cpu(daemon):
     assert ticks < 30
     for i in range(queries):
         reply = read_reply(s)
-        assert struct.unpack("!H", reply[:2])[0] == i
+        assert message_id(reply) == i
         assert answer_count(reply) == BIG_ENDPOINTS
     assert s.recv(1) == b""
     s.close()
@@ -253,8 +214,8 @@ def test_half_closed_client_with_a_forward_pending_costs_no_cpu(daemon):
         print(f"{ticks} ticks in 2 s with a half-closed client waiting for its upstream")
         assert ticks < 20
         reply = read_reply(s)
-        assert struct.unpack("!H", reply[:2])[0] == 7
-        assert reply[3] & 0x0f == 2  # SERVFAIL: the upstream never answered
+        assert message_id(reply) == 7
+        assert rcode(reply) == 2  # SERVFAIL: the upstream never answered
         assert s.recv(1) == b""
         s.close()
 
@@ -296,11 +257,11 @@ def test_over_the_bound_the_least_recently_active_connection_is_evicted(daemon):
             held.append(s)
         newest = daemon.connect()
         newest.sendall(framed(query(5000, "web.default.svc.cluster.local")))
-        assert struct.unpack("!H", read_reply(newest)[:2])[0] == 5000
+        assert message_id(read_reply(newest)) == 5000
         held.append(newest)
         wait_for(lambda: closed_by_peer(held[0]), "the least recently active connection closed")
         held[-2].sendall(framed(query(5001, "web.default.svc.cluster.local")))
-        assert struct.unpack("!H", read_reply(held[-2])[:2])[0] == 5001
+        assert message_id(read_reply(held[-2])) == 5001
         assert daemon.counter("switchboard_dns_tcp_evictions_total") >= 1
     finally:
         for s in held:
@@ -360,7 +321,7 @@ def test_a_reply_to_source_port_0_does_not_drop_the_rest_of_its_batch(daemon):
         received = set()
         with contextlib.suppress(socket.timeout):
             while len(received) < 20:
-                received.add(struct.unpack("!H", client.recv(4096)[:2])[0])
+                received.add(message_id(client.recv(4096)))
         print(f"{len(received)} of 20 replies")
         assert received == set(range(20))
     finally:

@@ -6,7 +6,7 @@ daemon: its open descriptors (/proc/PID/fd), its peak RSS (VmHWM in
 sent at one per second, so no duration is asserted).
 
 Root: the daemon programs nftables, so it runs in a network namespace that
-test_daemon's fixture creates and deletes (loopback only).
+conftest's `netns` fixture creates and deletes (loopback only).
 """
 import json
 import os
@@ -15,8 +15,9 @@ import textwrap
 
 import pytest
 
+from clusters import web_and_edge
 from kube_objects import write_atomically
-from test_daemon import cluster, daemon_factory, metric, wait_for  # noqa: F401
+from probes import metric, wait_for
 
 # proxy/http_server.cpp's limits (docs/daemon.md, "HTTP listeners").
 CONNECTION_CAP = 64
@@ -40,7 +41,7 @@ def peak_rss_kib(pid):
 @pytest.fixture
 def daemon(daemon_factory, tmp_path):  # noqa: F811 (daemon_factory is a fixture)
     source = tmp_path / "cluster.json"
-    write_atomically(source, cluster())
+    write_atomically(source, web_and_edge())
     started = daemon_factory(source)
     wait_for(lambda: started.get("/healthz", started.healthz_port)[0] == 200, "/healthz 200")
     return started

@@ -21,12 +21,29 @@ import uuid
 
 import pytest
 
+import kube_objects
+from network_namespace import in_ns, run_in
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fake_apiserver"))
 import fake_apiserver as fake  # noqa: E402
 
 TUNING = ("watch_timeout_min_s=2,watch_timeout_max_s=3,watch_grace_s=2,request_timeout_s=3,"
           "backoff_initial_ms=100,backoff_cap_ms=1000")
 NODE = "node-a"
+
+
+def service(name, cluster_ip, port=80, extra_ports=0):
+    """A ClusterIP Service whose ports p0, p1... (port, port + 1...) target 8080, 8081..."""
+    return kube_objects.service(name, [cluster_ip], [
+        kube_objects.service_port(port + i, name=f"p{i}", target=8080 + i)
+        for i in range(extra_ports + 1)])
+
+
+def slice_of(name, service_name, addresses, node=NODE, ready=True):
+    """EndpointSlice `name` of `service_name`: its endpoints on `node`, port p0 8080."""
+    return kube_objects.endpoint_slice(
+        service_name, [kube_objects.endpoint(a, node=node, ready=ready) for a in addresses],
+        (("p0", 8080, "TCP"),), name=name)
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +60,9 @@ def kube_dump_bin(build_dir):
 
 def seed(api, services=3):
     for i in range(services):
-        api.apply(fake.service(f"svc-{i}", cluster_ip=f"10.96.0.{10 + i}"))
-        api.apply(fake.endpoint_slice(f"svc-{i}-abc", f"svc-{i}", [f"10.244.0.{10 + i}"]))
-    api.apply(fake.node(NODE))
+        api.apply(service(f"svc-{i}", cluster_ip=f"10.96.0.{10 + i}"))
+        api.apply(slice_of(f"svc-{i}-abc", f"svc-{i}", [f"10.244.0.{10 + i}"]))
+    api.apply(kube_objects.node(NODE, ["192.168.0.10"], hostname=False))
 
 
 @pytest.fixture
@@ -162,7 +179,7 @@ SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
 
 def test_token_auth_list_pagination_then_watch(api, pki, run_dump, tmp_path):
     for i in range(3, 1203):  # more than two pages of 500
-        api.apply(fake.service(f"svc-{i}", cluster_ip=f"10.96.{i // 256}.{i % 256}"))
+        api.apply(service(f"svc-{i}", cluster_ip=f"10.96.{i // 256}.{i % 256}"))
     listed_rv = api.rv
     dump = run_dump(token_kubeconfig(tmp_path, api, pki))
     state = dump.wait(mirrors(api), what="initial sync")
@@ -181,9 +198,9 @@ def test_token_auth_list_pagination_then_watch(api, pki, run_dump, tmp_path):
     assert 2 <= int(first_watch["timeoutSeconds"]) <= 3
     assert first_watch["resourceVersion"] == str(listed_rv)
 
-    api.apply(fake.service("svc-0", cluster_ip="10.96.0.10", port=81))
+    api.apply(service("svc-0", cluster_ip="10.96.0.10", port=81))
     api.delete("Service", "default", "svc-1")
-    api.apply(fake.endpoint_slice("svc-2-abc", "svc-2", ["10.244.0.99"]))
+    api.apply(slice_of("svc-2-abc", "svc-2", ["10.244.0.99"]))
     state = dump.wait(mirrors(api), what="watch events applied")
     assert state["services"]["default/svc-0"]["ports"] == [81]
     assert state["endpointslices"]["default/svc-2-abc"]["addresses"] == ["10.244.0.99"]
@@ -324,7 +341,7 @@ def test_bookmarks_advance_the_resource_version(api, pki, run_dump, tmp_path):
     # Only slices change: the services watch sees nothing but bookmarks, yet
     # its next watch resumes from a newer resourceVersion.
     for i in range(5):
-        api.apply(fake.endpoint_slice("svc-0-abc", "svc-0", [f"10.244.1.{i}"]))
+        api.apply(slice_of("svc-0-abc", "svc-0", [f"10.244.1.{i}"]))
     newest = api.rv
     dump.wait(lambda s: any(int(r[2].get("resourceVersion", 0)) >= newest
                             for r in watch_requests(api, SERVICES)),
@@ -334,7 +351,7 @@ def test_bookmarks_advance_the_resource_version(api, pki, run_dump, tmp_path):
                        type="BOOKMARK") >= 1
     # History before the bookmark is gone now; no relist is needed.
     api.compact()
-    api.apply(fake.service("svc-0", cluster_ip="10.96.0.10", port=90))
+    api.apply(service("svc-0", cluster_ip="10.96.0.10", port=90))
     dump.wait(mirrors(api), what="update after compaction")
     assert dump.metric("switchboard_watch_relists_total", resource="services") == 0
 
@@ -349,7 +366,7 @@ def test_410_gone_relists_and_drops_deleted_objects(api, pki, run_dump, tmp_path
     dump.wait(lambda s: not s["ready"], what="not ready while partitioned")
     api.delete("Service", "default", "svc-1")
     api.delete("EndpointSlice", "default", "svc-1-abc")
-    api.apply(fake.service("added", cluster_ip="10.96.5.5"))
+    api.apply(service("added", cluster_ip="10.96.5.5"))
     if how == "gone_http":
         api.compact()  # the client's resourceVersion is now too old: HTTP 410
     else:
@@ -374,8 +391,8 @@ def test_disconnect_mid_chunk_resumes_from_the_last_resource_version(api, pki, r
     # The next services watch delivers one event, then dies inside a chunk.
     api.inject("drop", "services", after_events=1)
     dump.wait(lambda s: len(watch_requests(api, SERVICES)) > before, what="the next watch")
-    first = api.apply(fake.service("svc-0", cluster_ip="10.96.0.10", port=100))
-    second = api.apply(fake.service("svc-1", cluster_ip="10.96.0.11", port=101))
+    first = api.apply(service("svc-0", cluster_ip="10.96.0.10", port=100))
+    second = api.apply(service("svc-1", cluster_ip="10.96.0.11", port=101))
     dump.wait(mirrors(api), what="both updates after the drop")
     resumed = [r for r in watch_requests(api, SERVICES)
                if int(r[2]["resourceVersion"]) >= int(first["metadata"]["resourceVersion"])]
@@ -391,12 +408,12 @@ def test_5xx_reconnects_with_backoff_from_the_last_resource_version(api, pki, ru
     dump.wait(mirrors(api), what="initial sync")
     for _ in range(3):
         api.inject("500", "services")
-    api.apply(fake.service("svc-2", cluster_ip="10.96.0.12", port=102))
+    api.apply(service("svc-2", cluster_ip="10.96.0.12", port=102))
     api.delete("Service", "default", "svc-0")
     dump.wait(lambda s: api.pending_faults() == 0, what="the 500s served")
     dump.wait(lambda s: dump.metric("switchboard_apiserver_requests_total",
                                     resource="services", code="500") == 3, what="three 500s")
-    api.apply(fake.service("after-500s", cluster_ip="10.96.0.13"))
+    api.apply(service("after-500s", cluster_ip="10.96.0.13"))
     dump.wait(mirrors(api), what="convergence after 500s")
     assert dump.metric("switchboard_apiserver_reconnects_total", resource="services") >= 3
     assert dump.metric("switchboard_watch_relists_total", resource="services") == 0
@@ -430,7 +447,7 @@ def test_garbage_lines_are_counted_and_skipped_without_losing_the_stream(api, pk
     api.inject("garbage", "services")
     dump.wait(lambda s: api.pending_faults() == 0, what="garbage served")
     reconnects = dump.metric("switchboard_apiserver_reconnects_total", resource="services")
-    api.apply(fake.service("after-garbage", cluster_ip="10.96.7.7"))
+    api.apply(service("after-garbage", cluster_ip="10.96.7.7"))
     dump.wait(mirrors(api), what="the event after the garbage")
     # Not JSON, an invalid object, an event without an object.
     assert dump.metric("switchboard_watch_decode_errors_total", resource="services") == 3
@@ -444,7 +461,7 @@ def test_a_stalled_watch_is_abandoned_and_resumed(api, pki, run_dump, tmp_path):
     dump.wait(mirrors(api), what="initial sync")
     api.inject("stall", "services")
     dump.wait(lambda s: api.pending_faults() == 0, what="the stall served")
-    api.apply(fake.service("during-stall", cluster_ip="10.96.8.8"))
+    api.apply(service("during-stall", cluster_ip="10.96.8.8"))
     # timeoutSeconds (<= 3) + grace (2) later the client gives up on it.
     dump.wait(mirrors(api), timeout=20, what="the update after the stall")
     assert dump.metric("switchboard_apiserver_reconnects_total", resource="services") >= 1
@@ -470,7 +487,7 @@ def test_watches_that_end_at_once_back_off(api, pki, run_dump, tmp_path):
     assert "watch ended within a second" in dump.logs()
     with api.lock:
         api.faults.clear()
-    api.apply(fake.service("after-short", cluster_ip="10.96.9.9"))
+    api.apply(service("after-short", cluster_ip="10.96.9.9"))
     dump.wait(mirrors(api), what="convergence after the short watches")
 
 
@@ -499,7 +516,7 @@ def random_mutations(api, rng, count, inject_faults):
         op = rng.random()
         name = f"svc-{rng.randint(0, 60)}"
         if op < 0.35:
-            api.apply(fake.service(name, cluster_ip=f"10.96.1.{int(name[4:])}",
+            api.apply(service(name, cluster_ip=f"10.96.1.{int(name[4:])}",
                                    port=rng.randint(1, 65535), extra_ports=rng.randint(0, 2)))
             live_services.add(name)
         elif op < 0.5:
@@ -509,7 +526,7 @@ def random_mutations(api, rng, count, inject_faults):
             slice_name = f"{name}-{rng.choice('abc')}"
             addresses = [f"10.244.{rng.randint(0, 3)}.{rng.randint(1, 250)}"
                          for _ in range(rng.randint(1, 4))]
-            api.apply(fake.endpoint_slice(slice_name, name, sorted(set(addresses)),
+            api.apply(slice_of(slice_name, name, sorted(set(addresses)),
                                           ready=rng.random() < 0.8,
                                           node=rng.choice([NODE, "node-b"])))
             live_slices.add(slice_name)
@@ -543,7 +560,7 @@ def test_plan_from_the_api_server_equals_plan_from_its_dump(api, pki, switchboar
     server and plans exactly what the file source plans from its objects."""
     random_mutations(api, random.Random(3), 300, inject_faults=False)
     for i in range(3, 700):  # two pages of Services
-        api.apply(fake.service(f"bulk-{i}", cluster_ip=f"10.97.{i // 256}.{i % 256}"))
+        api.apply(service(f"bulk-{i}", cluster_ip=f"10.97.{i // 256}.{i % 256}"))
     dump_file = tmp_path / "objects.json"
     dump_file.write_text(json.dumps(api.dump()))
     expected = subprocess.run(
@@ -569,35 +586,25 @@ def test_daemon_exits_2_naming_a_bad_kubeconfig(switchboard_bin, tmp_path):
 
 
 def _debug_services(netns, port):
-    result = subprocess.run(["ip", "netns", "exec", netns, "curl", "-sf",
-                             f"http://127.0.0.1:{port}/debug/services"],
-                            capture_output=True, text=True, timeout=10)
+    result = run_in(netns, "curl", "-sf", f"http://127.0.0.1:{port}/debug/services",
+                    timeout=10)
     return result.stdout if result.returncode == 0 else None
-
-
-@pytest.fixture
-def netns(root):
-    name = f"sbkube-{uuid.uuid4().hex[:8]}"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    subprocess.run(["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"], check=True)
-    yield name
-    subprocess.run(["ip", "netns", "del", name], check=False)
 
 
 def test_daemon_converges_to_the_servers_objects(pki, switchboard_bin, netns, tmp_path):
     api = fake.FakeApiServer(pki, seed=2)
     seed(api)
-    api.start(netns=f"/run/netns/{netns}")
+    api.start(netns=netns)
     daemon = None
     try:
         kubeconfig = token_kubeconfig(tmp_path, api, pki)
         metrics_port = 10249
         log = open(tmp_path / "daemon.log", "w")
         daemon = subprocess.Popen(
-            ["ip", "netns", "exec", netns, str(switchboard_bin), "--proxy-mode=nftables",
+            in_ns(netns, [str(switchboard_bin), "--proxy-mode=nftables",
              "--kubeconfig", kubeconfig, "--hostname-override", NODE,
              f"--metrics-bind-address=127.0.0.1:{metrics_port}",
-             "--healthz-bind-address=127.0.0.1:10256"],
+             "--healthz-bind-address=127.0.0.1:10256"]),
             stdout=log, stderr=subprocess.STDOUT,
             env=dict(os.environ, SWITCHBOARD_KUBE_TUNING=TUNING))
         random_mutations(api, random.Random(9), 1000, inject_faults=True)
@@ -636,20 +643,20 @@ def test_an_invalid_modified_leaves_the_state_a_relist_gives(pki, switchboard_bi
     the mode."""
     api = fake.FakeApiServer(pki, seed=4)
     seed(api)
-    flip = fake.service("flip", cluster_ip="10.96.1.1")
+    flip = service("flip", cluster_ip="10.96.1.1")
     api.apply(flip)
-    api.apply(fake.endpoint_slice("flip-abc", "flip", ["10.244.1.1"]))
-    api.start(netns=f"/run/netns/{netns}")
+    api.apply(slice_of("flip-abc", "flip", ["10.244.1.1"]))
+    api.start(netns=netns)
     kubeconfig = token_kubeconfig(tmp_path, api, pki)
     daemons = []
 
     def start(mode, metrics_port, healthz_port):
         log = open(tmp_path / f"daemon-{mode}.log", "w")
         daemons.append(subprocess.Popen(
-            ["ip", "netns", "exec", netns, str(switchboard_bin), f"--proxy-mode={mode}",
+            in_ns(netns, [str(switchboard_bin), f"--proxy-mode={mode}",
              "--kubeconfig", kubeconfig, "--hostname-override", NODE,
              f"--metrics-bind-address=127.0.0.1:{metrics_port}",
-             f"--healthz-bind-address=127.0.0.1:{healthz_port}"],
+             f"--healthz-bind-address=127.0.0.1:{healthz_port}"]),
             stdout=log, stderr=subprocess.STDOUT,
             env=dict(os.environ, SWITCHBOARD_KUBE_TUNING=TUNING)))
         return metrics_port
@@ -678,9 +685,8 @@ def test_an_invalid_modified_leaves_the_state_a_relist_gives(pki, switchboard_bi
         api.apply(broken)
 
         def rejected_by_watched():
-            text = subprocess.run(["ip", "netns", "exec", netns, "curl", "-sf",
-                                   f"http://127.0.0.1:{watched}/metrics"],
-                                  capture_output=True, text=True, timeout=10).stdout
+            text = run_in(netns, "curl", "-sf", f"http://127.0.0.1:{watched}/metrics",
+                          timeout=10).stdout
             return 'switchboard_watch_decode_errors_total{resource="services"} 1' in text
         wait(rejected_by_watched, "daemon A to reject the MODIFIED Service")
 

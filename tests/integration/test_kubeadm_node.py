@@ -125,7 +125,7 @@ def test_kubeadm_command_line_programs_the_node_without_a_service_address(
     api = fake.FakeApiServer(pki, tokens=(TOKEN,), seed=3)
     for item in cluster_objects(bed):
         api.apply(item)
-    api.start(netns=f"/run/netns/{bed.nodes['node-a'].ns}")
+    api.start(netns=bed.nodes["node-a"].ns)
     root = pod_files(tmp_path, pki, api)
     log_path = tmp_path / "switchboard.log"
     env = dict(os.environ, NODE_NAME="node-a", KUBERNETES_SERVICE_HOST=KUBERNETES_SERVICE_IP,
