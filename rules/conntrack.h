@@ -1,5 +1,6 @@
 // The UDP conntrack reconciler (kube-proxy's pkg/proxy/conntrack
-// CleanStaleEntries), over libnetfilter_conntrack (no `conntrack` binary).
+// CleanStaleEntries), over the ConntrackTable interface below (the kernel:
+// libnetfilter_conntrack, no `conntrack` binary).
 // UDP has no teardown, so a client keeps sending to a removed endpoint (or
 // keeps hitting the reject recorded before a service had endpoints) until
 // its conntrack entry expires. After every sync, full ones included, both
@@ -13,24 +14,35 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "base/ip.h"
+#include "base/result.h"
 #include "rules/plan.h"
 
 namespace sb::rules {
 
 // One UDP flow as conntrack holds it: where the client sent it (original
 // destination) and where the reply comes from (reply source: the endpoint
-// after DNAT, or the service address itself when nothing DNATed it).
+// after DNAT, or the service address itself when nothing DNATed it). The
+// rest identifies the entry for a deletion, as the kernel matches it: the
+// original tuple, the zone and conntrack's id of the entry (so a deletion
+// cannot hit a newer flow with the same addresses).
 struct UdpFlow {
     IpAddress orig_dst;
     uint16_t orig_dport = 0;
     IpAddress reply_src;
     uint16_t reply_sport = 0;
+    IpAddress orig_src;
+    uint16_t orig_sport = 0;
+    uint16_t zone = 0;
+    std::optional<uint32_t> id;  // absent: any entry with that tuple
+
+    bool operator==(const UdpFlow&) const = default;
 };
 
 // What UDP flows may point at, from a whole Plan: for every UDP service port
@@ -67,12 +79,28 @@ struct ConntrackReconcile {
     std::string error;  // when !ok, one line
 };
 
-// Dumps the kernel's conntrack table once per family that has tracked
-// service ports (the kernel filters by family; UDP is picked out here, as
-// libnetfilter_conntrack 1.0.9 offers no protocol filter for dumps) and
-// deletes every stale flow. Entries expiring meanwhile are not errors.
-// Returns one result per family, IPv4 first. Not thread-safe with itself
-// (one caller: the sync runner).
+// The kernel's conntrack table as the reconciler uses it: the UDP flows of
+// one family, and deletions. The real one is libnetfilter_conntrack
+// (rules/conntrack_kernel.h); tests/unit/fake_conntrack.h holds a scripted
+// table and records deletions. Not thread-safe; one caller at a time.
+class ConntrackTable {
+  public:
+    virtual ~ConntrackTable() = default;
+    // Appends `family`'s UDP flows to `out`. On failure `out` keeps the
+    // flows read before it.
+    virtual Status dump_udp(IpFamily family, std::vector<UdpFlow>& out) = 0;
+    // Deletes each of `flows` (all of `family`), in order; one Status per
+    // flow. A flow that is gone already fails with ENOENT (errno_value).
+    virtual std::vector<Status> remove(IpFamily family, const std::vector<UdpFlow>& flows) = 0;
+};
+
+// Dumps the table once per family that has tracked service ports and
+// deletes every stale flow; the flows found before a failed dump are
+// deleted all the same. A flow that expired meanwhile (ENOENT) is not an
+// error. Returns one result per family, IPv4 first; a failed one is retried
+// by the next call (the whole plan is compared every time).
+std::vector<ConntrackReconcile> reconcile_udp_conntrack(const Plan& plan, ConntrackTable& table);
+// The same against the kernel's table, opened for this call.
 std::vector<ConntrackReconcile> reconcile_udp_conntrack(const Plan& plan);
 
 }  // namespace sb::rules

@@ -1,9 +1,10 @@
 #include "rules/iptables/iptables_backend.h"
 
 #include "base/log.h"
-#include "rules/conntrack.h"
+#include "rules/conntrack_kernel.h"
 #include "rules/iptables/iptc.h"
 #include "rules/iptables/render.h"
+#include "rules/iptables/table_apply.h"
 
 namespace sb::rules::iptables {
 
@@ -36,7 +37,8 @@ bool has_services(const Plan& plan, IpFamily family) {
 
 class IptablesBackend final : public Backend {
   public:
-    explicit IptablesBackend(BackendOptions options) : options_(std::move(options)) {}
+    IptablesBackend(BackendOptions options, BackendEdges edges)
+        : options_(std::move(options)), edges_(std::move(edges)) {}
 
     const char* name() const override { return "iptables"; }
 
@@ -46,7 +48,7 @@ class IptablesBackend final : public Backend {
     // (drift repair).
     Result<SyncStats> sync(const Plan& plan, const Plan* previous) override {
         if (Status s = validate_options(options_); !s) return s.error();
-        RenderResult r = render(plan, options_);
+        RenderResult r = render(plan, options_, edges_.chain_hash);
         report(r.errors);
         const bool partial = previous != nullptr && applied_valid_;
         applied_valid_ = false;
@@ -57,7 +59,7 @@ class IptablesBackend final : public Backend {
         for (auto [m, before] :
              {std::pair{&r.model.v4, &applied_.v4}, std::pair{&r.model.v6, &applied_.v6}}) {
             const FamilyModel* known = partial ? before : nullptr;
-            if (Status s = apply_family(*m, known); !s) {
+            if (Status s = apply_family(*edges_.xtables, *m, known); !s) {
                 // A node without IPv6 x_tables can still proxy IPv4.
                 if (m->family == IpFamily::kV6 && !has_services(plan, IpFamily::kV6)) {
                     log::warn("iptables: skipping IPv6: {}", s.error().describe());
@@ -70,20 +72,20 @@ class IptablesBackend final : public Backend {
         applied_ = std::move(r.model);
         applied_valid_ = true;
         // From the whole plan, full syncs included: they have no previous one.
-        stats.conntrack = reconcile_udp_conntrack(plan);
+        stats.conntrack = reconcile_udp_conntrack(plan, *edges_.conntrack);
         return stats;
     }
 
     Status cleanup() override {
-        Status v4 = cleanup_family(IpFamily::kV4);
-        Status v6 = cleanup_family(IpFamily::kV6);
+        Status v4 = cleanup_family(*edges_.xtables, IpFamily::kV4);
+        Status v6 = cleanup_family(*edges_.xtables, IpFamily::kV6);
         if (!v4) return v4;
         return v6;
     }
 
     Result<std::string> render_text(const Plan& plan) override {
         if (Status s = validate_options(options_); !s) return s.error();
-        RenderResult r = render(plan, options_);
+        RenderResult r = render(plan, options_, edges_.chain_hash);
         report(r.errors);
         return "# IPv4 (iptables-restore --noflush)\n" + to_restore_text(r.model.v4) +
                "# IPv6 (ip6tables-restore --noflush)\n" + to_restore_text(r.model.v6);
@@ -95,6 +97,7 @@ class IptablesBackend final : public Backend {
     }
 
     BackendOptions options_;
+    BackendEdges edges_;
     Model applied_;  // what the last successful sync wrote
     bool applied_valid_ = false;
 };
@@ -102,7 +105,11 @@ class IptablesBackend final : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
-    return std::make_unique<IptablesBackend>(options);
+    return make_backend(options, {make_libiptc_xtables(), make_kernel_conntrack_table()});
+}
+
+std::unique_ptr<Backend> make_backend(const BackendOptions& options, BackendEdges edges) {
+    return std::make_unique<IptablesBackend>(options, std::move(edges));
 }
 
 }  // namespace sb::rules::iptables

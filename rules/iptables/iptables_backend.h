@@ -7,6 +7,9 @@
 #include <memory>
 
 #include "rules/backend.h"
+#include "rules/conntrack.h"
+#include "rules/iptables/chain_names.h"
+#include "rules/iptables/xtables.h"
 
 namespace sb::rules::iptables {
 
@@ -14,5 +17,15 @@ namespace sb::rules::iptables {
 // from the built-in chains, nothing else. Creating it touches no kernel
 // state. Not thread-safe (see Backend).
 std::unique_ptr<Backend> make_backend(const BackendOptions& options);
+
+// The kernel edges a backend talks to; the unit tests pass fakes.
+struct BackendEdges {
+    std::unique_ptr<Xtables> xtables;           // not null
+    std::unique_ptr<ConntrackTable> conntrack;  // not null
+    ChainHash chain_hash = default_chain_hash;
+};
+// The same over the given edges (make_backend(options): libiptc, the
+// kernel's conntrack table and the real chain hash).
+std::unique_ptr<Backend> make_backend(const BackendOptions& options, BackendEdges edges);
 
 }  // namespace sb::rules::iptables

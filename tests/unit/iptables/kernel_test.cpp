@@ -14,14 +14,19 @@
 #include "rules/iptables/iptables_backend.h"
 #include "rules/iptables/iptc.h"
 #include "rules/iptables/render.h"
+#include "rules/iptables/table_apply.h"
+#include "tests/unit/iptables/sample_plan.h"
 #include "tests/unit/kernel_fixtures.h"
 #include "tests/unit/rules_fixtures.h"
 
 using namespace sb;
 using namespace sb::rules;
+using sb::rules::iptables::testing::sample_plan;
 using sb::rules::testing::add_udp_flow;
 using sb::rules::testing::Command;
 using sb::rules::testing::fresh_netns;
+using sb::rules::testing::ip;
+using sb::rules::testing::options;
 using sb::rules::testing::run;
 
 namespace {
@@ -47,63 +52,6 @@ size_t count(const std::string& text, const std::string& what) {
     size_t n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
     return n;
-}
-
-IpAddress ip(const char* text) {
-    return *IpAddress::parse(text);
-}
-
-Endpoint endpoint(const char* address, bool local) {
-    Endpoint e;
-    e.ip = ip(address);
-    e.port = 8080;
-    e.ready = e.serving = true;
-    e.is_local = local;
-    return e;
-}
-
-ServicePortPlan service(const char* name, const char* cluster_ip, Protocol protocol) {
-    ServicePortPlan p;
-    p.ns = "default";
-    p.service = name;
-    p.port_name = "p";
-    p.protocol = protocol;
-    p.cluster_ips = {ip(cluster_ip)};
-    p.port = 80;
-    return p;
-}
-
-// Every feature the renderer has, in both families.
-Plan sample_plan() {
-    Plan plan;
-    plan.node = "node-a";
-    ServicePortPlan web = service("web", "10.96.0.10", Protocol::kTCP);
-    web.cluster_ips.push_back(ip("fd00:96::10"));
-    web.node_port = 30080;
-    web.external_ips = {ip("198.51.100.7")};
-    web.load_balancer_ips = {ip("198.51.100.20"), ip("2001:db8:20::1")};
-    web.load_balancer_source_ranges = {*Prefix::parse("203.0.113.0/24")};
-    web.session_affinity.client_ip = true;
-    web.session_affinity.timeout_seconds = 60;
-    web.external_traffic_policy = TrafficPolicy::kLocal;
-    web.cluster_endpoints = {endpoint("10.244.1.7", true), endpoint("10.244.2.7", false),
-                             endpoint("fd00:244:1::7", true)};
-    web.local_endpoints = {web.cluster_endpoints[0], web.cluster_endpoints[2]};
-    ServicePortPlan dns = service("dns", "10.96.0.53", Protocol::kUDP);
-    dns.internal_traffic_policy = TrafficPolicy::kLocal;
-    dns.cluster_endpoints = {endpoint("10.244.2.9", false)};
-    ServicePortPlan empty = service("empty", "10.96.0.11", Protocol::kTCP);
-    empty.node_port = 30081;
-    ServicePortPlan sctp = service("sctp", "10.96.0.12", Protocol::kSCTP);
-    sctp.cluster_endpoints = {endpoint("10.244.1.8", true)};
-    plan.services = {dns, empty, sctp, web};
-    return plan;
-}
-
-BackendOptions options() {
-    BackendOptions o;
-    o.cluster_cidrs = {*Prefix::parse("10.244.0.0/16"), *Prefix::parse("fd00:244::/48")};
-    return o;
 }
 
 }  // namespace
@@ -135,7 +83,8 @@ TEST_CASE("kernel: a plan is applied, hooks inserted once at the top, others' ru
     REQUIRE(v4.find("-j REJECT --reject-with tcp-reset") != std::string::npos);
     REQUIRE(v6.find("-j DNAT --to-destination [fd00:244:1::7]:8080") != std::string::npos);
     REQUIRE(count(v6, "-A POSTROUTING -j SWITCHBOARD-POSTROUTING\n") == 1);
-    auto chains = iptables::list_own_chains(IpFamily::kV4, "nat");
+    auto chains =
+        iptables::list_own_chains(*iptables::make_libiptc_xtables(), IpFamily::kV4, "nat");
     REQUIRE(chains);
     REQUIRE(chains->size() == iptables::render(plan, options()).model.v4.nat.chains.size());
 }
@@ -314,7 +263,7 @@ TEST_CASE("kernel: a refused filter table leaves both tables as they were") {
     iptables::FamilyModel broken = iptables::render(smaller_plan(), options()).model.v4;
     broken.filter.chains.at(iptables::kFilterServicesChain).rules.push_back(refused_dnat());
 
-    Status s = iptables::apply_family(broken, nullptr);
+    Status s = iptables::apply_family(*iptables::make_libiptc_xtables(), broken, nullptr);
 
     REQUIRE_FALSE(s);
     INFO(s.error().describe());
@@ -333,12 +282,13 @@ TEST_CASE("kernel: a refused nat table puts the committed filter table back") {
     REQUIRE(iptables::render(smaller_plan(), options()).model.v4.filter !=
             iptables::render(sample_plan(), options()).model.v4.filter);
 
-    Status s = iptables::apply_family(broken, nullptr);
+    Status s = iptables::apply_family(*iptables::make_libiptc_xtables(), broken, nullptr);
 
     REQUIRE_FALSE(s);
     INFO(s.error().describe());
     CHECK(s.error().message.find("filter table restored") != std::string::npos);
     CHECK(save("iptables-legacy-save") == before);
     // And the next good apply goes through.
-    REQUIRE(iptables::apply_family(iptables::render(smaller_plan(), options()).model.v4, nullptr));
+    REQUIRE(iptables::apply_family(*iptables::make_libiptc_xtables(),
+                                   iptables::render(smaller_plan(), options()).model.v4, nullptr));
 }

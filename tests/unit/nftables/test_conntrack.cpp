@@ -1,14 +1,21 @@
-// The UDP conntrack reconciler's rule (rules/conntrack.h), from a whole plan:
+// The UDP conntrack reconciler (rules/conntrack.h), from a whole plan:
 // which flows are stale, as kube-proxy's CleanStaleEntries decides, with
-// switchboard's stricter endpoint match (address and port).
+// switchboard's stricter endpoint match (address and port); and the
+// reconcile over a scripted conntrack table (tests/unit/fake_conntrack.h):
+// what is deleted, and how failures are reported.
 #include <catch.hpp>
 
+#include <cerrno>
+
 #include "rules/conntrack.h"
+#include "tests/unit/fake_conntrack.h"
 #include "tests/unit/rules_fixtures.h"
 
 using namespace sb;
 using namespace sb::rules;
+using sb::rules::testing::FakeConntrack;
 using sb::rules::testing::ip;
+using sb::rules::testing::udp_entry;
 
 namespace {
 
@@ -44,7 +51,12 @@ Plan plan_with(std::vector<ServicePortPlan> ports) {
 }
 
 UdpFlow flow(const char* dst, uint16_t dport, const char* reply_src, uint16_t reply_sport) {
-    return UdpFlow{ip(dst), dport, ip(reply_src), reply_sport};
+    UdpFlow f;
+    f.orig_dst = ip(dst);
+    f.orig_dport = dport;
+    f.reply_src = ip(reply_src);
+    f.reply_sport = reply_sport;
+    return f;
 }
 
 }  // namespace
@@ -119,4 +131,85 @@ TEST_CASE("conntrack: two ports sharing an external IP keep the flows of either'
     CHECK_FALSE(targets.stale(flow("192.0.2.10", 53, "10.244.0.5", 5353)));
     CHECK_FALSE(targets.stale(flow("192.0.2.10", 53, "10.244.0.8", 5353)));
     CHECK(targets.stale(flow("10.96.0.11", 53, "10.244.0.5", 5353)));
+}
+
+namespace {
+
+const UdpFlow kLive = udp_entry("10.96.0.10", 53, "10.244.0.5", 5353, 40000);
+const UdpFlow kRemoved = udp_entry("10.96.0.10", 53, "10.244.0.9", 5353, 40001);
+const UdpFlow kNodePortRemoved = udp_entry("192.168.1.2", 30053, "10.244.0.9", 5353, 40002);
+const UdpFlow kOther = udp_entry("10.96.0.99", 53, "10.244.0.9", 5353, 40003);
+
+}  // namespace
+
+TEST_CASE("conntrack reconcile: the stale flows are deleted, the others stay") {
+    FakeConntrack fake;
+    fake.flows[IpFamily::kV4] = {kLive, kRemoved, kNodePortRemoved, kOther};
+    auto table = fake.table();
+    const auto results = reconcile_udp_conntrack(plan_with({udp_port()}), *table);
+    REQUIRE(results.size() == 2);
+    CHECK(results[0].family == IpFamily::kV4);
+    CHECK(results[0].ok);
+    CHECK(results[0].dumped);
+    CHECK(results[0].deleted == 2);
+    CHECK(fake.deleted == std::vector<UdpFlow>{kRemoved, kNodePortRemoved});
+    CHECK(fake.flows[IpFamily::kV4] == std::vector<UdpFlow>{kLive, kOther});
+    // The NodePort makes IPv6 tracked too: it is dumped, nothing is there.
+    CHECK(results[1].dumped);
+    CHECK(results[1].ok);
+    CHECK(fake.dumps[IpFamily::kV6] == 1);
+}
+
+TEST_CASE("conntrack reconcile: a family without tracked ports is not dumped") {
+    FakeConntrack fake;
+    fake.flows[IpFamily::kV4] = {kRemoved};
+    ServicePortPlan empty = udp_port();
+    empty.cluster_endpoints.clear();
+    auto table = fake.table();
+    const auto results = reconcile_udp_conntrack(plan_with({empty}), *table);
+    CHECK_FALSE(results[0].dumped);
+    CHECK_FALSE(results[1].dumped);
+    CHECK(fake.dumps.empty());
+    CHECK(fake.deleted.empty());
+}
+
+TEST_CASE("conntrack reconcile: a flow that expired before its deletion is not an error") {
+    FakeConntrack fake;
+    fake.flows[IpFamily::kV4] = {kLive, kRemoved, kNodePortRemoved};
+    fake.expire_before_deletion();
+    auto table = fake.table();
+    const auto results = reconcile_udp_conntrack(plan_with({udp_port()}), *table);
+    CHECK(results[0].ok);
+    CHECK(results[0].error.empty());
+    CHECK(results[0].deleted == 1);
+    CHECK(fake.flows[IpFamily::kV4] == std::vector<UdpFlow>{kLive});
+}
+
+TEST_CASE("conntrack reconcile: a failed deletion is reported, the next reconcile retries it") {
+    FakeConntrack fake;
+    fake.flows[IpFamily::kV4] = {kLive, kRemoved, kNodePortRemoved};
+    fake.fail_deletions(EPERM);
+    auto table = fake.table();
+    const Plan plan = plan_with({udp_port()});
+    const auto first = reconcile_udp_conntrack(plan, *table);
+    CHECK_FALSE(first[0].ok);
+    CHECK(first[0].error == "conntrack: delete: Operation not permitted");
+    CHECK(first[0].deleted == 1);  // the failure stops nothing else
+    CHECK(fake.deleted == std::vector<UdpFlow>{kNodePortRemoved});
+    const auto second = reconcile_udp_conntrack(plan, *table);
+    CHECK(second[0].ok);
+    CHECK(second[0].deleted == 1);
+    CHECK(fake.flows[IpFamily::kV4] == std::vector<UdpFlow>{kLive});
+}
+
+TEST_CASE("conntrack reconcile: a failed dump is reported, the flows read before it are deleted") {
+    FakeConntrack fake;
+    fake.flows[IpFamily::kV4] = {kRemoved, kLive, kNodePortRemoved};
+    fake.fail_dump(IpFamily::kV4, ENOBUFS, 2);
+    auto table = fake.table();
+    const auto results = reconcile_udp_conntrack(plan_with({udp_port()}), *table);
+    CHECK_FALSE(results[0].ok);
+    CHECK(results[0].error == "conntrack: dump: No buffer space available");
+    CHECK(fake.deleted == std::vector<UdpFlow>{kRemoved});
+    CHECK(results[1].ok);  // the other family is reconciled all the same
 }
