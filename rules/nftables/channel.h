@@ -39,8 +39,10 @@ class Channel {
     virtual Status apply(const Delta& delta, const Model& desired) = 0;
 
     // The elements of `set` (of the table, with `set`'s layout and family)
-    // as the kernel holds them now: for the dynamic affinity maps, which the
-    // kernel fills. Elements that do not decode as the layout are left out.
+    // as the kernel holds them now, for the dynamic affinity maps, which the
+    // kernel fills: keys, and the address-and-port values (a verdict map's
+    // verdicts are not read). Elements that do not decode as the layout are
+    // left out.
     virtual Result<std::map<ElementKey, Verdict>> dump_elements(const Set& set) = 0;
 
     // Deletes the table (and so everything in it). Idempotent.
