@@ -29,7 +29,11 @@ using sb::rules::testing::web;
 namespace {
 
 // default/web (three endpoints), default/api (ClientIP affinity, a
-// NodePort, two endpoints), default/dns (UDP, dual-stack).
+// NodePort, two endpoints), default/dns (dual-stack). All TCP: the backend
+// reconciles UDP conntrack entries through libnetfilter_conntrack itself
+// (rules/conntrack.h, not behind the channel), which must not touch the
+// kernel of the machine running the unit tests; with no UDP port it opens
+// nothing.
 Plan sample_plan() {
     ServicePortPlan api =
         web({endpoint("10.244.1.8", 9090, true), endpoint("10.244.2.8", 9090, false)});
@@ -40,8 +44,7 @@ Plan sample_plan() {
     ServicePortPlan dns =
         web({endpoint("10.244.1.9", 53, true), endpoint("fd00:244::9", 53, true)});
     dns.service = "dns";
-    dns.port_name = "dns";
-    dns.protocol = Protocol::kUDP;
+    dns.port_name = "dns-tcp";
     dns.cluster_ips = {ip("10.96.0.53"), ip("fd00:96::53")};
     dns.port = 53;
     return plan_on_node_a({api, dns, web(three_endpoints())});
