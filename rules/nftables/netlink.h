@@ -1,51 +1,38 @@
-// The thin kernel edge of the nftables backend: libnftnl + libmnl on one
+// The real Channel (rules/nftables/channel.h): libnftnl + libmnl on one
 // NETLINK_NETFILTER socket. apply() sends a Delta as ONE batch
 // (NFNL_MSG_BATCH_BEGIN ... END), which the kernel commits atomically or not
-// at all; read_table() lists switchboard's table back for drift repair.
+// at all. The jobs under it, one file each: netlink_socket (the exchange),
+// netlink_reader (read_table, dump_elements), netlink_batch (the batch
+// writer), netlink_expr (rules to expressions), netlink_encoding (values
+// to numbers and bytes). Not thread-safe.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "base/result.h"
+#include "rules/nftables/channel.h"
 #include "rules/nftables/diff.h"
 #include "rules/nftables/model.h"
 
 namespace sb::rules::nftables {
 
-class NetlinkSocket {
+class NetlinkConnection;
+
+class NetlinkSocket final : public Channel {
   public:
     static Result<std::unique_ptr<NetlinkSocket>> open();
-    ~NetlinkSocket();
+    ~NetlinkSocket() override;
     NetlinkSocket(const NetlinkSocket&) = delete;
     NetlinkSocket& operator=(const NetlinkSocket&) = delete;
 
-    // The table as the kernel has it: chains with their hooks and sets with
-    // their types; neither rules nor elements are read (a dump of a 100k
-    // element set costs the kernel seconds: each dump message walks the set
-    // from the start), so diff() refills them. nullopt when the table does
-    // not exist. Sets of a type switchboard does not create are marked
-    // unknown, so diff() replaces them.
-    Result<std::optional<Model>> read_table();
-
-    // One transaction: the table is created if missing, then the Delta's
-    // steps in order, rules and element values taken from `desired`.
-    Status apply(const Delta& delta, const Model& desired);
-
-    // Deletes the entries of the dynamic affinity map `map` that send a client
-    // to one of `endpoints` (removed ones), so the client picks a live
-    // endpoint at once instead of after its timeout. Returns how many. An
-    // entry expiring between the listing and the delete fails the batch; the
-    // entries then expire on their own.
-    Result<size_t> delete_affinity_entries(
-        const std::string& map, IpFamily family,
-        const std::vector<std::pair<IpAddress, uint16_t>>& endpoints);
-
-    // Deletes the table (and so everything in it). Idempotent.
-    Status delete_table();
+    Result<std::optional<Model>> read_table() override;
+    Status apply(const Delta& delta, const Model& desired) override;
+    Result<std::map<ElementKey, Verdict>> dump_elements(const Set& set) override;
+    Status delete_table() override;
+    size_t stale_answers() const override;
 
     // A small `inet TABLE` table of chains and rules only (no sets) beside
     // switchboard's own, as rules/dns_local's notrack table: replace_table()
@@ -55,14 +42,9 @@ class NetlinkSocket {
     Status replace_table(const std::string& table, const Model& model);
     Status delete_table(const std::string& table);
 
-    // Answers of earlier requests found in the socket and skipped since
-    // open() (rules/netlink_answers.h): never charged to a later request.
-    size_t stale_answers() const;
-
   private:
-    struct Impl;
-    explicit NetlinkSocket(std::unique_ptr<Impl> impl);
-    std::unique_ptr<Impl> impl_;
+    explicit NetlinkSocket(std::unique_ptr<NetlinkConnection> connection);
+    std::unique_ptr<NetlinkConnection> connection_;
 };
 
 }  // namespace sb::rules::nftables

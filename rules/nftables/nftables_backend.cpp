@@ -1,10 +1,10 @@
 #include "rules/nftables/nftables_backend.h"
 
-#include <algorithm>
 #include <optional>
 
 #include "base/log.h"
 #include "rules/conntrack.h"
+#include "rules/nftables/affinity_cleanup.h"
 #include "rules/nftables/diff.h"
 #include "rules/nftables/netlink.h"
 #include "rules/nftables/render.h"
@@ -17,13 +17,14 @@ const std::vector<PortChange> kNoChanges;
 
 class NftablesBackend final : public Backend {
   public:
-    explicit NftablesBackend(BackendOptions options) : options_(std::move(options)) {}
+    NftablesBackend(BackendOptions options, ChannelOpener open)
+        : options_(std::move(options)), open_(std::move(open)) {}
 
     const char* name() const override { return "nftables"; }
 
     Result<SyncStats> sync(const Plan& plan, const Plan* previous) override {
         if (Status s = validate_options(options_); !s) return s.error();
-        if (Status s = ensure_socket(); !s) return s.error();
+        if (Status s = ensure_channel(); !s) return s.error();
         Result<SyncStats> result = SyncStats{};
         bool done = false;
         // What changed since `previous`, computed once: it drives the
@@ -45,17 +46,17 @@ class NftablesBackend final : public Backend {
         if (!result.ok()) return result;
         // From the whole plan, full syncs included: they have no previous one.
         result->conntrack = reconcile_udp_conntrack(plan);
-        if (comparable) clean_affinity(changed);
+        if (comparable) clean_affinity(*channel_, changed);
         // Since the last report: those skipped during failed syncs count too.
-        result->stale_netlink_messages = socket_->stale_answers() - stale_reported_;
-        stale_reported_ = socket_->stale_answers();
+        result->stale_netlink_messages = channel_->stale_answers() - stale_reported_;
+        stale_reported_ = channel_->stale_answers();
         return result;
     }
 
     Status cleanup() override {
         applied_valid_ = false;
-        if (Status s = ensure_socket(); !s) return s;
-        return socket_->delete_table();
+        if (Status s = ensure_channel(); !s) return s;
+        return channel_->delete_table();
     }
 
     Result<std::string> render_text(const Plan& plan) override {
@@ -66,11 +67,11 @@ class NftablesBackend final : public Backend {
     }
 
   private:
-    Status ensure_socket() {
-        if (socket_) return {};
-        auto s = NetlinkSocket::open();
-        if (!s) return s.error();
-        socket_ = std::move(s.value());
+    Status ensure_channel() {
+        if (channel_) return {};
+        auto c = open_();
+        if (!c) return c.error();
+        channel_ = std::move(c.value());
         return {};
     }
 
@@ -85,11 +86,11 @@ class NftablesBackend final : public Backend {
         applied_valid_ = false;
         RenderResult desired = render(plan, options_);
         report(desired.errors);
-        auto kernel = socket_->read_table();
+        auto kernel = channel_->read_table();
         if (!kernel) return kernel.error();
         const Delta delta = kernel.value() ? diff(**kernel, desired.model, false)
                                            : diff(Model{}, desired.model, true);
-        if (Status s = socket_->apply(delta, desired.model); !s) return s.error();
+        if (Status s = channel_->apply(delta, desired.model); !s) return s.error();
         SyncStats stats;
         stats.full = true;
         stats.objects_sent = delta.objects(desired.model);
@@ -128,7 +129,7 @@ class NftablesBackend final : public Backend {
         SyncStats stats;
         stats.services = plan.services.size();
         if (delta.empty()) return stats;
-        if (Status s = socket_->apply(delta, applied_); !s) {
+        if (Status s = channel_->apply(delta, applied_); !s) {
             applied_valid_ = false;
             return s.error();
         }
@@ -136,48 +137,26 @@ class NftablesBackend final : public Backend {
         return stats;
     }
 
-    // Affinity entries pointing at endpoints that left a service port with
-    // ClientIP affinity are deleted, so those clients choose again at once.
-    void clean_affinity(const std::vector<PortChange>& changed) {
-        std::vector<std::pair<IpAddress, uint16_t>> gone[2];
-        for (const auto& [old, now] : changed) {
-            if (!old || !old->session_affinity.client_ip) continue;
-            for (const auto* list : {&old->cluster_endpoints, &old->local_endpoints}) {
-                for (const Endpoint& e : *list) {
-                    const auto still = [&](const std::vector<Endpoint>& eps) {
-                        return std::any_of(eps.begin(), eps.end(), [&](const Endpoint& x) {
-                            return x.ip == e.ip && x.port == e.port;
-                        });
-                    };
-                    if (now && now->session_affinity.client_ip &&
-                        (still(now->cluster_endpoints) || still(now->local_endpoints))) {
-                        continue;
-                    }
-                    gone[e.ip.is_v4() ? 0 : 1].emplace_back(e.ip, e.port);
-                }
-            }
-        }
-        for (const IpFamily f : {IpFamily::kV4, IpFamily::kV6}) {
-            const auto& endpoints = gone[f == IpFamily::kV4 ? 0 : 1];
-            if (endpoints.empty()) continue;
-            auto deleted = socket_->delete_affinity_entries(affinity_map(f), f, endpoints);
-            if (!deleted) {
-                log::warn("nftables: affinity cleanup failed: {}", deleted.error().describe());
-            }
-        }
-    }
-
     BackendOptions options_;
-    std::unique_ptr<NetlinkSocket> socket_;
+    ChannelOpener open_;
+    std::unique_ptr<Channel> channel_;
     Model applied_;  // what the kernel holds after the last successful sync
     bool applied_valid_ = false;
-    size_t stale_reported_ = 0;  // socket_->stale_answers() at the last report
+    size_t stale_reported_ = 0;  // channel_->stale_answers() at the last report
 };
 
 }  // namespace
 
+std::unique_ptr<Backend> make_backend(const BackendOptions& options, ChannelOpener open) {
+    return std::make_unique<NftablesBackend>(options, std::move(open));
+}
+
 std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
-    return std::make_unique<NftablesBackend>(options);
+    return make_backend(options, []() -> Result<std::unique_ptr<Channel>> {
+        auto socket = NetlinkSocket::open();
+        if (!socket) return socket.error();
+        return std::unique_ptr<Channel>(std::move(socket.value()));
+    });
 }
 
 }  // namespace sb::rules::nftables

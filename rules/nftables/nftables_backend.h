@@ -1,17 +1,27 @@
 // The nftables backend: programs switchboard's own `inet switchboard` table
-// through libnftnl + libmnl (no `nft` binary at run time). See
-// docs/nftables.md for the ruleset shape and why.
+// through a Channel (rules/nftables/channel.h): libnftnl + libmnl, no `nft`
+// binary at run time. See docs/nftables.md for the ruleset shape and why.
 #pragma once
 
+#include <functional>
 #include <memory>
 
+#include "base/result.h"
 #include "rules/backend.h"
+#include "rules/nftables/channel.h"
 
 namespace sb::rules::nftables {
 
+// Opens the channel to the kernel; called by the first sync() or cleanup()
+// and again after an open failed.
+using ChannelOpener = std::function<Result<std::unique_ptr<Channel>>()>;
+
 // A backend that owns the table `inet switchboard` and nothing else.
 // Creating it touches no kernel state; the first sync() opens the netlink
-// sockets. Not thread-safe (see Backend).
+// socket. Not thread-safe (see Backend).
 std::unique_ptr<Backend> make_backend(const BackendOptions& options);
+
+// The same over the channel `open` returns (tests: a fake).
+std::unique_ptr<Backend> make_backend(const BackendOptions& options, ChannelOpener open);
 
 }  // namespace sb::rules::nftables

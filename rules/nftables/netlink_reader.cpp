@@ -1,0 +1,154 @@
+#include "rules/nftables/netlink_reader.h"
+
+#include <libmnl/libmnl.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/common.h>
+#include <libnftnl/set.h>
+#include <libnftnl/table.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+
+#include <cstring>
+#include <vector>
+
+#include "rules/nftables/netlink_encoding.h"
+
+namespace sb::rules::nftables {
+
+namespace {
+
+Chain chain_from(const nftnl_chain* got) {
+    Chain chain;
+    chain.name = nftnl_chain_get_str(got, NFTNL_CHAIN_NAME);
+    if (nftnl_chain_is_set(got, NFTNL_CHAIN_HOOKNUM)) {
+        const char* type = nftnl_chain_is_set(got, NFTNL_CHAIN_TYPE)
+                               ? nftnl_chain_get_str(got, NFTNL_CHAIN_TYPE)
+                               : "filter";
+        chain.hook = Hook{type, hook_name(nftnl_chain_get_u32(got, NFTNL_CHAIN_HOOKNUM)),
+                          nftnl_chain_get_s32(got, NFTNL_CHAIN_PRIO)};
+    }
+    return chain;
+}
+
+Set set_from(const nftnl_set* got) {
+    Set out;
+    out.name = nftnl_set_get_str(got, NFTNL_SET_NAME);
+    const uint32_t data_type = nftnl_set_is_set(got, NFTNL_SET_DATA_TYPE)
+                                   ? nftnl_set_get_u32(got, NFTNL_SET_DATA_TYPE)
+                                   : 0;
+    const std::optional<SetType> type =
+        layout_of(out.name, nftnl_set_get_u32(got, NFTNL_SET_FLAGS),
+                  nftnl_set_get_u32(got, NFTNL_SET_KEY_TYPE),
+                  nftnl_set_get_u32(got, NFTNL_SET_KEY_LEN), data_type);
+    out.unknown = !type;
+    if (type) {
+        out.layout = type->layout;
+        out.family = type->family;
+    }
+    return out;
+}
+
+}  // namespace
+
+Result<std::optional<Model>> read_table(NetlinkConnection& connection) {
+    std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+    Model model;
+    {
+        nftnl_table* t = nftnl_table_alloc();
+        nftnl_table_set_str(t, NFTNL_TABLE_NAME, kTableName);
+        nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETTABLE, NFPROTO_INET, 0,
+                                              connection.next_seq());
+        nftnl_table_nlmsg_build_payload(nlh, t);
+        nftnl_table_free(t);
+        Status s = connection.talk(nlh, [](const nlmsghdr*) {});
+        if (!s) {
+            if (s.error().code == ErrorCode::kNotFound) return std::optional<Model>();
+            return s.error();
+        }
+    }
+    {
+        nftnl_chain* c = nftnl_chain_alloc();
+        nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, kTableName);
+        nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETCHAIN, NFPROTO_INET,
+                                              NLM_F_DUMP, connection.next_seq());
+        nftnl_chain_nlmsg_build_payload(nlh, c);
+        nftnl_chain_free(c);
+        Status s = connection.talk(nlh, [&](const nlmsghdr* m) {
+            nftnl_chain* got = nftnl_chain_alloc();
+            if (nftnl_chain_nlmsg_parse(m, got) == 0 &&
+                std::strcmp(nftnl_chain_get_str(got, NFTNL_CHAIN_TABLE), kTableName) == 0) {
+                Chain chain = chain_from(got);
+                model.chains[chain.name] = std::move(chain);
+            }
+            nftnl_chain_free(got);
+        });
+        if (!s) return s.error();
+    }
+    {
+        nftnl_set* set = nftnl_set_alloc();
+        nftnl_set_set_str(set, NFTNL_SET_TABLE, kTableName);
+        nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETSET, NFPROTO_INET, NLM_F_DUMP,
+                                              connection.next_seq());
+        nftnl_set_nlmsg_build_payload(nlh, set);
+        nftnl_set_free(set);
+        Status s = connection.talk(nlh, [&](const nlmsghdr* m) {
+            nftnl_set* got = nftnl_set_alloc();
+            if (nftnl_set_nlmsg_parse(m, got) == 0) {
+                Set out = set_from(got);
+                model.sets[out.name] = std::move(out);
+            }
+            nftnl_set_free(got);
+        });
+        if (!s) return s.error();
+    }
+    return std::optional<Model>(std::move(model));
+}
+
+Result<std::map<ElementKey, Verdict>> dump_elements(NetlinkConnection& connection, const Set& set) {
+    struct Scan {
+        const Set* set;
+        std::map<ElementKey, Verdict> elements;
+    } scan{&set, {}};
+    std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+    nftnl_set* req = nftnl_set_alloc();
+    nftnl_set_set_str(req, NFTNL_SET_TABLE, kTableName);
+    nftnl_set_set_str(req, NFTNL_SET_NAME, set.name.c_str());
+    nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETSETELEM, NFPROTO_INET, NLM_F_DUMP,
+                                          connection.next_seq());
+    nftnl_set_elems_nlmsg_build_payload(nlh, req);
+    nftnl_set_free(req);
+    Status listed = connection.talk(nlh, [&](const nlmsghdr* m) {
+        nftnl_set* got = nftnl_set_alloc();
+        if (nftnl_set_elems_nlmsg_parse(m, got) == 0) {
+            nftnl_set_elem_foreach(
+                got,
+                [](nftnl_set_elem* e, void* data) -> int {
+                    auto& sc = *static_cast<Scan*>(data);
+                    uint32_t key_len = 0;
+                    const auto* key = static_cast<const uint8_t*>(
+                        nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &key_len));
+                    const std::optional<ElementKey> k =
+                        key_from_bytes(sc.set->layout, sc.set->family, key, key_len);
+                    if (!k) return 0;
+                    Verdict value;
+                    if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_DATA)) {
+                        uint32_t data_len = 0;
+                        const auto* d = static_cast<const uint8_t*>(
+                            nftnl_set_elem_get(e, NFTNL_SET_ELEM_DATA, &data_len));
+                        const std::optional<Verdict> v =
+                            endpoint_from_bytes(sc.set->family, d, data_len);
+                        if (!v) return 0;
+                        value = *v;
+                    }
+                    sc.elements[*k] = value;
+                    return 0;
+                },
+                &scan);
+        }
+        nftnl_set_free(got);
+    });
+    if (!listed) return listed.error();
+    return std::move(scan.elements);
+}
+
+}  // namespace sb::rules::nftables

@@ -1,0 +1,41 @@
+// An in-memory kernel for the nftables backend, modelled on knftables'
+// fake.go: a batch is applied to tables held as data (chains with hooks and
+// rules, sets with their types and elements), all of it or nothing, with the
+// refusals the kernel makes (deleting or flushing what does not exist,
+// deleting a chain or set still referenced, an element whose value
+// differs), and the state is read back the way the netlink channel reads
+// it. Tests assert on `tables` after the backend ran, and may change them
+// behind the backend's back (drift, a foreign table, the entries the kernel
+// adds to the dynamic affinity maps). Not thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "rules/nftables/nftables_backend.h"
+
+namespace sb::rules::nftables::testing {
+
+struct FakeKernel {
+    // The inet family's tables by name. The reference counts of Model
+    // (refs, chain_refs) are not kernel state and stay empty.
+    std::map<std::string, Model> tables;
+    // The next batch is refused with this errno and changes nothing.
+    std::optional<int> fail_next_batch;
+    // What the channel reports as stale netlink answers skipped.
+    size_t stale_answers = 0;
+
+    // switchboard's table; nullptr when absent.
+    Model* table();
+    // Channels on this state, for make_backend(options, opener()).
+    ChannelOpener opener();
+};
+
+// The kernel state of a model in `nft -f` syntax, for comparisons that
+// print a readable difference: chains, rules, sets and static elements,
+// plus the elements of dynamic sets, one a line.
+std::string kernel_text(const Model& table);
+
+}  // namespace sb::rules::nftables::testing
