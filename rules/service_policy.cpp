@@ -56,11 +56,7 @@ FamilyPolicy family_policy(const ServicePortPlan& port, const IpAddress& cluster
     f.has_endpoints = !f.cluster_endpoints.empty() || !f.local_endpoints.empty();
 
     f.cluster_ip_traffic = route_for(port.internal_traffic_policy, f);
-    if (options.masquerade_all) {
-        f.cluster_ip_masquerade = ClusterIpMasquerade::kAll;
-    } else if (!local_matches(options, f.family).empty()) {
-        f.cluster_ip_masquerade = ClusterIpMasquerade::kNotLocal;
-    }
+    f.cluster_ip_masquerade = cluster_ip_masquerade(options, f.family);
 
     const bool externally_accessible =
         f.has_node_port || !f.external_ips.empty() || !f.load_balancer_ips.empty();
@@ -85,6 +81,12 @@ FamilyPolicy family_policy(const ServicePortPlan& port, const IpAddress& cluster
 }
 
 }  // namespace
+
+ClusterIpMasquerade cluster_ip_masquerade(const BackendOptions& options, IpFamily family) {
+    if (options.masquerade_all) return ClusterIpMasquerade::kAll;
+    return local_matches(options, family).empty() ? ClusterIpMasquerade::kNone
+                                                  : ClusterIpMasquerade::kNotLocal;
+}
 
 std::optional<HealthCheck> health_check_of(const ServicePortPlan& port) {
     if (port.external_traffic_policy != TrafficPolicy::kLocal || port.health_check_node_port == 0) {

@@ -136,6 +136,11 @@ struct ServicePolicy {
 // succeeded.
 ServicePolicy service_policy(const ServicePortPlan& port, const BackendOptions& options);
 
+// How ClusterIP traffic of `family` is masqueraded on this node: the same
+// for every service port (FamilyPolicy::cluster_ip_masquerade), so backends
+// also use it to decide which shared masquerade chains exist.
+ClusterIpMasquerade cluster_ip_masquerade(const BackendOptions& options, IpFamily family);
+
 // The health-check part alone (it needs no options); nullopt when the port
 // has no health-check node port or its externalTrafficPolicy is Cluster.
 std::optional<HealthCheck> health_check_of(const ServicePortPlan& port);

@@ -533,8 +533,8 @@ Model render_base(const BackendOptions& options) {
     add_rule(chain(kMarkForMasqueradeChain), {mark_set_or(mark)});
     for (IpFamily f : kFamilies) {
         // Marks what is not local traffic (ClusterIP traffic jumps here).
+        if (cluster_ip_masquerade(options, f) != ClusterIpMasquerade::kNotLocal) continue;
         const std::vector<LocalMatch> matches = local_matches(options, f);
-        if (matches.empty() || options.masquerade_all) continue;
         Chain& c = m.chains[masq_outside_chain(f)];
         c = make_chain(masq_outside_chain(f));
         for (const LocalMatch& match : matches) {
