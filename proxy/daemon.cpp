@@ -87,14 +87,42 @@ std::vector<Prefix> primary_node_prefixes(const watch::Snapshot& snapshot,
 
 namespace {
 
-// The backend options with what comes from this Node resolved:
-// --nodeport-addresses=primary, and --detect-local-mode=NodeCIDR (its
-// spec.podCIDRs replace --cluster-cidr; none while the Node or its podCIDRs
-// are unknown: kube-proxy's no-op detector, nothing is local by CIDR).
+// kube-proxy's nodeIPs (cmd/kube-proxy detectNodeIPs): per family the
+// Node's first InternalIP, else its first ExternalIP; a specified
+// --bind-address replaces its family's. Sorted by family (IPv4 first).
+std::vector<IpAddress> node_ips(const watch::Snapshot& snapshot, const Options& options) {
+    std::optional<IpAddress> by_family[2];
+    auto slot = [](const IpAddress& ip) { return ip.is_v4() ? 0 : 1; };
+    if (auto it = snapshot.nodes.find(watch::ObjectKey{"", options.node_name});
+        it != snapshot.nodes.end()) {
+        for (const char* type : {"InternalIP", "ExternalIP"}) {
+            for (const auto& address : it->second->addresses) {
+                auto ip = IpAddress::parse(address.address);
+                if (address.type != type || !ip || by_family[slot(*ip)]) continue;
+                by_family[slot(*ip)] = *ip;
+            }
+        }
+    }
+    if (!options.bind_address.is_unspecified()) {
+        by_family[slot(options.bind_address)] = options.bind_address;
+    }
+    std::vector<IpAddress> ips;
+    for (const auto& ip : by_family) {
+        if (ip) ips.push_back(*ip);
+    }
+    return ips;
+}
+
+// The backend options with what comes from this Node resolved: its
+// addresses (node_ips), --nodeport-addresses=primary, and
+// --detect-local-mode=NodeCIDR (its spec.podCIDRs replace --cluster-cidr;
+// none while the Node or its podCIDRs are unknown: kube-proxy's no-op
+// detector, nothing is local by CIDR).
 // Pure; log_resolution() reports what it could not resolve.
 rules::BackendOptions resolved_backend_options(const Options& options,
                                                const watch::Snapshot& snapshot) {
     rules::BackendOptions backend = options.backend;
+    backend.node_ips = node_ips(snapshot, options);
     if (options.nodeport_primary) {
         backend.nodeport_addresses = primary_node_prefixes(snapshot, options.node_name);
     }
@@ -111,7 +139,7 @@ rules::BackendOptions resolved_backend_options(const Options& options,
 bool node_derived_options_differ(const rules::BackendOptions& before,
                                  const rules::BackendOptions& now) {
     return before.nodeport_addresses != now.nodeport_addresses ||
-           before.cluster_cidrs != now.cluster_cidrs;
+           before.cluster_cidrs != now.cluster_cidrs || before.node_ips != now.node_ips;
 }
 
 // Logged once per backend built from `backend`.

@@ -13,6 +13,7 @@
 
 #include "base/log.h"
 #include "base/timestamp.h"
+#include "rules/service_policy.h"
 
 namespace sb::proxy {
 
@@ -91,11 +92,9 @@ std::map<uint16_t, HealthCheckState> health_checks_of(const rules::Plan& plan) {
     std::map<uint16_t, HealthCheckState> checks;
     std::map<uint16_t, std::set<IpAddress>> local_ips;
     for (const auto& port : plan.services) {
-        if (port.external_traffic_policy != rules::TrafficPolicy::kLocal ||
-            port.health_check_node_port == 0) {
-            continue;
-        }
-        auto [it, inserted] = checks.try_emplace(port.health_check_node_port);
+        const std::optional<rules::HealthCheck> check = rules::health_check_of(port);
+        if (!check) continue;
+        auto [it, inserted] = checks.try_emplace(check->node_port);
         if (inserted) {
             it->second.ns = port.ns;
             it->second.name = port.service;
@@ -104,11 +103,9 @@ std::map<uint16_t, HealthCheckState> health_checks_of(const rules::Plan& plan) {
             // clash means bad input: the first Service (in plan order) wins.
             continue;
         }
-        auto& ips = local_ips[port.health_check_node_port];
-        // kube-proxy counts distinct IPs of local endpoints that are ready.
-        for (const auto& endpoint : port.local_endpoints) {
-            if (endpoint.ready) ips.insert(endpoint.ip);
-        }
+        // A Service counts the distinct local ready addresses of all its ports.
+        local_ips[check->node_port].insert(check->local_ready_ips.begin(),
+                                           check->local_ready_ips.end());
     }
     for (auto& [port, state] : checks) state.local_endpoints = local_ips[port].size();
     return checks;

@@ -39,6 +39,11 @@ struct BackendOptions {
     // --nodeport-addresses: NodePorts answer on local addresses inside
     // these prefixes; empty means every local address of the node.
     std::vector<Prefix> nodeport_addresses;
+    // This node's addresses, at most one per family (kube-proxy's nodeIPs:
+    // --bind-address, else the Node's first InternalIP, else ExternalIP, of
+    // each family). A loadBalancerSourceRange holding one also admits the LB
+    // addresses as sources (rules/service_policy.h).
+    std::vector<IpAddress> node_ips;
     uint32_t masquerade_mark = 0x4000;  // --masquerade-bit as a mask
     std::string ipvs_scheduler = "rr";  // --ipvs-scheduler
 };

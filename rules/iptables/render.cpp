@@ -2,10 +2,13 @@
 
 #include <netinet/in.h>
 
+#include <set>
+
 #include <fmt/format.h>
 
 #include "rules/local_traffic.h"
 #include "rules/naming.h"
+#include "rules/service_policy.h"
 
 namespace sb::rules::iptables {
 
@@ -137,10 +140,9 @@ class Renderer {
         post.rules.push_back(rule_to(mark_target(TargetKind::kMarkXor, mark)));
         post.rules.push_back(rule_to(simple(TargetKind::kMasquerade)));
         // Marks what is not local traffic (ClusterIP traffic jumps here).
-        const std::vector<LocalMatch> matches = local_matches(options_, family_);
-        if (!options_.masquerade_all && !matches.empty()) {
+        if (cluster_ip_masquerade(options_, family_) == ClusterIpMasquerade::kNotLocal) {
             Chain& outside = chain(m_.nat, kMasqOutsideChain);
-            for (const LocalMatch& match : matches) {
+            for (const LocalMatch& match : local_matches(options_, family_)) {
                 outside.rules.push_back(local_match_rule(match, simple(TargetKind::kReturn)));
             }
             outside.rules.push_back(rule_to(jump(kMarkMasqChain)));
@@ -149,119 +151,121 @@ class Renderer {
 
     // Appends the NodePort dispatch last in SWITCHBOARD-SERVICES (after every
     // ClusterIP and external address rule, as kube-proxy orders them).
+    // Then, last in SWITCHBOARD-FILTER-SERVICES (after nat, in FORWARD and
+    // OUTPUT), the rejection of what still heads for a cluster IP: no
+    // service port of it matched (kube-proxy's nftables cluster-ips check).
     void finish() {
         for (Rule r : nodeport_conditions(options_, family_)) {
             r.target = jump(kNodePortsChain);
             chain(m_.nat, kServicesChain).rules.push_back(r);
         }
+        Chain& filter_services = chain(m_.filter, kFilterServicesChain);
+        for (const IpAddress& ip : cluster_ips_) {
+            Rule tcp = rule_to(simple(TargetKind::kRejectTcpReset));
+            tcp.destination = host(ip);
+            tcp.proto = IPPROTO_TCP;
+            tcp.comment = ip.to_string() + " cluster IP, port not proxied";
+            Rule other = tcp;
+            other.proto = 0;
+            other.target = simple(TargetKind::kRejectPortUnreachable);
+            filter_services.rules.push_back(std::move(tcp));
+            filter_services.rules.push_back(std::move(other));
+        }
     }
 
-    void service(const ServicePortPlan& port, const IpAddress& cluster_ip) {
+    void service(const ServicePortPlan& port, const FamilyPolicy& policy) {
         const uint8_t proto = ip_protocol_number(port.protocol);
         const std::string id = port.id();
-        const bool itp_local = port.internal_traffic_policy == TrafficPolicy::kLocal;
-        const bool etp_local = port.external_traffic_policy == TrafficPolicy::kLocal;
-        const std::vector<Endpoint> cluster_eps = of_family(port.cluster_endpoints, family_);
-        const std::vector<Endpoint> local_eps = of_family(port.local_endpoints, family_);
-        const std::vector<IpAddress> external_ips = of_family(port.external_ips, family_);
-        const std::vector<IpAddress> lb_ips = of_family(port.load_balancer_ips, family_);
-        const bool has_endpoints = !cluster_eps.empty() || !local_eps.empty();
-        const std::vector<Endpoint>& internal_eps = itp_local ? local_eps : cluster_eps;
-        const std::vector<Endpoint>& external_eps = etp_local ? local_eps : cluster_eps;
         const std::string svc = service_chain_name("SVC", port, hash_);
         const std::string svl = service_chain_name("SVL", port, hash_);
         const std::string ext = service_chain_name("EXT", port, hash_);
         const std::string fw = service_chain_name("FW", port, hash_);
-        const std::string& internal_chain = itp_local ? svl : svc;
-        const std::string& external_policy_chain = etp_local ? svl : svc;
-        const bool has_internal = !internal_eps.empty();
-        const bool has_external = !external_eps.empty();
-        const bool externally_accessible =
-            port.node_port != 0 || !external_ips.empty() || !lb_ips.empty();
-        const bool uses_ext = has_endpoints && externally_accessible;
+        auto chain_of = [&](EndpointSet set) { return set == EndpointSet::kLocal ? svl : svc; };
+        const TrafficRoute& internal = policy.cluster_ip_traffic;
+        const TrafficRoute& external = policy.external_traffic;
 
-        // Local traffic and the node's own to an external address of a Local
-        // policy take the cluster endpoints, whatever the internal policy
-        // (kube-proxy's short circuit, "subject to neither policy").
-        const bool short_circuit = uses_ext && etp_local && !cluster_eps.empty();
         // Endpoint-choosing chains, when something jumps to them.
-        const bool svc_used = (has_internal && !itp_local) ||
-                              (uses_ext && has_external && !etp_local) || short_circuit;
-        const bool svl_used =
-            (has_internal && itp_local) || (uses_ext && has_external && etp_local);
-        if (svc_used) endpoint_chain(port, svc, cluster_eps, !itp_local, cluster_ip, proto);
-        if (svl_used) endpoint_chain(port, svl, local_eps, itp_local, cluster_ip, proto);
+        for (const EndpointSet set : {EndpointSet::kCluster, EndpointSet::kLocal}) {
+            const bool used = set == EndpointSet::kCluster ? policy.uses_cluster_endpoints
+                                                           : policy.uses_local_endpoints;
+            if (used) endpoint_chain(port, chain_of(set), policy, set, proto);
+        }
+        if (policy.reject_unknown_ports) cluster_ips_.insert(policy.cluster_ip);
 
         // No usable endpoints: nothing in nat rewrites the destination, so
-        // the filter table sees the service address and refuses it. DROP when
-        // endpoints exist but the policy excludes them (kube-proxy's choice).
+        // the filter table sees the service address and refuses it.
         Chain& services = chain(m_.nat, kServicesChain);
-        if (has_internal) {
-            services.rules.push_back(
-                frontend(cluster_ip, proto, port.port, id + " cluster IP", jump(internal_chain)));
+        if (internal.has_endpoints) {
+            services.rules.push_back(frontend(policy.cluster_ip, proto, port.port,
+                                              id + " cluster IP",
+                                              jump(chain_of(internal.endpoints))));
         } else {
             chain(m_.filter, kFilterServicesChain)
-                .rules.push_back(
-                    frontend(cluster_ip, proto, port.port, id + " has no endpoints",
-                             has_endpoints ? simple(TargetKind::kDrop) : reject_for(proto)));
+                .rules.push_back(frontend(policy.cluster_ip, proto, port.port,
+                                          id + " has no endpoints",
+                                          refusal_target(internal, proto)));
         }
-        if (!externally_accessible) return;
 
-        if (uses_ext)
-            external_chain(ext, svc, short_circuit, etp_local, has_external, external_policy_chain);
-        const Target refuse = has_endpoints ? simple(TargetKind::kDrop) : reject_for(proto);
+        if (policy.external_entry) external_chain(ext, svc, policy, chain_of(external.endpoints));
+        const Target refuse = refusal_target(external, proto);
+        const std::string no_external = id + " has no external endpoints";
         Chain& filter_external = chain(m_.filter, kFilterExternalChain);
-        for (const IpAddress& ip : external_ips) {
-            if (uses_ext) {
+        for (const IpAddress& ip : policy.external_ips) {
+            if (policy.external_entry) {
                 services.rules.push_back(
                     frontend(ip, proto, port.port, id + " external IP", jump(ext)));
             }
-            if (!has_external) {
+            if (!external.has_endpoints) {
                 filter_external.rules.push_back(
-                    frontend(ip, proto, port.port, id + " has no external endpoints", refuse));
+                    frontend(ip, proto, port.port, no_external, refuse));
             }
         }
-        const std::vector<Prefix> ranges = of_family(port.load_balancer_source_ranges, family_);
-        const bool firewalled = !port.load_balancer_source_ranges.empty();
-        for (const IpAddress& ip : lb_ips) {
-            if (uses_ext) {
+        for (const IpAddress& ip : policy.load_balancer_ips) {
+            if (policy.external_entry) {
                 services.rules.push_back(frontend(ip, proto, port.port, id + " loadbalancer IP",
-                                                  jump(firewalled ? fw : ext)));
-                if (firewalled) {
-                    // Sources outside the ranges leave FW without DNAT; the
-                    // filter rule then drops them on the LB address.
-                    chain(m_.filter, kFirewallChain)
-                        .rules.push_back(frontend(ip, proto, port.port,
+                                                  jump(policy.firewall ? fw : ext)));
+            }
+            if (policy.firewall) {
+                // The source ranges come first, endpoints or not: allowed
+                // sources meet the refusal here, after which every other
+                // source (FW did not DNAT it) is dropped.
+                Chain& firewall = chain(m_.filter, kFirewallChain);
+                if (!external.has_endpoints) {
+                    for (const Prefix& source : policy.allowed_sources) {
+                        Rule r = frontend(ip, proto, port.port, no_external, refuse);
+                        r.source = source;
+                        firewall.rules.push_back(std::move(r));
+                    }
+                }
+                firewall.rules.push_back(frontend(ip, proto, port.port,
                                                   id + " not allowed by loadBalancerSourceRanges",
                                                   simple(TargetKind::kDrop)));
-                }
-            }
-            if (!has_external) {
+            } else if (!external.has_endpoints) {
                 filter_external.rules.push_back(
-                    frontend(ip, proto, port.port, id + " has no external endpoints", refuse));
+                    frontend(ip, proto, port.port, no_external, refuse));
             }
         }
-        if (firewalled && uses_ext && !lb_ips.empty()) {
+        if (policy.firewall && policy.external_entry) {
             Chain& c = chain(m_.nat, fw);
-            for (const Prefix& range : ranges) {
+            for (const Prefix& source : policy.allowed_sources) {
                 Rule r = rule_to(jump(ext));
-                r.source = range;
+                r.source = source;
                 c.rules.push_back(r);
             }
         }
-        if (port.node_port != 0) {
-            if (uses_ext) {
+        if (policy.has_node_port) {
+            if (policy.external_entry) {
                 Rule r = rule_to(jump(ext));
                 r.proto = proto;
                 r.dport = port.node_port;
                 r.comment = id + " node port";
                 chain(m_.nat, kNodePortsChain).rules.push_back(r);
             }
-            if (!has_external) {
+            if (!external.has_endpoints) {
                 for (Rule r : nodeport_conditions(options_, family_)) {
                     r.proto = proto;
                     r.dport = port.node_port;
-                    r.comment = id + " has no external endpoints";
+                    r.comment = no_external;
                     r.target = refuse;
                     filter_external.rules.push_back(r);
                 }
@@ -276,18 +280,25 @@ class Renderer {
         return c;
     }
 
-    // SVC / SVL: masquerade ClusterIP traffic that is not local traffic (when
-    // this chain serves the internal policy), then the ClientIP affinity
-    // checks, then the statistic cascade: rule k matches 1/(n-k) of what
-    // reaches it, so every endpoint gets 1/n.
+    static Target refusal_target(const TrafficRoute& route, uint8_t proto) {
+        return route.refusal == Refusal::kReject ? reject_for(proto) : simple(TargetKind::kDrop);
+    }
+
+    // SVC / SVL: masquerade ClusterIP traffic as the policy says (when this
+    // set serves ClusterIP traffic), then the ClientIP affinity checks, then
+    // the statistic cascade: rule k matches 1/(n-k) of what reaches it, so
+    // every endpoint gets 1/n.
     void endpoint_chain(const ServicePortPlan& port, const std::string& name,
-                        const std::vector<Endpoint>& eps, bool internal,
-                        const IpAddress& cluster_ip, uint8_t proto) {
+                        const FamilyPolicy& policy, EndpointSet set, uint8_t proto) {
         Chain& c = chain(m_.nat, name);
-        if (internal && (options_.masquerade_all || m_.nat.chains.count(kMasqOutsideChain) != 0)) {
+        const std::vector<Endpoint>& eps = policy.endpoints(set);
+        if (policy.cluster_ip_traffic.endpoints == set &&
+            policy.cluster_ip_masquerade != ClusterIpMasquerade::kNone) {
             c.rules.push_back(
-                frontend(cluster_ip, proto, port.port, {},
-                         jump(options_.masquerade_all ? kMarkMasqChain : kMasqOutsideChain)));
+                frontend(policy.cluster_ip, proto, port.port, {},
+                         jump(policy.cluster_ip_masquerade == ClusterIpMasquerade::kAll
+                                  ? kMarkMasqChain
+                                  : kMasqOutsideChain)));
         }
         const bool affinity = port.session_affinity.client_ip;
         const uint32_t seconds = port.session_affinity.timeout_seconds != 0
@@ -339,12 +350,11 @@ class Renderer {
     // the cluster endpoints (the node's own traffic masqueraded so replies
     // return).
     void external_chain(const std::string& name, const std::string& cluster_chain,
-                        bool short_circuit, bool etp_local, bool has_external,
-                        const std::string& external_policy_chain) {
+                        const FamilyPolicy& policy, const std::string& external_policy_chain) {
         Chain& c = chain(m_.nat, name);
-        if (!etp_local) {
+        if (policy.external_masquerade) {
             c.rules.push_back(rule_to(jump(kMarkMasqChain)));
-        } else if (short_circuit) {
+        } else if (policy.short_circuit) {
             for (const LocalMatch& match : local_matches(options_, family_)) {
                 c.rules.push_back(local_match_rule(match, jump(cluster_chain)));
             }
@@ -355,13 +365,16 @@ class Renderer {
             local.src_type_local = true;
             c.rules.push_back(local);
         }
-        if (has_external) c.rules.push_back(rule_to(jump(external_policy_chain)));
+        if (policy.external_traffic.has_endpoints) {
+            c.rules.push_back(rule_to(jump(external_policy_chain)));
+        }
     }
 
     FamilyModel& m_;
     const BackendOptions& options_;
     IpFamily family_;
     const ChainHash& hash_;
+    std::set<IpAddress> cluster_ips_;  // rejected on unknown ports by finish()
 };
 
 }  // namespace
@@ -389,12 +402,16 @@ RenderResult render(const Plan& plan, const BackendOptions& options, const Chain
     ChainNameCheck named = check_chain_names(valid, hash);
     out.errors.insert(out.errors.end(), named.errors.begin(), named.errors.end());
     out.chain_name_collisions = named.collisions;
+    std::vector<ServicePolicy> policies;
+    policies.reserve(named.ports.size());
+    for (const ServicePortPlan* port : named.ports)
+        policies.push_back(service_policy(*port, options));
     for (FamilyModel* m : {&out.model.v4, &out.model.v6}) {
         Renderer r(*m, options, hash);
         r.base();
-        for (const ServicePortPlan* port : named.ports) {
-            for (const IpAddress& ip : port->cluster_ips) {
-                if (ip.family() == m->family) r.service(*port, ip);
+        for (size_t i = 0; i < named.ports.size(); ++i) {
+            for (const FamilyPolicy& policy : policies[i].families) {
+                if (policy.family == m->family) r.service(*named.ports[i], policy);
             }
         }
         r.finish();

@@ -9,6 +9,8 @@
 // SWITCHBOARD-POSTROUTING. Services without (usable) endpoints are rejected
 // or dropped in the filter table, where the destination is still the
 // service's address because no nat rule rewrote it. docs/iptables.md.
+// What each service port means for traffic comes from
+// rules/service_policy.h; this file only turns it into x_tables rules.
 #pragma once
 
 #include <string>

@@ -2,10 +2,13 @@
 
 #include <netinet/in.h>
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "rules/local_traffic.h"
 #include "rules/naming.h"
+#include "rules/service_policy.h"
 
 namespace sb::rules::nftables {
 
@@ -187,138 +190,125 @@ std::string service_chain_name(const char* kind, IpFamily family, const ServiceP
 
 namespace {
 
+const Verdict kReject{VerdictKind::kGoto, kRejectChain, {}, 0};
+const Verdict kDrop{VerdictKind::kDrop, {}, {}, 0};
+
+// The filter hooks' verdict for a route without endpoints.
+const Verdict& refusal_verdict(const TrafficRoute& route) {
+    return route.refusal == Refusal::kReject ? kReject : kDrop;
+}
+
+// The rule ClusterIP traffic to `cluster_ip` passes before its endpoint
+// choice, when the policy masquerades some of it.
+std::optional<Rule> cluster_ip_masquerade_rule(const FamilyPolicy& policy) {
+    if (policy.cluster_ip_masquerade == ClusterIpMasquerade::kNone) return std::nullopt;
+    const std::string chain = policy.cluster_ip_masquerade == ClusterIpMasquerade::kAll
+                                  ? kMarkForMasqueradeChain
+                                  : masq_outside_chain(policy.family);
+    return Rule{nfproto(policy.family), daddr(host_prefix(policy.cluster_ip)),
+                verdict(VerdictKind::kJump, chain)};
+}
+
 // loadBalancerSourceRanges: the LB addresses' traffic passes a chain that
 // returns for allowed sources and drops the rest.
-void add_firewall(Fragment& out, IpFamily f, const ServicePortPlan& port, uint8_t proto) {
-    if (port.load_balancer_source_ranges.empty()) return;
+void add_firewall(Fragment& out, const FamilyPolicy& policy, const ServicePortPlan& port,
+                  uint8_t proto) {
+    if (!policy.firewall) return;
+    const IpFamily f = policy.family;
     Chain chain = make_chain(service_chain_name("fw", f, port));
-    for (const Prefix& range : of_family(port.load_balancer_source_ranges, f)) {
-        add_rule(chain, {nfproto(f), saddr(range), verdict(VerdictKind::kReturn)});
+    for (const Prefix& source : policy.allowed_sources) {
+        add_rule(chain, {nfproto(f), saddr(source), verdict(VerdictKind::kReturn)});
     }
     add_rule(chain, {verdict(VerdictKind::kDrop)});
-    bool used = false;
-    for (const IpAddress& ip : port.load_balancer_ips) {
-        if (ip.family() != f) continue;
+    for (const IpAddress& ip : policy.load_balancer_ips) {
         out.elements.push_back(ElementRef{firewall_map(f), ElementKey{ip, {}, proto, port.port},
                                           Verdict{VerdictKind::kGoto, chain.name, {}, 0}});
-        used = true;
     }
-    if (used) out.chains.push_back(std::move(chain));
+    out.chains.push_back(std::move(chain));
+}
+
+// The external frontends of a family: the addresses (keyed with the service
+// port) and, with a NodePort, the port alone.
+template <class Each>
+void for_each_external_frontend(const FamilyPolicy& policy, const ServicePortPlan& port,
+                                uint8_t proto, Each each) {
+    for (const auto* list : {&policy.external_ips, &policy.load_balancer_ips}) {
+        for (const IpAddress& ip : *list) each(false, ElementKey{ip, {}, proto, port.port});
+    }
+    if (policy.has_node_port) each(true, ElementKey{{}, {}, proto, port.node_port});
 }
 
 // ClientIP affinity needs the chosen endpoint in the rule that records it, so
 // these service ports keep per-service chains with a literal cascade.
-Fragment render_chained(const ServicePortPlan& port, const BackendOptions& options) {
-    Fragment out;
+void render_chained(Fragment& out, const ServicePortPlan& port, const FamilyPolicy& policy,
+                    const BackendOptions& options) {
+    const IpFamily f = policy.family;
     const uint8_t proto = ip_protocol_number(port.protocol);
-    const bool itp_local = port.internal_traffic_policy == TrafficPolicy::kLocal;
-    const bool etp_local = port.external_traffic_policy == TrafficPolicy::kLocal;
     auto element = [&](std::string set, ElementKey key, Verdict v) {
         out.elements.push_back(ElementRef{std::move(set), key, std::move(v)});
     };
-    const Verdict reject{VerdictKind::kGoto, kRejectChain};
-    const Verdict drop{VerdictKind::kDrop, {}};
+    const std::string svc = service_chain_name("svc", f, port);
+    const std::string loc = service_chain_name("loc", f, port);
+    const std::string ext = service_chain_name("ext", f, port);
+    auto chain_of = [&](EndpointSet set) { return set == EndpointSet::kLocal ? loc : svc; };
 
-    for (const IpAddress& cluster_ip : port.cluster_ips) {
-        const IpFamily f = cluster_ip.family();
-        const std::vector<Endpoint> cluster_eps = of_family(port.cluster_endpoints, f);
-        const std::vector<Endpoint> local_eps = of_family(port.local_endpoints, f);
-        std::vector<IpAddress> externals;
-        for (const auto* list : {&port.external_ips, &port.load_balancer_ips}) {
-            for (const IpAddress& ip : *list) {
-                if (ip.family() == f) externals.push_back(ip);
+    for (const EndpointSet set : {EndpointSet::kCluster, EndpointSet::kLocal}) {
+        const std::vector<Endpoint>& eps = policy.endpoints(set);
+        const bool used = set == EndpointSet::kCluster ? policy.uses_cluster_endpoints
+                                                       : policy.uses_local_endpoints;
+        if (!used || eps.empty()) continue;
+        Chain chain = make_chain(chain_of(set));
+        // ClusterIP traffic that is not local traffic is masqueraded so
+        // replies come back through this node (kube-proxy's rule).
+        if (policy.cluster_ip_traffic.endpoints == set) {
+            if (auto masquerade = cluster_ip_masquerade_rule(policy)) {
+                add_rule(chain, std::move(*masquerade));
             }
         }
-        const bool has_external = !externals.empty() || port.node_port != 0;
-
-        const std::string svc = service_chain_name("svc", f, port);
-        const std::string loc = service_chain_name("loc", f, port);
-        const std::string ext = service_chain_name("ext", f, port);
-        const std::vector<Endpoint>& internal_eps = itp_local ? local_eps : cluster_eps;
-        const std::string& internal_chain = itp_local ? loc : svc;
-        const std::vector<Endpoint>& external_eps = etp_local ? local_eps : cluster_eps;
-        const std::string& external_policy_chain = etp_local ? loc : svc;
-        const bool has_internal = !internal_eps.empty();
-        const bool has_external_eps = has_external && !external_eps.empty();
-        // Local traffic and the node's own to an external address of a Local
-        // policy take the cluster endpoints, whatever the internal policy and
-        // even without local endpoints (kube-proxy's short circuit, "subject
-        // to neither policy").
-        const bool short_circuit = has_external && etp_local && !cluster_eps.empty();
-        // Refused traffic: DROP when endpoints exist but the policy excludes
-        // them, else REJECT (kube-proxy).
-        const Verdict refuse = cluster_eps.empty() && local_eps.empty() ? reject : drop;
-
-        // The endpoint chains that something dispatches to.
-        for (const bool local : {false, true}) {
-            const std::vector<Endpoint>& eps = local ? local_eps : cluster_eps;
-            const bool is_internal = local == itp_local;
-            const bool used = (is_internal && has_internal) ||
-                              (has_external_eps && local == etp_local) || (short_circuit && !local);
-            if (!used || eps.empty()) continue;
-            Chain chain = make_chain(local ? loc : svc);
-            if (is_internal) {
-                // ClusterIP traffic that is not local traffic is masqueraded
-                // so replies come back through this node (kube-proxy's rule).
-                const Rule to_cluster_ip{nfproto(f), daddr(host_prefix(cluster_ip))};
-                if (options.masquerade_all) {
-                    Rule r = to_cluster_ip;
-                    r.push_back(verdict(VerdictKind::kJump, kMarkForMasqueradeChain));
-                    add_rule(chain, std::move(r));
-                } else if (!local_matches(options, f).empty()) {
-                    Rule r = to_cluster_ip;
-                    r.push_back(verdict(VerdictKind::kJump, masq_outside_chain(f)));
-                    add_rule(chain, std::move(r));
-                }
-            }
-            add_endpoint_cascade(chain, f, port, eps);
-            for (const Endpoint& e : eps) element(hairpin_set(f), ElementKey{e.ip, e.ip, 0, 0}, {});
-            out.chains.push_back(std::move(chain));
-        }
-
-        const ElementKey cluster_key{cluster_ip, {}, proto, port.port};
-        if (has_internal) {
-            element(services_map(f), cluster_key, Verdict{VerdictKind::kGoto, internal_chain});
-        } else {
-            element(no_endpoints_map(f), cluster_key, refuse);
-        }
-
-        if (!has_external) continue;
-        // Dispatched to `ext` when something there DNATs; what falls through
-        // it (or is not dispatched) meets `refuse` in the filter hooks.
-        const bool dispatched = has_external_eps || short_circuit;
-        if (dispatched) {
-            Chain chain = make_chain(ext);
-            if (!etp_local) {
-                add_rule(chain, {verdict(VerdictKind::kJump, kMarkForMasqueradeChain)});
-            } else if (short_circuit) {
-                // The short circuit; the node's own traffic is masqueraded
-                // so replies return.
-                add_local_short_circuit(chain.rules, options, f, svc);
-                add_rule(chain,
-                         {fib_saddr_local(), verdict(VerdictKind::kJump, kMarkForMasqueradeChain)});
-                add_rule(chain, {fib_saddr_local(), verdict(VerdictKind::kGoto, svc)});
-            }
-            if (has_external_eps) {
-                add_rule(chain, {verdict(VerdictKind::kGoto, external_policy_chain)});
-            }
-            out.chains.push_back(std::move(chain));
-        }
-        const Verdict to_ext{VerdictKind::kGoto, ext};
-        for (const IpAddress& ip : externals) {
-            const ElementKey key{ip, {}, proto, port.port};
-            if (dispatched) element(services_map(f), key, to_ext);
-            if (!has_external_eps) element(no_endpoints_map(f), key, refuse);
-        }
-        if (port.node_port != 0) {
-            const ElementKey key{{}, {}, proto, port.node_port};
-            if (dispatched) element(nodeports_map(f), key, to_ext);
-            if (!has_external_eps) element(no_endpoint_nodeports_map(f), key, refuse);
-        }
-
-        add_firewall(out, f, port, proto);
+        add_endpoint_cascade(chain, f, port, eps);
+        for (const Endpoint& e : eps) element(hairpin_set(f), ElementKey{e.ip, e.ip, 0, 0}, {});
+        out.chains.push_back(std::move(chain));
     }
-    return out;
+
+    const TrafficRoute& internal = policy.cluster_ip_traffic;
+    const ElementKey cluster_key{policy.cluster_ip, {}, proto, port.port};
+    if (internal.has_endpoints) {
+        element(services_map(f), cluster_key,
+                Verdict{VerdictKind::kGoto, chain_of(internal.endpoints)});
+    } else {
+        element(no_endpoints_map(f), cluster_key, refusal_verdict(internal));
+    }
+
+    const TrafficRoute& external = policy.external_traffic;
+    if (policy.external_entry) {
+        Chain chain = make_chain(ext);
+        if (policy.external_masquerade) {
+            add_rule(chain, {verdict(VerdictKind::kJump, kMarkForMasqueradeChain)});
+        } else if (policy.short_circuit) {
+            // The node's own traffic is masqueraded so replies return.
+            add_local_short_circuit(chain.rules, options, f, svc);
+            add_rule(chain,
+                     {fib_saddr_local(), verdict(VerdictKind::kJump, kMarkForMasqueradeChain)});
+            add_rule(chain, {fib_saddr_local(), verdict(VerdictKind::kGoto, svc)});
+        }
+        if (external.has_endpoints) {
+            add_rule(chain, {verdict(VerdictKind::kGoto, chain_of(external.endpoints))});
+        }
+        out.chains.push_back(std::move(chain));
+    }
+    // What the entry chain leaves undNATed (or all of it, without one) meets
+    // the refusal in the filter hooks.
+    for_each_external_frontend(policy, port, proto, [&](bool by_port, const ElementKey& key) {
+        if (policy.external_entry) {
+            element(by_port ? nodeports_map(f) : services_map(f), key,
+                    Verdict{VerdictKind::kGoto, ext, {}, 0});
+        }
+        if (!external.has_endpoints) {
+            element(by_port ? no_endpoint_nodeports_map(f) : no_endpoints_map(f), key,
+                    refusal_verdict(external));
+        }
+    });
+    add_firewall(out, policy, port, proto);
 }
 
 // Builds the shared chains of the map-driven shape. A shared chain's content
@@ -326,8 +316,8 @@ Fragment render_chained(const ServicePortPlan& port, const BackendOptions& optio
 // copy and the model reference counts it.
 class SharedChains {
   public:
-    SharedChains(Fragment& out, IpFamily f, const BackendOptions& options)
-        : out_(out), f_(f), options_(options) {}
+    SharedChains(Fragment& out, const FamilyPolicy& policy, const BackendOptions& options)
+        : out_(out), policy_(policy), f_(policy.family), options_(options) {}
 
     // dnat via the backend map: `numgen random mod n` picks the slot.
     std::string dnat(bool local, bool by_port, size_t n) {
@@ -342,24 +332,29 @@ class SharedChains {
         return name;
     }
 
-    // ClusterIP traffic: masquerade what is not local traffic, then dnat.
-    std::string cluster_ip(bool local, size_t n) {
-        const std::string target = dnat(local, false, n);
-        const bool detects_local = !local_matches(options_, f_).empty();
-        if (!options_.masquerade_all && !detects_local) return target;
+    // ClusterIP traffic: the policy's masquerade, then dnat.
+    std::string cluster_ip() {
+        const TrafficRoute& route = policy_.cluster_ip_traffic;
+        const std::string target = dnat(route.endpoints == EndpointSet::kLocal, false,
+                                        policy_.endpoints(route.endpoints).size());
+        if (policy_.cluster_ip_masquerade == ClusterIpMasquerade::kNone) return target;
         const std::string name = "cip-" + target;
-        add(name, {{verdict(VerdictKind::kJump, options_.masquerade_all ? kMarkForMasqueradeChain
-                                                                        : masq_outside_chain(f_))},
-                   {verdict(VerdictKind::kGoto, target)}});
+        add(name,
+            {{verdict(VerdictKind::kJump, policy_.cluster_ip_masquerade == ClusterIpMasquerade::kAll
+                                              ? kMarkForMasqueradeChain
+                                              : masq_outside_chain(f_))},
+             {verdict(VerdictKind::kGoto, target)}});
         return name;
     }
 
-    // External traffic (external IPs, LB IPs, NodePorts).
-    // Under a Local policy, n_cluster > 0 adds the short circuit to the
-    // cluster endpoints.
-    std::string external(bool by_port, bool etp_local, size_t n_external, size_t n_cluster) {
-        if (!etp_local) {
-            const std::string target = dnat(false, by_port, n_external);
+    // The entry chain of external traffic (external IPs, LB IPs, NodePorts).
+    // Precondition: policy.external_entry.
+    std::string external(bool by_port) {
+        const TrafficRoute& route = policy_.external_traffic;
+        const bool local = route.endpoints == EndpointSet::kLocal;
+        const size_t n = route.has_endpoints ? policy_.endpoints(route.endpoints).size() : 0;
+        if (policy_.external_masquerade) {
+            const std::string target = dnat(local, by_port, n);
             const std::string name =
                 std::string(by_port ? "np-" : "") + "ext-" + target.substr(by_port ? 3 : 0);
             add(name, {{verdict(VerdictKind::kJump, kMarkForMasqueradeChain)},
@@ -367,24 +362,21 @@ class SharedChains {
             return name;
         }
         std::string name = std::string(by_port ? "np-" : "") + "ext-local" + family_digit(f_) +
-                           "-" + std::to_string(n_external);
+                           "-" + std::to_string(n);
         std::vector<Rule> rules;
-        if (n_cluster > 0) {
-            // Local traffic and the node itself take the cluster endpoints
-            // (kube-proxy's short circuit, "subject to neither policy"); the
-            // node's own traffic is masqueraded.
-            const std::string cluster = dnat(false, by_port, n_cluster);
+        if (policy_.short_circuit) {
+            // Local traffic and the node itself take the cluster endpoints;
+            // the node's own traffic is masqueraded.
+            const std::string cluster = dnat(false, by_port, policy_.cluster_endpoints.size());
             name += "-via-" + cluster;
             add_local_short_circuit(rules, options_, f_, cluster);
             rules.push_back(
                 {fib_saddr_local(), verdict(VerdictKind::kJump, kMarkForMasqueradeChain)});
             rules.push_back({fib_saddr_local(), verdict(VerdictKind::kGoto, cluster)});
         }
-        // Without local endpoints the rest falls through undNATed to the
-        // filter hooks' drop.
-        if (n_external > 0) {
-            rules.push_back({verdict(VerdictKind::kGoto, dnat(true, by_port, n_external))});
-        }
+        // Without endpoints for external traffic the rest falls through
+        // undNATed to the filter hooks' refusal.
+        if (n > 0) rules.push_back({verdict(VerdictKind::kGoto, dnat(local, by_port, n))});
         add(name, std::move(rules));
         return name;
     }
@@ -400,6 +392,7 @@ class SharedChains {
     }
 
     Fragment& out_;
+    const FamilyPolicy& policy_;
     IpFamily f_;
     const BackendOptions& options_;
 };
@@ -407,91 +400,70 @@ class SharedChains {
 // The shape for every service port without affinity: no chain of its own,
 // only map elements (dispatch, backends, hairpin), so an endpoint change is
 // element changes only and the kernel need not revalidate the table.
-Fragment render_mapped(const ServicePortPlan& port, const BackendOptions& options) {
-    Fragment out;
+void render_mapped(Fragment& out, const ServicePortPlan& port, const FamilyPolicy& policy,
+                   const BackendOptions& options) {
+    const IpFamily f = policy.family;
     const uint8_t proto = ip_protocol_number(port.protocol);
-    const bool itp_local = port.internal_traffic_policy == TrafficPolicy::kLocal;
-    const bool etp_local = port.external_traffic_policy == TrafficPolicy::kLocal;
-    const Verdict reject{VerdictKind::kGoto, kRejectChain, {}, 0};
-    const Verdict drop{VerdictKind::kDrop, {}, {}, 0};
     auto element = [&](std::string set, ElementKey key, Verdict v) {
         out.elements.push_back(ElementRef{std::move(set), key, std::move(v)});
     };
-    auto backends = [&](const std::string& map, const IpAddress& address, uint16_t frontend_port,
-                        const std::vector<Endpoint>& eps) {
+    // The backend slots of one frontend for one endpoint set.
+    auto backends = [&](EndpointSet set, bool by_port, const ElementKey& frontend) {
+        const std::vector<Endpoint>& eps = policy.endpoints(set);
+        const std::string map = backends_map(f, set == EndpointSet::kLocal, by_port);
         for (size_t k = 0; k < eps.size(); ++k) {
-            element(map, ElementKey{address, {}, proto, frontend_port, static_cast<uint32_t>(k)},
+            element(map, ElementKey{frontend.a, {}, proto, frontend.port, static_cast<uint32_t>(k)},
                     Verdict{VerdictKind::kNone, {}, eps[k].ip, eps[k].port});
         }
     };
-    for (const IpAddress& cluster_ip : port.cluster_ips) {
-        const IpFamily f = cluster_ip.family();
-        SharedChains shared(out, f, options);
-        const std::vector<Endpoint> cluster_eps = of_family(port.cluster_endpoints, f);
-        const std::vector<Endpoint> local_eps = of_family(port.local_endpoints, f);
-        const std::vector<Endpoint>& internal = itp_local ? local_eps : cluster_eps;
-        const std::vector<Endpoint>& external = etp_local ? local_eps : cluster_eps;
-        // As in render_chained: the short circuit, and DROP when endpoints
-        // exist but the policy excludes them, else REJECT.
-        const bool short_circuit = etp_local && !cluster_eps.empty();
-        const Verdict refuse = cluster_eps.empty() && local_eps.empty() ? reject : drop;
-        for (const auto* list : {&cluster_eps, &local_eps}) {
-            for (const Endpoint& e : *list) element(hairpin_set(f), ElementKey{e.ip, e.ip}, {});
-        }
-
-        const ElementKey cluster_key{cluster_ip, {}, proto, port.port};
-        if (!internal.empty()) {
-            element(services_map(f), cluster_key,
-                    Verdict{VerdictKind::kGoto, shared.cluster_ip(itp_local, internal.size())});
-            backends(backends_map(f, itp_local, false), cluster_ip, port.port, internal);
-        } else {
-            element(no_endpoints_map(f), cluster_key, refuse);
-        }
-
-        std::vector<IpAddress> externals;
-        for (const auto* list : {&port.external_ips, &port.load_balancer_ips}) {
-            for (const IpAddress& ip : *list) {
-                if (ip.family() == f) externals.push_back(ip);
-            }
-        }
-        // External traffic, for frontends keyed by address or by port: the
-        // entry chain when something there DNATs, and `refuse` in the filter
-        // hooks for what it leaves (or all of it) undNATed.
-        const bool dispatched = !external.empty() || short_circuit;
-        auto external_frontend = [&](bool by_port, const ElementKey& key, const std::string& map,
-                                     const std::string& refuse_map) {
-            if (dispatched) {
-                element(map, key,
-                        Verdict{VerdictKind::kGoto,
-                                shared.external(by_port, etp_local, external.size(),
-                                                etp_local ? cluster_eps.size() : 0)});
-                backends(backends_map(f, etp_local, by_port), key.a, key.port, external);
-                if (etp_local)
-                    backends(backends_map(f, false, by_port), key.a, key.port, cluster_eps);
-            }
-            if (external.empty()) element(refuse_map, key, refuse);
-        };
-        for (const IpAddress& ip : externals) {
-            external_frontend(false, ElementKey{ip, {}, proto, port.port}, services_map(f),
-                              no_endpoints_map(f));
-        }
-        if (port.node_port != 0) {
-            external_frontend(true, ElementKey{{}, {}, proto, port.node_port}, nodeports_map(f),
-                              no_endpoint_nodeports_map(f));
-        }
-        add_firewall(out, f, port, proto);
+    SharedChains shared(out, policy, options);
+    for (const auto* list : {&policy.cluster_endpoints, &policy.local_endpoints}) {
+        for (const Endpoint& e : *list) element(hairpin_set(f), ElementKey{e.ip, e.ip}, {});
     }
-    return out;
+
+    const TrafficRoute& internal = policy.cluster_ip_traffic;
+    const ElementKey cluster_key{policy.cluster_ip, {}, proto, port.port};
+    if (internal.has_endpoints) {
+        element(services_map(f), cluster_key, Verdict{VerdictKind::kGoto, shared.cluster_ip()});
+        backends(internal.endpoints, false, cluster_key);
+    } else {
+        element(no_endpoints_map(f), cluster_key, refusal_verdict(internal));
+    }
+
+    // External traffic: the entry chain when something there DNATs, and the
+    // refusal in the filter hooks for what it leaves (or all of it) undNATed.
+    const TrafficRoute& external = policy.external_traffic;
+    for_each_external_frontend(policy, port, proto, [&](bool by_port, const ElementKey& key) {
+        if (policy.external_entry) {
+            element(by_port ? nodeports_map(f) : services_map(f), key,
+                    Verdict{VerdictKind::kGoto, shared.external(by_port)});
+            if (external.has_endpoints) backends(external.endpoints, by_port, key);
+            if (policy.short_circuit && external.endpoints != EndpointSet::kCluster) {
+                backends(EndpointSet::kCluster, by_port, key);
+            }
+        }
+        if (!external.has_endpoints) {
+            element(by_port ? no_endpoint_nodeports_map(f) : no_endpoints_map(f), key,
+                    refusal_verdict(external));
+        }
+    });
+    add_firewall(out, policy, port, proto);
 }
 
 }  // namespace
 
 Fragment render_service(const ServicePortPlan& port, const BackendOptions& options) {
-    Fragment out = port.session_affinity.client_ip ? render_chained(port, options)
-                                                   : render_mapped(port, options);
-    for (const IpAddress& ip : port.cluster_ips) {
-        out.elements.push_back(
-            ElementRef{cluster_ips_set(ip.family()), ElementKey{ip, {}, 0, 0, 0}, {}});
+    Fragment out;
+    for (const FamilyPolicy& policy : service_policy(port, options).families) {
+        if (port.session_affinity.client_ip) {
+            render_chained(out, port, policy, options);
+        } else {
+            render_mapped(out, port, policy, options);
+        }
+        if (policy.reject_unknown_ports) {
+            out.elements.push_back(ElementRef{
+                cluster_ips_set(policy.family), ElementKey{policy.cluster_ip, {}, 0, 0, 0}, {}});
+        }
     }
     return out;
 }
@@ -519,9 +491,11 @@ Model render_base(const BackendOptions& options) {
     add_rule(forward, {ct_state_new(), verdict(VerdictKind::kJump, kClusterIpsCheck)});
     add_rule(chain(kFilterOutputPostDnat, Hook{"filter", "output", -90}),
              {ct_state_new(), verdict(VerdictKind::kJump, kClusterIpsCheck)});
+    // Source ranges first, as in prerouting: a source outside them meets the
+    // firewall's drop whether or not the service has endpoints.
     Chain& output = chain(kFilterOutput, Hook{"filter", "output", -110});
-    add_rule(output, {ct_state_new(), verdict(VerdictKind::kJump, kEndpointsCheck)});
     add_rule(output, {ct_state_new(), verdict(VerdictKind::kJump, kFirewallCheck)});
+    add_rule(output, {ct_state_new(), verdict(VerdictKind::kJump, kEndpointsCheck)});
     add_rule(chain(kNatPrerouting, Hook{"nat", "prerouting", -100}),
              {verdict(VerdictKind::kJump, kServicesChain)});
     add_rule(chain(kNatOutput, Hook{"nat", "output", -100}),
@@ -559,8 +533,8 @@ Model render_base(const BackendOptions& options) {
     add_rule(chain(kMarkForMasqueradeChain), {mark_set_or(mark)});
     for (IpFamily f : kFamilies) {
         // Marks what is not local traffic (ClusterIP traffic jumps here).
+        if (cluster_ip_masquerade(options, f) != ClusterIpMasquerade::kNotLocal) continue;
         const std::vector<LocalMatch> matches = local_matches(options, f);
-        if (matches.empty() || options.masquerade_all) continue;
         Chain& c = m.chains[masq_outside_chain(f)];
         c = make_chain(masq_outside_chain(f));
         for (const LocalMatch& match : matches) {

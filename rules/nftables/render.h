@@ -10,7 +10,9 @@
 // ports with ClientIP affinity keep a per-service chain with a cascade of
 // `numgen random mod (n-k) == 0` rules. Everything a service port
 // contributes is one Fragment, so an incremental sync renders only the
-// service ports that changed.
+// service ports that changed. What a service port means for traffic (which
+// endpoints, masquerade, reject or drop, source ranges) comes from
+// rules/service_policy.h; this file only turns it into nftables objects.
 #pragma once
 
 #include <string>

@@ -234,19 +234,25 @@ inline std::vector<LocalTrafficCase> local_traffic_cases() {
     };
 }
 
-// default/web:http, dual-stack, with NodePort 30080 under
-// externalTrafficPolicy Local: ClusterIPs 10.96.0.10 and fd00:96::10, one
-// local and two remote endpoints in IPv4, one of each in IPv6.
-inline ServicePortPlan dual_stack_local_policy_web() {
-    ServicePortPlan p = web(three_endpoints());
+// `p` with the IPv6 ClusterIP fd00:96::10 and two IPv6 endpoints on port
+// 8080: fd00:244:1::7 (local) and fd00:244:2::7.
+inline ServicePortPlan dual_stack(ServicePortPlan p) {
     p.cluster_ips.push_back(ip("fd00:96::10"));
-    p.node_port = 30080;
-    p.external_traffic_policy = TrafficPolicy::kLocal;
     const Endpoint v6a = endpoint("fd00:244:1::7", 8080, true);
     const Endpoint v6b = endpoint("fd00:244:2::7", 8080, false);
     p.cluster_endpoints.push_back(v6a);
     p.cluster_endpoints.push_back(v6b);
     p.local_endpoints.push_back(v6a);
+    return p;
+}
+
+// default/web:http, dual-stack, with NodePort 30080 under
+// externalTrafficPolicy Local: ClusterIPs 10.96.0.10 and fd00:96::10, one
+// local and two remote endpoints in IPv4, one of each in IPv6.
+inline ServicePortPlan dual_stack_local_policy_web() {
+    ServicePortPlan p = dual_stack(web(three_endpoints()));
+    p.node_port = 30080;
+    p.external_traffic_policy = TrafficPolicy::kLocal;
     return p;
 }
 

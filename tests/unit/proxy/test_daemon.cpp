@@ -584,9 +584,7 @@ TEST_CASE("ClusterCIDR: a Node change does not remake the backend") {
     options.backend.cluster_cidrs = prefixes({"10.0.0.0/8"});
     NodeDerivedOptions daemon(options, node_json());
 
-    auto after = daemon.write_node(
-        node_json("", R"({"podCIDRs": ["10.244.1.0/24"]})",
-                  R"({"addresses": [{"type": "InternalIP", "address": "192.168.1.5"}]})"));
+    auto after = daemon.write_node(node_json("", R"({"podCIDRs": ["10.244.1.0/24"]})"));
     auto made = daemon.log().backends_made();
     REQUIRE(made.size() == 1);
     CHECK(made[0].cluster_cidrs == prefixes({"10.0.0.0/8"}));
@@ -594,6 +592,30 @@ TEST_CASE("ClusterCIDR: a Node change does not remake the backend") {
     CHECK(after.backend == 0);
     CHECK(after.had_previous);
     CHECK(after.plan.services.size() == 2);
+}
+
+TEST_CASE("the backend's node_ips follow the Node's addresses and --bind-address") {
+    NodeDerivedOptions daemon(daemon_options(""), node_json());
+    REQUIRE(daemon.log().backends_made().size() == 1);
+    CHECK(daemon.log().backends_made()[0].node_ips.empty());  // the Node has no address yet
+
+    auto known = daemon.write_node(
+        node_json("", "{}",
+                  R"({"addresses": [{"type": "ExternalIP", "address": "203.0.113.5"},
+                          {"type": "InternalIP", "address": "192.168.1.5"},
+                          {"type": "InternalIP", "address": "fd00::5"}]})"));
+    auto made = daemon.log().backends_made();
+    REQUIRE(made.size() == 2);  // a new address remakes the backend, as podCIDRs do
+    CHECK(made[1].node_ips ==
+          std::vector<IpAddress>{*IpAddress::parse("192.168.1.5"), *IpAddress::parse("fd00::5")});
+    CHECK(known.backend == 1);
+
+    Options bound = daemon_options("");
+    bound.bind_address = *IpAddress::parse("192.168.1.77");
+    NodeDerivedOptions pinned(bound, node_with_internal_ip("192.168.1.5"));
+    REQUIRE(pinned.log().backends_made().size() == 1);
+    CHECK(pinned.log().backends_made()[0].node_ips ==
+          std::vector<IpAddress>{*IpAddress::parse("192.168.1.77")});
 }
 
 TEST_CASE("--nodeport-addresses=primary follows the Node's InternalIP") {
