@@ -55,7 +55,7 @@ class Snapshot {
     using ServiceIndex =
         PersistentMap<ObjectKey, std::shared_ptr<const ServiceEntry>, ObjectKeyHash>;
     template <typename T>
-    using Objects = PersistentMap<ObjectKey, std::shared_ptr<const T>, ObjectKeyHash>;
+    using ByKey = PersistentMap<ObjectKey, std::shared_ptr<const T>, ObjectKeyHash>;
 
     // The entry of Service `key`; nullptr when neither the Service nor a
     // slice labelled with it exists.
@@ -67,8 +67,8 @@ class Snapshot {
     // How many Services exist (entries with a Service).
     size_t service_count() const { return service_count_; }
     // Every EndpointSlice by key, labelled or not.
-    const Objects<EndpointSlice>& endpoint_slices() const { return slices_; }
-    const Objects<Node>& nodes() const { return nodes_; }
+    const ByKey<EndpointSlice>& endpoint_slices() const { return slices_; }
+    const ByKey<Node>& nodes() const { return nodes_; }
     // The Node called `name`; nullptr when absent.
     const Node* node(const std::string& name) const;
 
@@ -104,8 +104,8 @@ class Snapshot {
 
     ServiceIndex services_;
     size_t service_count_ = 0;
-    Objects<EndpointSlice> slices_;
-    Objects<Node> nodes_;
+    ByKey<EndpointSlice> slices_;
+    ByKey<Node> nodes_;
     uint64_t generation_ = 0;
     bool synced_ = false;
 };
