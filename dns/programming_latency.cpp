@@ -33,16 +33,13 @@ const char* ProgrammingLatency::service_kind(const watch::Service& service) {
 void ProgrammingLatency::observe(const Changed& changed, const watch::Snapshot& snapshot,
                                  time_point now) {
     for (const auto& [slice_key, service_key] : changed) {
-        auto slice = snapshot.endpoint_slices.find(slice_key);
-        if (slice == snapshot.endpoint_slices.end()) continue;  // deleted: nothing to time
-        auto service = snapshot.services.find(service_key);
-        if (service == snapshot.services.end() ||
-            service->second->type == watch::ServiceType::kExternalName) {
-            continue;
-        }
-        auto triggered = watch::last_change_trigger_time(*slice->second);
+        const auto* slice = snapshot.endpoint_slices().find(slice_key);
+        if (!slice) continue;  // deleted: nothing to time
+        const watch::Service* service = snapshot.find_service(service_key);
+        if (!service || service->type == watch::ServiceType::kExternalName) continue;
+        auto triggered = watch::last_change_trigger_time(**slice);
         if (!triggered || *triggered < started_) continue;
-        duration_.with({service_kind(*service->second)})
+        duration_.with({service_kind(*service)})
             .observe(std::chrono::duration<double>(now - *triggered).count());
     }
 }

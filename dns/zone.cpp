@@ -36,43 +36,56 @@ const char* proto_label(watch::Protocol protocol) {
     return "_tcp";
 }
 
-// Collects records while building: name -> type -> set of rdata.
+// Collects records while building, straight into the zone's own table (no
+// intermediate name -> type -> set maps: a zone of 10k Services is built
+// with one copy of its names). Every name under the origin brings its
+// ancestors up to the origin (empty non-terminals) when first added.
 class Builder {
   public:
     explicit Builder(std::string origin) : origin_(std::move(origin)) {}
 
     void add(const std::string& name, uint16_t rtype, std::string rdata) {
-        names_[name][rtype].insert(std::move(rdata));
+        auto [it, inserted] = nodes_.try_emplace(name);
+        if (inserted && name_is_under(name, origin_)) add_ancestors(name);
+        auto& rrsets = it->second.rrsets;
+        auto rrset = std::find_if(rrsets.begin(), rrsets.end(),
+                                  [&](const Zone::RRset& r) { return r.rtype == rtype; });
+        if (rrset == rrsets.end()) {
+            rrsets.push_back(Zone::RRset{rtype, {}});
+            rrset = rrsets.end() - 1;
+        }
+        rrset->rdatas.push_back(std::move(rdata));
     }
     void add_address(const std::string& name, const IpAddress& address) {
         add(name, address.is_v4() ? type::kA : type::kAAAA, rdata_address(address));
     }
 
+    // RRsets ordered by type, rdatas sorted and unique.
     std::unordered_map<std::string, Zone::Node> finish() {
-        std::unordered_map<std::string, Zone::Node> nodes;
-        nodes.reserve(names_.size() * 2);
-        for (auto& [name, types] : names_) {
-            Zone::Node& node = nodes[name];
-            for (auto& [rtype, rdatas] : types) {
-                Zone::RRset rrset;
-                rrset.rtype = rtype;
-                rrset.rdatas.assign(rdatas.begin(), rdatas.end());
-                node.rrsets.push_back(std::move(rrset));
-            }
-            // Empty non-terminals: every ancestor up to the origin exists.
-            if (!name_is_under(name, origin_)) continue;
-            std::string_view parent = name;
-            while (parent.size() > origin_.size()) {
-                parent = name_parent(parent);
-                nodes.try_emplace(std::string(parent));
+        for (auto& [name, node] : nodes_) {
+            std::sort(node.rrsets.begin(), node.rrsets.end(),
+                      [](const Zone::RRset& a, const Zone::RRset& b) { return a.rtype < b.rtype; });
+            for (auto& rrset : node.rrsets) {
+                std::sort(rrset.rdatas.begin(), rrset.rdatas.end());
+                rrset.rdatas.erase(std::unique(rrset.rdatas.begin(), rrset.rdatas.end()),
+                                   rrset.rdatas.end());
+                rrset.rdatas.shrink_to_fit();
             }
         }
-        return nodes;
+        return std::move(nodes_);
     }
 
   private:
+    // An ancestor already present has its own ancestors already.
+    void add_ancestors(std::string_view name) {
+        while (name.size() > origin_.size()) {
+            name = name_parent(name);
+            if (!nodes_.try_emplace(std::string(name)).second) return;
+        }
+    }
+
     std::string origin_;
-    std::map<std::string, std::map<uint16_t, std::set<std::string>>> names_;
+    std::unordered_map<std::string, Zone::Node> nodes_;
 };
 
 // "label." + parent wire; error when the label is not a valid DNS label.
@@ -96,10 +109,6 @@ struct ReadyAddress {
     std::string host;  // endpoint hostname or the dashed address
 };
 
-// EndpointSlices by the Service they belong to, indexed once per build
-// (Snapshot::slices_for scans a namespace per call).
-using SliceIndex = std::map<watch::ObjectKey, std::vector<const watch::EndpointSlice*>>;
-
 // The name of a headless endpoint: its hostname, else (endpoint_pod_names)
 // its targetRef's name when that is a DNS label, else its dashed address.
 std::string endpoint_host(const watch::Endpoint& endpoint, const IpAddress& address,
@@ -111,14 +120,13 @@ std::string endpoint_host(const watch::Endpoint& endpoint, const IpAddress& addr
     return dashed_address(address);
 }
 
-void add_headless(Builder& b, const std::string& svc_name, const SliceIndex& slices,
-                  const watch::Service& service, bool pod_names) {
+void add_headless(Builder& b, const std::string& svc_name, const watch::ServiceEntry& entry,
+                  bool pod_names) {
+    const watch::Service& service = *entry.service;
     std::vector<ReadyAddress> ready;
     // SRV name -> (port, host) pairs.
     std::map<std::string, std::set<std::pair<uint16_t, std::string>>> srv;
-    auto found = slices.find(service.meta.key());
-    if (found == slices.end()) return;
-    for (const watch::EndpointSlice* slice : found->second) {
+    for (const auto& slice : entry.slices) {
         if (slice->address_type == watch::AddressType::kFQDN) continue;
         for (const auto& endpoint : slice->endpoints) {
             if (!endpoint.ready) continue;
@@ -153,8 +161,10 @@ void add_headless(Builder& b, const std::string& svc_name, const SliceIndex& sli
     }
 }
 
-void add_service(Builder& b, const std::string& svc_zone, const SliceIndex& slices,
-                 const watch::Service& service, const ZoneConfig& config) {
+// Precondition: entry.service is set.
+void add_service(Builder& b, const std::string& svc_zone, const watch::ServiceEntry& entry,
+                 const ZoneConfig& config) {
+    const watch::Service& service = *entry.service;
     auto ns_name = child(service.meta.ns, svc_zone);
     if (!ns_name) return;
     auto svc_name = child(service.meta.name, *ns_name);
@@ -170,8 +180,7 @@ void add_service(Builder& b, const std::string& svc_zone, const SliceIndex& slic
         return;
     }
     if (service.headless) {
-        if (config.endpoints)
-            add_headless(b, *svc_name, slices, service, config.endpoint_pod_names);
+        if (config.endpoints) add_headless(b, *svc_name, entry, config.endpoint_pod_names);
         return;
     }
     if (service.cluster_ips.empty()) return;  // not allocated yet: no name
@@ -205,8 +214,8 @@ Result<std::shared_ptr<const Zone>> Zone::build(const watch::Snapshot& snapshot,
     auto zone = std::make_shared<Zone>();
     zone->config_ = config;
     zone->origin_ = name_lower(*origin);
-    zone->synced_ = snapshot.synced;
-    zone->serial_ = static_cast<uint32_t>(snapshot.generation);
+    zone->synced_ = snapshot.synced();
+    zone->serial_ = static_cast<uint32_t>(snapshot.generation());
     const std::string& o = zone->origin_;
     std::string ns_name = *child("ns", *child("dns", o));
     zone->soa_ = zone->soa_for(o);
@@ -219,17 +228,13 @@ Result<std::shared_ptr<const Zone>> Zone::build(const watch::Snapshot& snapshot,
     b.add(svc_zone, 0, "");  // "svc" exists even with no Service: placeholder dropped below
     if (config.pods != PodRecords::kDisabled) b.add(*child("pod", o), 0, "");
 
-    SliceIndex slices;
-    for (const auto& [key, slice] : snapshot.endpoint_slices) {
-        if (!slice->service_name.empty()) {
-            slices[watch::ObjectKey{key.ns, slice->service_name}].push_back(slice.get());
-        }
-    }
-    for (const auto& [key, service] : snapshot.services) {
+    for (const auto& [key, entry] : snapshot.services()) {
+        if (!entry->service) continue;
         zone->namespaces_.insert(lower_text(key.ns));
-        add_service(b, svc_zone, slices, *service, config);
+        add_service(b, svc_zone, *entry, config);
     }
-    for (const auto& [key, slice] : snapshot.endpoint_slices) {
+    // Every slice, labelled or not: each names its namespace and its Pods.
+    for (const auto& [key, slice] : snapshot.endpoint_slices()) {
         zone->namespaces_.insert(lower_text(key.ns));
         for (const auto& endpoint : slice->endpoints) {
             if (!endpoint.target_ref || endpoint.target_ref->kind != "Pod") continue;

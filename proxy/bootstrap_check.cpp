@@ -9,8 +9,9 @@ std::optional<std::string> service_address_warning(const watch::Snapshot& snapsh
     if (api_host.empty()) return std::nullopt;
     auto host = IpAddress::parse(api_host);
     if (!host) return std::nullopt;  // a host name is a real address as far as we can tell
-    for (const auto& [key, service] : snapshot.services) {
-        for (const auto& ip : service->cluster_ips) {
+    for (const auto& [key, entry] : snapshot.services()) {
+        if (!entry->service) continue;
+        for (const auto& ip : entry->service->cluster_ips) {
             if (ip != *host) continue;
             return fmt::format(
                 "KUBERNETES_SERVICE_HOST={} is the ClusterIP of Service {}/{}: it answers only "

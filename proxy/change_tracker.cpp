@@ -7,24 +7,21 @@
 
 namespace sb::proxy {
 
-bool ServiceInputs::operator==(const ServiceInputs& other) const {
-    auto same = [](const auto& a, const auto& b) { return a == b || (a && b && *a == *b); };
-    if (!same(service, other.service) || slices.size() != other.slices.size()) return false;
-    for (size_t i = 0; i < slices.size(); ++i) {
-        if (!same(slices[i], other.slices[i])) return false;
-    }
-    return true;
+ServiceInputs inputs_of(const watch::Snapshot& snapshot, const watch::ObjectKey& key) {
+    const watch::ServiceEntry* entry = snapshot.service(key);
+    return entry ? *entry : ServiceInputs{};
 }
 
-ServiceInputs inputs_of(const watch::Snapshot& snapshot, const watch::ObjectKey& key) {
-    ServiceInputs inputs;
-    auto it = snapshot.services.find(key);
-    if (it != snapshot.services.end()) inputs.service = it->second;
-    inputs.slices = snapshot.slices_for(key);
-    std::sort(inputs.slices.begin(), inputs.slices.end(),
-              [](const auto& a, const auto& b) { return a->meta.key() < b->meta.key(); });
-    return inputs;
+namespace {
+
+// A baseline entry as the Service it describes: absent without a Service.
+ServiceInputs baseline_of(const watch::Snapshot::ServiceIndex& baseline,
+                          const watch::ObjectKey& key) {
+    const auto* entry = baseline.find(key);
+    return entry && (*entry)->service ? **entry : ServiceInputs{};
 }
+
+}  // namespace
 
 ChangeTracker::ChangeTracker(std::string node_name, time_point started)
     : node_name_(std::move(node_name)), started_(started) {}
@@ -81,28 +78,21 @@ ChangeTracker::Batch ChangeTracker::take(const watch::Store& store, bool full) {
         }
     };
     if (full) {
-        std::map<watch::ObjectKey, ServiceInputs> baseline;
-        for (const auto& [key, service] : snapshot.services) {
-            baseline.emplace(key, inputs_of(snapshot, key));
-        }
         for (const auto& key : dirty) {
-            auto current = baseline.find(key);
-            if (current == baseline.end()) continue;
-            auto previous = baseline_.find(key);
-            collect_trigger_times(previous == baseline_.end() ? ServiceInputs{} : previous->second,
-                                  current->second);
+            ServiceInputs current = inputs_of(snapshot, key);
+            if (!current.service) continue;
+            collect_trigger_times(baseline_of(baseline_, key), current);
         }
-        baseline_.swap(baseline);
+        baseline_ = snapshot.services();
         return batch;
     }
     for (const auto& key : dirty) {
         ServiceInputs current = inputs_of(snapshot, key);
-        auto it = baseline_.find(key);
-        ServiceInputs previous = it == baseline_.end() ? ServiceInputs{} : it->second;
+        ServiceInputs previous = baseline_of(baseline_, key);
         if (previous == current) continue;
         collect_trigger_times(previous, current);
         if (current.service) {
-            baseline_[key] = current;
+            baseline_.set(key, *snapshot.services().find(key));
         } else {
             // Slices of an absent Service plan nothing: forget them.
             baseline_.erase(key);
@@ -123,8 +113,7 @@ rules::Plan apply_incremental(const rules::Plan& previous,
     for (const auto& change : changes) sorted.push_back(&change);
     std::sort(sorted.begin(), sorted.end(),
               [](const auto* a, const auto* b) { return a->key < b->key; });
-    auto node_it = snapshot.nodes.find(watch::ObjectKey{"", options.node_name});
-    const watch::Node* node = node_it == snapshot.nodes.end() ? nullptr : node_it->second.get();
+    const watch::Node* node = snapshot.node(options.node_name);
 
     rules::Plan plan;
     plan.node = options.node_name;

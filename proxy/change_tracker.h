@@ -20,7 +20,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -33,13 +32,9 @@
 
 namespace sb::proxy {
 
-// What the planner reads for one Service. Pointers come from Store
-// snapshots, which never mutate an object in place.
-struct ServiceInputs {
-    std::shared_ptr<const watch::Service> service;                    // null: the Service is absent
-    std::vector<std::shared_ptr<const watch::EndpointSlice>> slices;  // sorted by key
-    bool operator==(const ServiceInputs& other) const;
-};
+// What the planner reads for one Service: its entry in the Store's index.
+// Pointers come from Store snapshots, which never mutate an object in place.
+using ServiceInputs = watch::ServiceEntry;
 
 struct ServiceChange {
     watch::ObjectKey key;
@@ -96,11 +91,15 @@ class ChangeTracker {
     bool node_dirty_ = false;                      // guarded by mutex_
     std::set<watch::ObjectKey> pending_services_;  // guarded by mutex_
     uint64_t pending_slice_changes_ = 0;           // guarded by mutex_
-    // Sync thread only: each Service's inputs as of the last take().
-    std::map<watch::ObjectKey, ServiceInputs> baseline_;
+    // Sync thread only: each Service's inputs as of the last take() that
+    // judged it. A full take makes the snapshot's whole index the baseline
+    // (O(1): the index shares structure); an entry without a Service counts
+    // as absent.
+    watch::Snapshot::ServiceIndex baseline_;
 };
 
-// The inputs of one Service in a snapshot.
+// The inputs of one Service in a snapshot: a copy of its index entry (empty
+// when it has none).
 ServiceInputs inputs_of(const watch::Snapshot& snapshot, const watch::ObjectKey& key);
 
 // `previous` (a plan computed from an earlier snapshot) updated for the

@@ -69,11 +69,11 @@ Result<BackendFactory> backend_factory(ProxyMode mode) {
 std::vector<Prefix> primary_node_prefixes(const watch::Snapshot& snapshot,
                                           const std::string& node_name) {
     std::vector<Prefix> prefixes;
-    auto it = snapshot.nodes.find(watch::ObjectKey{"", node_name});
-    if (it == snapshot.nodes.end()) return prefixes;
+    const watch::Node* node = snapshot.node(node_name);
+    if (!node) return prefixes;
     bool have_v4 = false;
     bool have_v6 = false;
-    for (const auto& address : it->second->addresses) {
+    for (const auto& address : node->addresses) {
         if (address.type != "InternalIP") continue;
         auto ip = IpAddress::parse(address.address);
         if (!ip) continue;
@@ -127,9 +127,8 @@ rules::BackendOptions resolved_backend_options(const Options& options,
         backend.nodeport_addresses = primary_node_prefixes(snapshot, options.node_name);
     }
     if (backend.local_detect_mode == rules::LocalDetectMode::kNodeCidr) {
-        auto it = snapshot.nodes.find(watch::ObjectKey{"", options.node_name});
-        backend.cluster_cidrs =
-            it == snapshot.nodes.end() ? std::vector<Prefix>{} : it->second->pod_cidrs;
+        const watch::Node* node = snapshot.node(options.node_name);
+        backend.cluster_cidrs = node ? node->pod_cidrs : std::vector<Prefix>{};
     }
     return backend;
 }
@@ -291,7 +290,7 @@ Status Daemon::start() {
     http_.start();
     // The file source marks the Store synced inside load(), before any
     // listener could see the nudge: check once here too.
-    if (store_.snapshot()->synced && !store_ready_.exchange(true)) on_store_ready();
+    if (store_.snapshot()->synced() && !store_ready_.exchange(true)) on_store_ready();
     runner_.start();
     log::info("switchboard {} started: proxy mode {}, node {}, source {}", SWITCHBOARD_VERSION,
               to_string(options_.proxy_mode), options_.node_name,
@@ -381,7 +380,7 @@ void Daemon::replace_coredns_endpoints(CorednsEndpointsConfig config) {
     if (config.empty()) return;
     coredns_ = std::make_shared<CorednsEndpoints>(
         http_, std::move(config),
-        CorednsEndpoints::Probes{[this] { return store_.snapshot()->synced; },
+        CorednsEndpoints::Probes{[this] { return store_.snapshot()->synced(); },
                                  [this] { return dns_ && dns_->serving(); },
                                  [this] { return coredns_metrics_text(); }});
 }
@@ -398,7 +397,7 @@ void Daemon::on_store_changes(const std::vector<watch::Change>& changes) {
         runner_.request();
     }
     // Store::set_synced notifies an empty batch: the initial state is in.
-    if (changes.empty() && !store_ready_.load() && store_.snapshot()->synced &&
+    if (changes.empty() && !store_ready_.load() && store_.snapshot()->synced() &&
         !store_ready_.exchange(true)) {
         on_store_ready();
     }
@@ -477,8 +476,7 @@ Status Daemon::sync(bool full) {
     unobserved_trigger_times_.insert(
         unobserved_trigger_times_.end(), trigger_times.begin(),
         trigger_times.begin() + static_cast<std::ptrdiff_t>(std::min(room, trigger_times.size())));
-    auto node = snapshot->nodes.find(watch::ObjectKey{"", options_.node_name});
-    health_.set_node(node == snapshot->nodes.end() ? nullptr : node->second.get());
+    health_.set_node(snapshot->node(options_.node_name));
     const bool unchanged = !full && plan == computed_ && plan == applied_;
     computed_ = plan;
     {
@@ -669,7 +667,7 @@ Result<LoadedState> load_state(const Options& options) {
     }
     state.kube_source = std::move(*source);
     state.kube_source->start();
-    if (!wait_unless_signalled([&] { return state.store->snapshot()->synced; })) {
+    if (!wait_unless_signalled([&] { return state.store->snapshot()->synced(); })) {
         return make_error(ErrorCode::kUnavailable,
                           "interrupted before the API server's initial lists were in");
     }

@@ -305,27 +305,13 @@ rules::Plan build_plan(const watch::Snapshot& snapshot, const PlannerOptions& op
     plan.node = options.node_name;
     plan.revision = rules::next_plan_revision();
 
-    const watch::Node* node = nullptr;
-    if (auto it = snapshot.nodes.find(watch::ObjectKey{"", options.node_name});
-        it != snapshot.nodes.end()) {
-        node = it->second.get();
-    }
-
-    // Slices grouped by Service once, rather than a scan per Service.
-    std::map<watch::ObjectKey, std::vector<std::shared_ptr<const watch::EndpointSlice>>> slices;
-    for (const auto& [key, slice] : snapshot.endpoint_slices) {
-        if (slice->service_name.empty()) continue;
-        slices[watch::ObjectKey{key.ns, slice->service_name}].push_back(slice);
-    }
-
-    static const std::vector<std::shared_ptr<const watch::EndpointSlice>> kNoSlices;
-    for (const auto& [key, service] : snapshot.services) {
-        auto found = slices.find(key);
-        auto ports = plan_service(*service, found == slices.end() ? kNoSlices : found->second, node,
-                                  options);
+    const watch::Node* node = snapshot.node(options.node_name);
+    for (const auto& [key, entry] : snapshot.services()) {
+        if (!entry->service) continue;  // slices without their Service plan nothing
+        auto ports = plan_service(*entry->service, entry->slices, node, options);
         for (auto& port : ports) plan.services.push_back(std::move(port));
     }
-    // Sorted already: the snapshot's map orders Services by (namespace,
+    // Sorted already: the snapshot's index orders Services by (namespace,
     // name) and plan_service sorts each one's ports.
     return plan;
 }

@@ -39,7 +39,8 @@ rules::Plan build_plan(const watch::Snapshot& snapshot, const PlannerOptions& op
 
 // The service ports of one Service (empty when it is not proxied), for
 // incremental planning. `slices` are the Service's EndpointSlices (those
-// labelled with its name, in its namespace); their order does not matter.
+// labelled with its name, in its namespace: its watch::ServiceEntry's);
+// their order does not matter.
 // The result is sorted by port name, then protocol.
 std::vector<rules::ServicePortPlan> plan_service(
     const watch::Service& service,

@@ -1,71 +1,35 @@
 #include "watch/store.h"
 
-namespace sb::watch {
+#include <algorithm>
+#include <type_traits>
 
-std::vector<std::shared_ptr<const EndpointSlice>> Snapshot::slices_for(
-    const ObjectKey& service) const {
-    std::vector<std::shared_ptr<const EndpointSlice>> result;
-    // Slices live in their Service's namespace; the scan is bounded to it.
-    for (auto it = endpoint_slices.lower_bound(ObjectKey{service.ns, ""});
-         it != endpoint_slices.end() && it->first.ns == service.ns; ++it) {
-        if (it->second->service_name == service.name) result.push_back(it->second);
-    }
-    return result;
-}
+namespace sb::watch {
 
 namespace {
 
-ObjectKey service_of(const EndpointSlice& slice) {
-    if (slice.service_name.empty()) return {};
-    return {slice.meta.ns, slice.service_name};
-}
-
-template <typename T>
-void diff_into(Kind kind, std::map<ObjectKey, std::shared_ptr<const T>>& current,
-               std::vector<T>& wanted, std::vector<Change>& changes,
-               ObjectKey (*service_key)(const T&)) {
-    std::map<ObjectKey, std::shared_ptr<const T>> next;
-    for (auto& object : wanted) {
-        ObjectKey key = object.meta.key();
-        auto old = current.find(key);
-        if (old != current.end() && *old->second == object) {
-            next.emplace(key, old->second);
-            continue;
-        }
-        if (old != current.end()) {
-            ObjectKey old_service = service_key(*old->second);
-            if (old_service != service_key(object)) changes.push_back({kind, key, old_service});
-        }
-        auto stored = std::make_shared<const T>(std::move(object));
-        changes.push_back({kind, key, service_key(*stored)});
-        next.emplace(std::move(key), std::move(stored));
-    }
-    for (const auto& [key, object] : current) {
-        if (!next.count(key)) changes.push_back({kind, key, service_key(*object)});
-    }
-    current.swap(next);
-}
-
-ObjectKey service_key_of_service(const Service& service) {
-    return service.meta.key();
-}
-ObjectKey no_service(const Node&) {
-    return {};
-}
+// Turns the Service keys a write touched into Changes of object `key`.
+struct ChangeRecorder {
+    std::vector<Change>& changes;
+    Kind kind;
+    ObjectKey key;
+    void operator()(const ObjectKey& service) { changes.push_back({kind, key, service}); }
+};
 
 }  // namespace
+
+void Store::advance() {
+    ++state_.generation_;
+    cached_.reset();
+}
 
 void Store::upsert(Service service) {
     std::vector<Change> changes;
     {
         std::lock_guard lock(mutex_);
         ObjectKey key = service.meta.key();
-        auto it = services_.find(key);
-        if (it != services_.end() && *it->second == service) return;
-        services_[key] = std::make_shared<const Service>(std::move(service));
-        changes.push_back({Kind::kService, key, key});
-        ++generation_;
-        cached_.reset();
+        ChangeRecorder touched{changes, Kind::kService, key};
+        if (!state_.put(std::make_shared<const Service>(std::move(service)), touched)) return;
+        advance();
     }
     notify(changes);
 }
@@ -75,19 +39,9 @@ void Store::upsert(EndpointSlice slice) {
     {
         std::lock_guard lock(mutex_);
         ObjectKey key = slice.meta.key();
-        auto it = slices_.find(key);
-        if (it != slices_.end()) {
-            if (*it->second == slice) return;
-            ObjectKey old_service = service_of(*it->second);
-            if (old_service != service_of(slice)) {
-                changes.push_back({Kind::kEndpointSlice, key, old_service});
-            }
-        }
-        ObjectKey service = service_of(slice);
-        slices_[key] = std::make_shared<const EndpointSlice>(std::move(slice));
-        changes.push_back({Kind::kEndpointSlice, key, service});
-        ++generation_;
-        cached_.reset();
+        ChangeRecorder touched{changes, Kind::kEndpointSlice, key};
+        if (!state_.put(std::make_shared<const EndpointSlice>(std::move(slice)), touched)) return;
+        advance();
     }
     notify(changes);
 }
@@ -97,12 +51,9 @@ void Store::upsert(Node node) {
     {
         std::lock_guard lock(mutex_);
         ObjectKey key = node.meta.key();
-        auto it = nodes_.find(key);
-        if (it != nodes_.end() && *it->second == node) return;
-        nodes_[key] = std::make_shared<const Node>(std::move(node));
-        changes.push_back({Kind::kNode, key, {}});
-        ++generation_;
-        cached_.reset();
+        if (!state_.put(std::make_shared<const Node>(std::move(node)))) return;
+        changes.push_back({Kind::kNode, std::move(key), {}});
+        advance();
     }
     notify(changes);
 }
@@ -111,39 +62,79 @@ void Store::remove(Kind kind, const ObjectKey& key) {
     std::vector<Change> changes;
     {
         std::lock_guard lock(mutex_);
+        ChangeRecorder touched{changes, kind, key};
         switch (kind) {
             case Kind::kService:
-                if (services_.erase(key)) changes.push_back({kind, key, key});
+                state_.erase_service(key, touched);
                 break;
-            case Kind::kEndpointSlice: {
-                auto it = slices_.find(key);
-                if (it != slices_.end()) {
-                    changes.push_back({kind, key, service_of(*it->second)});
-                    slices_.erase(it);
-                }
+            case Kind::kEndpointSlice:
+                state_.erase_slice(key, touched);
                 break;
-            }
             case Kind::kNode:
-                if (nodes_.erase(key)) changes.push_back({kind, key, {}});
+                if (state_.erase_node(key)) changes.push_back({kind, key, {}});
                 break;
         }
         if (changes.empty()) return;
-        ++generation_;
-        cached_.reset();
+        advance();
     }
     notify(changes);
+}
+
+template <typename T>
+void Store::replace_kind(Kind kind, std::vector<T>& wanted, std::vector<Change>& changes) {
+    std::vector<ObjectKey> kept;
+    kept.reserve(wanted.size());
+    for (auto& object : wanted) {
+        ObjectKey key = object.meta.key();
+        kept.push_back(key);
+        ChangeRecorder touched{changes, kind, key};
+        auto stored = std::make_shared<const T>(std::move(object));
+        if constexpr (std::is_same_v<T, Node>) {
+            if (state_.put(std::move(stored))) changes.push_back({kind, key, {}});
+        } else {
+            state_.put(std::move(stored), touched);
+        }
+    }
+    std::sort(kept.begin(), kept.end());
+    // The stored objects of this kind that `wanted` lacks.
+    std::vector<ObjectKey> gone;
+    auto collect = [&](const auto& objects) {
+        for (const auto& [key, object] : objects) {
+            if (!std::binary_search(kept.begin(), kept.end(), key)) gone.push_back(key);
+        }
+    };
+    if constexpr (std::is_same_v<T, Service>) {
+        for (const auto& [key, entry] : state_.services()) {
+            if (entry->service && !std::binary_search(kept.begin(), kept.end(), key)) {
+                gone.push_back(key);
+            }
+        }
+    } else if constexpr (std::is_same_v<T, EndpointSlice>) {
+        collect(state_.endpoint_slices());
+    } else {
+        collect(state_.nodes());
+    }
+    for (const auto& key : gone) {
+        ChangeRecorder touched{changes, kind, key};
+        if constexpr (std::is_same_v<T, Service>) {
+            state_.erase_service(key, touched);
+        } else if constexpr (std::is_same_v<T, EndpointSlice>) {
+            state_.erase_slice(key, touched);
+        } else {
+            if (state_.erase_node(key)) changes.push_back({kind, key, {}});
+        }
+    }
 }
 
 void Store::replace(Objects objects) {
     std::vector<Change> changes;
     {
         std::lock_guard lock(mutex_);
-        diff_into(Kind::kService, services_, objects.services, changes, &service_key_of_service);
-        diff_into(Kind::kEndpointSlice, slices_, objects.endpoint_slices, changes, &service_of);
-        diff_into(Kind::kNode, nodes_, objects.nodes, changes, &no_service);
+        replace_kind(Kind::kService, objects.services, changes);
+        replace_kind(Kind::kEndpointSlice, objects.endpoint_slices, changes);
+        replace_kind(Kind::kNode, objects.nodes, changes);
         if (changes.empty()) return;
-        ++generation_;
-        cached_.reset();
+        advance();
     }
     notify(changes);
 }
@@ -154,18 +145,17 @@ void Store::replace(Kind kind, Objects objects) {
         std::lock_guard lock(mutex_);
         switch (kind) {
             case Kind::kService:
-                diff_into(kind, services_, objects.services, changes, &service_key_of_service);
+                replace_kind(kind, objects.services, changes);
                 break;
             case Kind::kEndpointSlice:
-                diff_into(kind, slices_, objects.endpoint_slices, changes, &service_of);
+                replace_kind(kind, objects.endpoint_slices, changes);
                 break;
             case Kind::kNode:
-                diff_into(kind, nodes_, objects.nodes, changes, &no_service);
+                replace_kind(kind, objects.nodes, changes);
                 break;
         }
         if (changes.empty()) return;
-        ++generation_;
-        cached_.reset();
+        advance();
     }
     notify(changes);
 }
@@ -173,10 +163,9 @@ void Store::replace(Kind kind, Objects objects) {
 void Store::set_synced(bool synced) {
     {
         std::lock_guard lock(mutex_);
-        if (synced_ == synced) return;
-        synced_ = synced;
-        ++generation_;
-        cached_.reset();
+        if (state_.synced_ == synced) return;
+        state_.synced_ = synced;
+        advance();
     }
     // Consumers that waited for the initial state need a nudge even when the
     // objects themselves did not change.
@@ -185,15 +174,8 @@ void Store::set_synced(bool synced) {
 
 std::shared_ptr<const Snapshot> Store::snapshot() const {
     std::lock_guard lock(mutex_);
-    if (!cached_) {
-        auto snapshot = std::make_shared<Snapshot>();
-        snapshot->services = services_;
-        snapshot->endpoint_slices = slices_;
-        snapshot->nodes = nodes_;
-        snapshot->generation = generation_;
-        snapshot->synced = synced_;
-        cached_ = std::move(snapshot);
-    }
+    // Copies the maps' roots: the snapshot shares every node with the state.
+    if (!cached_) cached_ = std::make_shared<const Snapshot>(state_);
     return cached_;
 }
 

@@ -1,38 +1,25 @@
 // Store: the cache of Kubernetes objects that every consumer reads.
 //
 // Sources (file, API server) write into it; the proxy and DNS read immutable
-// snapshots and are told which objects changed. Thread safety: every method
+// snapshots (watch/snapshot.h: the objects and one entry per Service) and are
+// told which objects changed. The Store keeps its state as a Snapshot whose
+// maps share structure, so a write costs O(log n) and taking a snapshot
+// after it O(1) (docs/store.md). Thread safety: every method
 // may be called from any thread. Listeners run on the writer's thread, after
 // the store's lock is released, and must be quick (record and return).
 #pragma once
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <vector>
 
 #include "watch/objects.h"
+#include "watch/snapshot.h"
 
 namespace sb::watch {
 
 enum class Kind : uint8_t { kService, kEndpointSlice, kNode };
-
-struct Snapshot {
-    std::map<ObjectKey, std::shared_ptr<const Service>> services;
-    std::map<ObjectKey, std::shared_ptr<const EndpointSlice>> endpoint_slices;
-    std::map<ObjectKey, std::shared_ptr<const Node>> nodes;
-    // Increases with every change that reached the store.
-    uint64_t generation = 0;
-    // True once every source has delivered a complete initial state
-    // (first full LIST, or first read of the files): before that, answers
-    // built from the snapshot would describe half a cluster.
-    bool synced = false;
-
-    // Slices whose kubernetes.io/service-name label names `service`.
-    std::vector<std::shared_ptr<const EndpointSlice>> slices_for(const ObjectKey& service) const;
-};
 
 // One changed object. `service` is the Service the change affects: the
 // object itself for a Service, the labelled Service for an EndpointSlice
@@ -70,22 +57,22 @@ class Store {
 
     void set_synced(bool synced);
 
-    // The current state; cheap when nothing changed since the last call.
+    // The current state: O(1), and the same object until the next change.
     std::shared_ptr<const Snapshot> snapshot() const;
 
     // Listeners are called with each batch of changes.
     void subscribe(Listener listener);
 
   private:
+    template <typename T>
+    void replace_kind(Kind kind, std::vector<T>& wanted, std::vector<Change>& changes);
+    // After a write under mutex_ that changed something.
+    void advance();
     void notify(const std::vector<Change>& changes);
 
     mutable std::mutex mutex_;
-    std::map<ObjectKey, std::shared_ptr<const Service>> services_;
-    std::map<ObjectKey, std::shared_ptr<const EndpointSlice>> slices_;
-    std::map<ObjectKey, std::shared_ptr<const Node>> nodes_;
-    uint64_t generation_ = 0;
-    bool synced_ = false;
-    mutable std::shared_ptr<const Snapshot> cached_;
+    Snapshot state_;                                  // guarded by mutex_
+    mutable std::shared_ptr<const Snapshot> cached_;  // guarded by mutex_; null after a write
     std::vector<Listener> listeners_;
 };
 

@@ -1,7 +1,8 @@
 // The daemon's planning step at scale: a full replan (tracker baseline reset
 // + build_plan) against a partial one (one EndpointSlice changed: tracker
-// take + apply_incremental), on SERVICES x ENDPOINTS objects built directly
-// in a Store. Prints times (best of the runs); asserts nothing.
+// take + apply_incremental), and the Store's cost of one change (upsert +
+// snapshot), on SERVICES x ENDPOINTS objects built directly in a Store.
+// Prints times (best of the runs); asserts nothing.
 //
 // Usage: bench_daemon [SERVICES [ENDPOINTS_PER_SERVICE [RUNS]]]
 #include <algorithm>
@@ -103,6 +104,14 @@ int main(int argc, char** argv) {
     });
     std::printf("%-44s %9.2f ms   (%.1fx faster)\n", "partial: 1 slice changed, take + incremental",
                 partial, full / partial);
+
+    // What the sync path pays for the Store's state after one change: the
+    // write plus a fresh snapshot (docs/store.md).
+    const double snapshot = best_ms(runs, [&](int run) {
+        store.upsert(make_slice(run * 104729 % services, endpoints, ++generation));
+        (void)store.snapshot();
+    });
+    std::printf("%-44s %9.3f ms\n", "1 slice changed: upsert + snapshot", snapshot);
 
     const double json = best_ms(runs, [&](int) { (void)rules::plan_to_json(plan); });
     std::printf("%-44s %9.2f ms   (/debug/services)\n", "plan_to_json", json);

@@ -10,13 +10,14 @@
 
 #include "dns/resolver.h"
 #include "dns/zone.h"
+#include "watch/snapshot_builder.h"
 
 int main(int argc, char** argv) {
     using namespace sb;
     using Clock = std::chrono::steady_clock;
     int services = argc > 1 ? std::stoi(argv[1]) : 10000;
-    watch::Snapshot snapshot;
-    snapshot.synced = true;
+    watch::SnapshotBuilder snapshot;
+    snapshot.synced(true);
     for (int i = 0; i < services; ++i) {
         watch::Service s;
         s.meta.ns = "ns" + std::to_string(i % 50);
@@ -35,15 +36,15 @@ int main(int argc, char** argv) {
                 slice.endpoints.push_back(e);
             }
             slice.ports = {watch::EndpointPort{"http", watch::Protocol::kTCP, 8080}};
-            snapshot.endpoint_slices[slice.meta.key()] =
-                std::make_shared<const watch::EndpointSlice>(slice);
+            snapshot.add(slice);
         } else {
             s.cluster_ips = {IpAddress::v4(0x0a600000u + static_cast<uint32_t>(i))};
         }
-        snapshot.services[s.meta.key()] = std::make_shared<const watch::Service>(s);
+        snapshot.add(s);
     }
+    auto built = snapshot.build();
     auto start = Clock::now();
-    auto zone = dns::Zone::build(snapshot, dns::ZoneConfig{});
+    auto zone = dns::Zone::build(*built, dns::ZoneConfig{});
     double build = std::chrono::duration<double>(Clock::now() - start).count();
     if (!zone) return 1;
     std::printf("zone build: %d services (%d headless x 10 endpoints), %zu names, %.1f ms\n",

@@ -141,7 +141,7 @@ int bench_decode(int services, int endpoints) {
         "store holds %zu services, %zu slices\n",
         services, services * endpoints, objects, double(bytes) / 1e6, kPage, wall, cpu,
         double(objects) / wall, rss_before, status_mb("VmRSS:"), status_mb("VmHWM:"),
-        snapshot->services.size(), snapshot->endpoint_slices.size());
+        snapshot->service_count(), snapshot->endpoint_slices().size());
     return 0;
 }
 
@@ -163,7 +163,7 @@ int bench_watch(const std::string& kubeconfig, uint64_t events) {
     double cpu_start = cpu_seconds();
     auto start = Clock::now();
     (*source)->start();
-    while (!store.snapshot()->synced) {
+    while (!store.snapshot()->synced()) {
         if (Clock::now() - start > std::chrono::seconds(120)) {
             std::fprintf(stderr, "bench_kube: no sync within 120 s\n");
             return 1;
@@ -175,7 +175,7 @@ int bench_watch(const std::string& kubeconfig, uint64_t events) {
     std::printf(
         "kube list: first full sync of %zu services and %zu slices from the fake "
         "server in %.3f s (%.3f s CPU), peak RSS %.1f MB\n",
-        snapshot->services.size(), snapshot->endpoint_slices.size(), sync_seconds,
+        snapshot->service_count(), snapshot->endpoint_slices().size(), sync_seconds,
         cpu_seconds() - cpu_start, status_mb("VmHWM:"));
     snapshot.reset();
     uint64_t base = service_changes;

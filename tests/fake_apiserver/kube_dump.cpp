@@ -33,12 +33,14 @@ std::string render(const sb::watch::Snapshot& snapshot, bool ready, const std::s
     rapidjson::Writer<rapidjson::StringBuffer> out(buffer);
     out.StartObject();
     out.Key("synced");
-    out.Bool(snapshot.synced);
+    out.Bool(snapshot.synced());
     out.Key("ready");
     out.Bool(ready);
     out.Key("services");
     out.StartObject();
-    for (const auto& [key, service] : snapshot.services) {
+    for (const auto& [key, entry] : snapshot.services()) {
+        if (!entry->service) continue;
+        const auto& service = entry->service;
         out.Key(key.to_string().c_str());
         out.StartObject();
         out.Key("rv");
@@ -52,7 +54,7 @@ std::string render(const sb::watch::Snapshot& snapshot, bool ready, const std::s
     out.EndObject();
     out.Key("endpointslices");
     out.StartObject();
-    for (const auto& [key, slice] : snapshot.endpoint_slices) {
+    for (const auto& [key, slice] : snapshot.endpoint_slices()) {
         out.Key(key.to_string().c_str());
         out.StartObject();
         out.Key("rv");
@@ -72,7 +74,7 @@ std::string render(const sb::watch::Snapshot& snapshot, bool ready, const std::s
     out.EndObject();
     out.Key("nodes");
     out.StartObject();
-    for (const auto& [key, node] : snapshot.nodes) {
+    for (const auto& [key, node] : snapshot.nodes()) {
         out.Key(key.to_string().c_str());
         out.StartObject();
         out.Key("rv");

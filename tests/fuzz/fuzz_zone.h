@@ -7,24 +7,24 @@
 #include <string>
 
 #include "dns/zone.h"
+#include "watch/snapshot_builder.h"
 
 namespace sb {
 
 inline std::shared_ptr<const dns::Zone> make_fuzz_zone() {
-    watch::Snapshot snapshot;
-    snapshot.synced = true;
-    snapshot.generation = 7;
+    watch::SnapshotBuilder snapshot;
+    snapshot.synced(true).generation(7);
     watch::Service web;
     web.meta.ns = "default";
     web.meta.name = "web";
     web.cluster_ips = {*IpAddress::parse("10.96.0.10"), *IpAddress::parse("fd00::10")};
     web.ports = {watch::ServicePort{"http", watch::Protocol::kTCP, 80, {}, 0}};
-    snapshot.services[web.meta.key()] = std::make_shared<const watch::Service>(web);
+    snapshot.add(web);
     watch::Service nginx;
     nginx.meta.ns = "default";
     nginx.meta.name = "nginx";
     nginx.headless = true;
-    snapshot.services[nginx.meta.key()] = std::make_shared<const watch::Service>(nginx);
+    snapshot.add(nginx);
     watch::EndpointSlice slice;
     slice.meta.ns = "default";
     slice.meta.name = "nginx-1";
@@ -37,15 +37,14 @@ inline std::shared_ptr<const dns::Zone> make_fuzz_zone() {
         slice.endpoints.push_back(e);
     }
     slice.ports = {watch::EndpointPort{"http", watch::Protocol::kTCP, 8080}};
-    snapshot.endpoint_slices[slice.meta.key()] =
-        std::make_shared<const watch::EndpointSlice>(slice);
+    snapshot.add(slice);
     watch::Service ext;
     ext.meta.ns = "default";
     ext.meta.name = "ext";
     ext.type = watch::ServiceType::kExternalName;
     ext.external_name = "web.default.svc.cluster.local";
-    snapshot.services[ext.meta.key()] = std::make_shared<const watch::Service>(ext);
-    return *dns::Zone::build(snapshot, dns::ZoneConfig{});
+    snapshot.add(ext);
+    return *dns::Zone::build(*snapshot.build(), dns::ZoneConfig{});
 }
 
 }  // namespace sb

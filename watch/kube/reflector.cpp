@@ -168,7 +168,7 @@ void Reflector::mark_listed(Resource& resource) {
     store_.set_synced(true);
     auto snapshot = store_.snapshot();
     log::info("kubernetes source: initial lists complete ({} services, {} endpointslices)",
-              snapshot->services.size(), snapshot->endpoint_slices.size());
+              snapshot->service_count(), snapshot->endpoint_slices().size());
 }
 
 awaitable<void> Reflector::reflect(Resource& resource) {

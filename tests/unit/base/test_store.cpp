@@ -1,5 +1,6 @@
 #include <catch.hpp>
 
+#include "watch/snapshot_builder.h"
 #include "watch/store.h"
 
 using namespace sb::watch;
@@ -59,40 +60,136 @@ TEST_CASE("replace diffs against the stored objects and snapshots are immutable"
     Store store;
     store.replace({{make_service("a", "one"), make_service("a", "two")}, {}, {}});
     auto before = store.snapshot();
-    CHECK(before->services.size() == 2);
+    CHECK(before->service_count() == 2);
     std::vector<Change> seen;
     store.subscribe([&](const std::vector<Change>& changes) {
         seen.insert(seen.end(), changes.begin(), changes.end());
     });
     store.replace({{make_service("a", "two"), make_service("b", "three")}, {}, {}});
     REQUIRE(seen.size() == 2);  // a/three added, a/one deleted; a/two unchanged
-    CHECK(before->services.size() == 2);
-    CHECK(before->services.count({"a", "one"}) == 1);
+    CHECK(before->service_count() == 2);
+    CHECK(before->find_service({"a", "one"}) != nullptr);
     auto after = store.snapshot();
-    CHECK(after->services.count({"a", "one"}) == 0);
-    CHECK(after->generation > before->generation);
+    CHECK(after->find_service({"a", "one"}) == nullptr);
+    CHECK(after->generation() > before->generation());
     CHECK(store.snapshot() == after);
 }
 
-TEST_CASE("slices_for finds the slices labelled with a service in its namespace") {
+namespace {
+
+std::vector<std::string> slice_names(const ServiceEntry* entry) {
+    std::vector<std::string> names;
+    if (entry) {
+        for (const auto& slice : entry->slices) names.push_back(slice->meta.name);
+    }
+    return names;
+}
+
+using Names = std::vector<std::string>;
+
+}  // namespace
+
+TEST_CASE("the index holds each Service with its labelled slices in its namespace, sorted") {
     Store store;
-    store.replace({{},
-                   {make_slice("a", "web-1", "web"), make_slice("a", "web-2", "web"),
-                    make_slice("a", "api-1", "api"), make_slice("b", "web-1", "web")},
+    store.upsert(make_slice("a", "web-2", "web"));
+    store.upsert(make_slice("a", "web-1", "web"));
+    store.replace(Kind::kEndpointSlice,
+                  {{},
+                   {make_slice("a", "web-2", "web"), make_slice("a", "web-1", "web"),
+                    make_slice("a", "api-1", "api"), make_slice("b", "web-1", "web"),
+                    make_slice("a", "loose", "")},
                    {}});
+    store.upsert(make_service("a", "web"));
     auto snapshot = store.snapshot();
-    CHECK(snapshot->slices_for({"a", "web"}).size() == 2);
-    CHECK(snapshot->slices_for({"b", "web"}).size() == 1);
-    CHECK(snapshot->slices_for({"c", "web"}).empty());
+    REQUIRE(snapshot->service({"a", "web"}));
+    CHECK(snapshot->service({"a", "web"})->service);
+    CHECK(slice_names(snapshot->service({"a", "web"})) == Names{"web-1", "web-2"});
+    // Slices whose Service does not exist (yet) have an entry without one.
+    REQUIRE(snapshot->service({"b", "web"}));
+    CHECK_FALSE(snapshot->service({"b", "web"})->service);
+    CHECK(slice_names(snapshot->service({"b", "web"})) == Names{"web-1"});
+    CHECK(snapshot->service({"c", "web"}) == nullptr);
+    CHECK(snapshot->service_count() == 1);
+    // An unlabelled slice belongs to no entry but is stored.
+    CHECK(snapshot->endpoint_slices().size() == 5);
+    CHECK(snapshot->endpoint_slices().contains({"a", "loose"}));
+    std::vector<ObjectKey> keys;
+    for (const auto& [key, entry] : snapshot->services()) keys.push_back(key);
+    CHECK(keys == std::vector<ObjectKey>{{"a", "api"}, {"a", "web"}, {"b", "web"}});
+}
+
+TEST_CASE("the index follows a moved label, a deleted slice and a deleted Service") {
+    Store store;
+    store.upsert(make_service("a", "web"));
+    store.upsert(make_slice("a", "s-1", "web"));
+    store.upsert(make_slice("a", "s-2", "web"));
+    store.upsert(make_slice("a", "s-1", "api"));
+    auto moved = store.snapshot();
+    CHECK(slice_names(moved->service({"a", "web"})) == Names{"s-2"});
+    CHECK(slice_names(moved->service({"a", "api"})) == Names{"s-1"});
+    store.remove(Kind::kEndpointSlice, {"a", "s-1"});
+    CHECK(store.snapshot()->service({"a", "api"}) == nullptr);
+    store.remove(Kind::kService, {"a", "web"});
+    auto removed = store.snapshot();
+    REQUIRE(removed->service({"a", "web"}));  // its slice is still there
+    CHECK_FALSE(removed->service({"a", "web"})->service);
+    CHECK(removed->service_count() == 0);
+    store.remove(Kind::kEndpointSlice, {"a", "s-2"});
+    CHECK(store.snapshot()->services().empty());
+    // Earlier snapshots are unchanged.
+    CHECK(slice_names(moved->service({"a", "web"})) == Names{"s-2"});
+    CHECK(moved->find_service({"a", "web"}) != nullptr);
+}
+
+TEST_CASE("a snapshot after one change shares every unchanged entry with the one before") {
+    Store store;
+    for (int i = 0; i < 200; ++i) {
+        const std::string name = "svc-" + std::to_string(i);
+        store.upsert(make_service("a", name));
+        store.upsert(make_slice("a", name + "-x", name));
+    }
+    auto before = store.snapshot();
+    EndpointSlice changed = make_slice("a", "svc-7-x", "svc-7");
+    changed.meta.resource_version = "2";
+    store.upsert(changed);
+    auto after = store.snapshot();
+    size_t shared = 0;
+    for (const auto& [key, entry] : after->services()) {
+        if (before->service(key) == entry.get()) ++shared;
+    }
+    CHECK(shared == 199);
+    CHECK(before->service({"a", "svc-7"})->slices[0]->meta.resource_version.empty());
+    CHECK(after->service({"a", "svc-7"})->slices[0]->meta.resource_version == "2");
+    CHECK(after->find_service({"a", "svc-7"}) == before->find_service({"a", "svc-7"}));
+}
+
+TEST_CASE("a built snapshot has the index the Store keeps for the same objects") {
+    Store store;
+    SnapshotBuilder builder;
+    for (const auto& slice : {make_slice("a", "web-2", "web"), make_slice("a", "web-1", "web"),
+                              make_slice("a", "api-1", "api")}) {
+        store.upsert(slice);
+        builder.add(slice);
+    }
+    store.upsert(make_service("a", "web"));
+    builder.add(make_service("a", "web"));
+    auto stored = store.snapshot();
+    auto built = builder.build();
+    REQUIRE(built->services().size() == stored->services().size());
+    for (const auto& [key, entry] : stored->services()) {
+        REQUIRE(built->service(key));
+        CHECK(*built->service(key) == *entry);
+    }
+    CHECK(built->service_count() == 1);
 }
 
 TEST_CASE("set_synced is reflected in snapshots and notifies") {
     Store store;
     int notified = 0;
     store.subscribe([&](const std::vector<Change>&) { ++notified; });
-    CHECK_FALSE(store.snapshot()->synced);
+    CHECK_FALSE(store.snapshot()->synced());
     store.set_synced(true);
-    CHECK(store.snapshot()->synced);
+    CHECK(store.snapshot()->synced());
     CHECK(notified == 1);
     store.set_synced(true);
     CHECK(notified == 1);

@@ -77,13 +77,13 @@ std::string list_of(const std::vector<std::string>& items) {
 }
 
 bool has_service(Store& store, const std::string& name) {
-    return store.snapshot()->services.count(ObjectKey{"default", name}) == 1;
+    return store.snapshot()->find_service(ObjectKey{"default", name}) != nullptr;
 }
 
 uint16_t first_port(Store& store, const std::string& name) {
     auto snapshot = store.snapshot();
-    auto it = snapshot->services.find(ObjectKey{"default", name});
-    return it == snapshot->services.end() ? 0 : it->second->ports[0].port;
+    const Service* service = snapshot->find_service(ObjectKey{"default", name});
+    return service ? service->ports[0].port : 0;
 }
 
 std::string metrics(const FileSource& source) {
@@ -104,9 +104,9 @@ TEST_CASE("a folder is loaded as the union of its json files") {
     FileSource source(dir.path(), store);
     REQUIRE(source.load().ok());
     auto snapshot = store.snapshot();
-    CHECK(snapshot->synced);
-    CHECK(snapshot->services.size() == 2);
-    CHECK(snapshot->endpoint_slices.size() == 1);
+    CHECK(snapshot->synced());
+    CHECK(snapshot->service_count() == 2);
+    CHECK(snapshot->endpoint_slices().size() == 1);
     CHECK_THAT(metrics(source), Contains("switchboard_source_reloads_total 1\n"));
 }
 
@@ -119,7 +119,7 @@ TEST_CASE("bad objects in a good file are skipped and counted") {
     REQUIRE(source.load().ok());
     CHECK(has_service(store, "good"));
     CHECK_FALSE(has_service(store, "bad"));
-    CHECK(store.snapshot()->nodes.size() == 1);
+    CHECK(store.snapshot()->nodes().size() == 1);
     const std::string text = metrics(source);
     CHECK_THAT(text, Contains("# TYPE switchboard_source_objects_rejected_total counter\n"));
     CHECK_THAT(text, Contains("switchboard_source_objects_rejected_total{kind=\"Service\"} 1\n"));
@@ -134,7 +134,7 @@ TEST_CASE("an unreadable path is an error naming it") {
     auto status = missing.load();
     REQUIRE_FALSE(status.ok());
     CHECK_THAT(status.error().describe(), Contains(dir.file("nope.json")));
-    CHECK_FALSE(store.snapshot()->synced);
+    CHECK_FALSE(store.snapshot()->synced());
     CHECK_FALSE(missing.start().ok());
 
     write_in_place(dir.file("broken.json"), R"({"kind":"List","items":[)");
@@ -203,7 +203,7 @@ TEST_CASE("a single watched file follows renames over it") {
 
     write_atomically(path, list_of({service_named("a", "81")}));
     CHECK(eventually([&] { return first_port(store, "a") == 81; }));
-    CHECK(store.snapshot()->nodes.empty());
+    CHECK(store.snapshot()->nodes().empty());
     write_atomically(path, list_of({service_named("a", "82")}));
     CHECK(eventually([&] { return first_port(store, "a") == 82; }));
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dns/query_dispatcher.h"
+#include "watch/snapshot_builder.h"
 
 using namespace sb;
 using namespace sb::dns;
@@ -16,9 +17,7 @@ using namespace sb::dns;
 namespace {
 
 std::shared_ptr<const Zone> empty_zone(bool synced) {
-    watch::Snapshot snapshot;
-    snapshot.synced = synced;
-    return *Zone::build(snapshot, ZoneConfig{});
+    return *Zone::build(*watch::SnapshotBuilder().synced(synced).build(), ZoneConfig{});
 }
 
 std::string query_bytes(uint16_t id, const char* name, uint16_t qtype) {

@@ -3,6 +3,7 @@
 
 #include "dns/resolver.h"
 #include "dns/zone.h"
+#include "watch/snapshot_builder.h"
 
 using namespace sb;
 using namespace sb::dns;
@@ -39,11 +40,10 @@ Endpoint endpoint(const char* address, const std::string& hostname, bool ready,
 }
 
 struct Fixture {
-    std::shared_ptr<Snapshot> snapshot = std::make_shared<Snapshot>();
+    SnapshotBuilder snapshot;
 
     Fixture() {
-        snapshot->synced = true;
-        snapshot->generation = 42;
+        snapshot.synced(true).generation(42);
         add(cluster_ip("default", "web", {ip("10.96.0.10"), ip("fd00::10")}));
         add(cluster_ip("kube-system", "kube-dns", {ip("10.96.0.53")}));
 
@@ -88,17 +88,13 @@ struct Fixture {
         add(alias);
     }
 
-    void add(const Service& s) {
-        snapshot->services[s.meta.key()] = std::make_shared<const Service>(s);
-    }
-    void add(const EndpointSlice& s) {
-        snapshot->endpoint_slices[s.meta.key()] = std::make_shared<const EndpointSlice>(s);
-    }
+    void add(const Service& s) { snapshot.add(s); }
+    void add(const EndpointSlice& s) { snapshot.add(s); }
 
     std::shared_ptr<const Zone> zone(PodRecords pods = PodRecords::kInsecure) const {
         ZoneConfig config;
         config.pods = pods;
-        return *Zone::build(*snapshot, config);
+        return *Zone::build(*snapshot.build(), config);
     }
 };
 
@@ -360,7 +356,7 @@ TEST_CASE("other zones are forwarded, or refused without upstreams") {
 
 TEST_CASE("cluster names are SERVFAIL until the Store is synced") {
     Fixture f;
-    f.snapshot->synced = false;
+    f.snapshot.synced(false);
     auto zone = f.zone();
     CHECK(rcode(ask(*zone, "web.default.svc.cluster.local", type::kA)) == Rcode::kServFail);
     CHECK(rcode(ask(*zone, "10.0.96.10.in-addr.arpa", type::kPTR)) == Rcode::kServFail);
@@ -467,8 +463,7 @@ TEST_CASE("reverse names and dashed addresses") {
 TEST_CASE("the zone is rebuilt from a new snapshot with the generation as serial") {
     Fixture f;
     auto before = f.zone();
-    f.snapshot->services.erase(ObjectKey{"default", "web"});
-    f.snapshot->generation = 43;
+    f.snapshot.remove_service(ObjectKey{"default", "web"}).generation(43);
     auto after = f.zone();
     CHECK(rcode(ask(*before, "web.default.svc.cluster.local", type::kA)) == Rcode::kNoError);
     CHECK(rcode(ask(*after, "web.default.svc.cluster.local", type::kA)) == Rcode::kNXDomain);
@@ -601,7 +596,7 @@ TEST_CASE("endpoint_pod_names: endpoints without hostname are named after their 
     f.add(slice);
     ZoneConfig config;
     config.endpoint_pod_names = true;
-    auto zone = *Zone::build(*f.snapshot, config);
+    auto zone = *Zone::build(*f.snapshot.build(), config);
     auto pod = ask(*zone, "other.nginx.default.svc.cluster.local", type::kA);
     CHECK(addresses(pod.response.answers) == std::vector<std::string>{"10.0.0.4"});
     CHECK(rcode(ask(*zone, "10-0-0-4.nginx.default.svc.cluster.local", type::kA)) ==
@@ -621,7 +616,7 @@ TEST_CASE("endpoint_pod_names: endpoints without hostname are named after their 
 TEST_CASE("noendpoints: headless Services and endpoint names do not exist; ClusterIPs do") {
     ZoneConfig config;
     config.endpoints = false;
-    auto zone = *Zone::build(*Fixture().snapshot, config);
+    auto zone = *Zone::build(*Fixture().snapshot.build(), config);
     CHECK(rcode(ask(*zone, "nginx.default.svc.cluster.local", type::kA)) == Rcode::kNXDomain);
     CHECK(rcode(ask(*zone, "web-0.nginx.default.svc.cluster.local", type::kA)) == Rcode::kNXDomain);
     CHECK(rcode(ask(*zone, "_http._tcp.nginx.default.svc.cluster.local", type::kSRV)) ==

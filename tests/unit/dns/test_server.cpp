@@ -15,6 +15,7 @@
 #include "dns/server.h"
 #include "dns/socket_util.h"
 #include "tests/unit/exposition.h"
+#include "watch/snapshot_builder.h"
 
 using namespace sb;
 using namespace sb::dns;
@@ -22,13 +23,13 @@ using namespace sb::dns;
 namespace {
 
 std::shared_ptr<const Zone> zone_with_endpoints(int count, bool synced = true) {
-    watch::Snapshot snapshot;
-    snapshot.synced = synced;
+    watch::SnapshotBuilder snapshot;
+    snapshot.synced(synced);
     watch::Service many;
     many.meta.ns = "default";
     many.meta.name = "many";
     many.headless = true;
-    snapshot.services[many.meta.key()] = std::make_shared<const watch::Service>(many);
+    snapshot.add(many);
     watch::EndpointSlice slice;
     slice.meta.ns = "default";
     slice.meta.name = "many-1";
@@ -38,9 +39,8 @@ std::shared_ptr<const Zone> zone_with_endpoints(int count, bool synced = true) {
         e.addresses = {IpAddress::v4(0x0a000001u + static_cast<uint32_t>(i))};
         slice.endpoints.push_back(e);
     }
-    snapshot.endpoint_slices[slice.meta.key()] =
-        std::make_shared<const watch::EndpointSlice>(slice);
-    return *Zone::build(snapshot, ZoneConfig{});
+    snapshot.add(slice);
+    return *Zone::build(*snapshot.build(), ZoneConfig{});
 }
 
 std::string query_bytes(uint16_t id, const char* name) {

@@ -37,7 +37,7 @@ void relist(Store& store, const std::string& object) {
 }
 
 bool holds_web(const Store& store) {
-    return store.snapshot()->services.count(ObjectKey{"default", "web"}) == 1;
+    return store.snapshot()->find_service(ObjectKey{"default", "web"}) != nullptr;
 }
 
 }  // namespace
@@ -58,7 +58,7 @@ TEST_CASE("an invalid MODIFIED drops the object, as a relist of the same cluster
 
     CHECK_FALSE(holds_web(watched));
     CHECK_FALSE(holds_web(listed));
-    CHECK(watched.snapshot()->services.size() == listed.snapshot()->services.size());
+    CHECK(watched.snapshot()->service_count() == listed.snapshot()->service_count());
 
     // A valid version comes back to both the same way.
     auto fixed = event("MODIFIED", web(8080, 3));
@@ -66,8 +66,8 @@ TEST_CASE("an invalid MODIFIED drops the object, as a relist of the same cluster
     relist(listed, web(8080, 3));
     REQUIRE(holds_web(watched));
     REQUIRE(holds_web(listed));
-    CHECK(*watched.snapshot()->services.at({"default", "web"}) ==
-          *listed.snapshot()->services.at({"default", "web"}));
+    CHECK(*watched.snapshot()->find_service({"default", "web"}) ==
+          *listed.snapshot()->find_service({"default", "web"}));
 }
 
 TEST_CASE("an invalid ADDED stores nothing, and DELETED removes whatever its final state") {

@@ -100,7 +100,9 @@ struct Bed {
 
     std::set<std::string> service_names() {
         std::set<std::string> names;
-        for (const auto& [key, value] : store.snapshot()->services) names.insert(key.name);
+        for (const auto& [key, entry] : store.snapshot()->services()) {
+            if (entry->service) names.insert(key.name);
+        }
         return names;
     }
 
@@ -140,7 +142,7 @@ TEST_CASE("the reflector follows continue tokens, then watches from the list's r
     // The watch the server ended resumes from the last event's version.
     CHECK(has(api.requests[3], "&resourceVersion=21"));
     CHECK(bed.service_names() == std::set<std::string>{"a", "b", "c", "d"});
-    CHECK(bed.store.snapshot()->synced);
+    CHECK(bed.store.snapshot()->synced());
     CHECK(ready_while_watching);
     CHECK(bed.clock.sleeps.empty());
     CHECK(bed.metric(R"(switchboard_apiserver_requests_total{resource="services",code="200"})") ==
@@ -205,7 +207,7 @@ TEST_CASE("410 Gone during a watch relists, and the Store sees only the differen
     CHECK(has(api.requests[3], "&resourceVersion=50"));
     CHECK(bed.metric(R"(switchboard_watch_relists_total{resource="services"})") == 1);
     CHECK(bed.service_names() == std::set<std::string>{"a", "b", "d"});
-    CHECK(bed.store.snapshot()->services.at({"default", "b"})->ports[0].port == 81);
+    CHECK(bed.store.snapshot()->find_service({"default", "b"})->ports[0].port == 81);
     // 3 from the first list; then b changed, c deleted, d added; a untouched.
     REQUIRE(bed.changes.size() == 6);
     std::set<std::string> relisted;
@@ -290,7 +292,7 @@ TEST_CASE("a request that never reached the server is not counted; a lost answer
     CHECK(bed.metric(R"(switchboard_apiserver_requests_total{resource="services",code="error"})") ==
           1);
     CHECK(bed.clock.sleeps.size() >= 2);
-    CHECK(bed.store.snapshot()->synced);
+    CHECK(bed.store.snapshot()->synced());
 }
 
 TEST_CASE("bad watch lines are counted and skipped; the stream goes on") {
@@ -332,8 +334,8 @@ TEST_CASE("the Store is synced only once every resource has listed") {
     Step slices =
         list_page(R"({"kind":"EndpointSliceList","metadata":{"resourceVersion":"9"},"items":[]})");
     slices.before = [&] {
-        services_listed_first = bed.store.snapshot()->services.count({"default", "a"}) == 1;
-        synced_before_slices_listed = bed.store.snapshot()->synced;
+        services_listed_first = bed.store.snapshot()->find_service({"default", "a"}) != nullptr;
+        synced_before_slices_listed = bed.store.snapshot()->synced();
     };
     bed.api("services").script({list_page(service_list("10", {service("a", "3")}))});
     bed.api("endpointslices").script({failing, slices});
@@ -341,7 +343,7 @@ TEST_CASE("the Store is synced only once every resource has listed") {
 
     CHECK(services_listed_first);
     CHECK_FALSE(synced_before_slices_listed);
-    CHECK(bed.store.snapshot()->synced);
+    CHECK(bed.store.snapshot()->synced());
     // No watch stayed established: not ready, although synced.
     CHECK_FALSE(bed.reflector.ready());
 }

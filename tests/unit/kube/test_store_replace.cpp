@@ -41,7 +41,7 @@ TEST_CASE("per-kind replace diffs one kind and keeps the others") {
     store.upsert(service("deleted", 80));
     store.upsert(slice("kept-abc", "kept"));
     seen.clear();
-    uint64_t generation = store.snapshot()->generation;
+    uint64_t generation = store.snapshot()->generation();
 
     Store::Objects relist;
     relist.services = {service("kept", 80), service("changed", 81), service("new", 53)};
@@ -50,19 +50,19 @@ TEST_CASE("per-kind replace diffs one kind and keeps the others") {
     store.replace(Kind::kService, relist);
 
     auto snapshot = store.snapshot();
-    CHECK(snapshot->generation > generation);
-    CHECK(snapshot->services.size() == 3);
-    CHECK(snapshot->services.count({"default", "deleted"}) == 0);
-    CHECK(snapshot->services.at({"default", "changed"})->ports[0].port == 81);
-    REQUIRE(snapshot->endpoint_slices.size() == 1);
-    CHECK(snapshot->endpoint_slices.count({"default", "kept-abc"}) == 1);
+    CHECK(snapshot->generation() > generation);
+    CHECK(snapshot->service_count() == 3);
+    CHECK(snapshot->find_service({"default", "deleted"}) == nullptr);
+    CHECK(snapshot->find_service({"default", "changed"})->ports[0].port == 81);
+    REQUIRE(snapshot->endpoint_slices().size() == 1);
+    CHECK(snapshot->endpoint_slices().contains({"default", "kept-abc"}));
     REQUIRE(seen.size() == 3);  // changed, new, deleted; "kept" unchanged
     for (const auto& change : seen) CHECK(change.kind == Kind::kService);
 
     seen.clear();
     store.replace(Kind::kService, relist);
     CHECK(seen.empty());
-    CHECK(store.snapshot()->generation == snapshot->generation);
+    CHECK(store.snapshot()->generation() == snapshot->generation());
 }
 
 TEST_CASE("per-kind replace of slices reports the affected services, incl. a moved label") {
@@ -79,7 +79,7 @@ TEST_CASE("per-kind replace of slices reports the affected services, incl. a mov
     std::set<std::string> services;
     for (const auto& change : seen) services.insert(change.service.name);
     CHECK(services == std::set<std::string>{"a", "b", "c"});
-    CHECK(store.snapshot()->endpoint_slices.size() == 1);
+    CHECK(store.snapshot()->endpoint_slices().size() == 1);
 }
 
 TEST_CASE("per-kind replace of nodes") {
@@ -89,6 +89,6 @@ TEST_CASE("per-kind replace of nodes") {
     store.upsert(node);
     store.upsert(service("svc", 80));
     store.replace(Kind::kNode, Store::Objects{});
-    CHECK(store.snapshot()->nodes.empty());
-    CHECK(store.snapshot()->services.size() == 1);
+    CHECK(store.snapshot()->nodes().empty());
+    CHECK(store.snapshot()->service_count() == 1);
 }

@@ -169,7 +169,7 @@ TEST_CASE("KubeSource against an unreachable server: not ready, store not synced
     CHECK_FALSE((*source)->ready());
     (*source)->stop();
     (*source)->stop();
-    CHECK_FALSE(store.snapshot()->synced);
+    CHECK_FALSE(store.snapshot()->synced());
     sb::metrics::TextWriter writer;
     (*source)->append_metrics(writer);
     const std::string metrics = writer.text();

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "proxy/planner.h"
+#include "watch/snapshot_builder.h"
 
 using namespace sb;
 using sb::proxy::build_plan;
@@ -544,17 +545,11 @@ namespace {
 
 watch::Snapshot snapshot_of(std::vector<watch::Service> services, Slices slices,
                             std::vector<watch::Node> nodes) {
-    watch::Snapshot snapshot;
-    for (auto& service : services) {
-        auto key = service.meta.key();
-        snapshot.services[key] = std::make_shared<const watch::Service>(std::move(service));
-    }
-    for (auto& slice : slices) snapshot.endpoint_slices[slice->meta.key()] = slice;
-    for (auto& node : nodes) {
-        auto key = node.meta.key();
-        snapshot.nodes[key] = std::make_shared<const watch::Node>(std::move(node));
-    }
-    return snapshot;
+    watch::SnapshotBuilder snapshot;
+    for (auto& service : services) snapshot.add(std::move(service));
+    for (auto& slice : slices) snapshot.add(*slice);
+    for (auto& node : nodes) snapshot.add(std::move(node));
+    return *snapshot.build();
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <catch.hpp>
 
 #include "proxy/bootstrap_check.h"
+#include "watch/snapshot_builder.h"
 
 using namespace sb;
 using namespace sb::proxy;
@@ -9,13 +10,11 @@ using namespace sb::proxy;
 namespace {
 
 watch::Snapshot with_kubernetes_service() {
-    auto service = std::make_shared<watch::Service>();
-    service->meta.ns = "default";
-    service->meta.name = "kubernetes";
-    service->cluster_ips = {*IpAddress::parse("10.96.0.1"), *IpAddress::parse("fd00::1")};
-    watch::Snapshot snapshot;
-    snapshot.services[service->meta.key()] = service;
-    return snapshot;
+    watch::Service service;
+    service.meta.ns = "default";
+    service.meta.name = "kubernetes";
+    service.cluster_ips = {*IpAddress::parse("10.96.0.1"), *IpAddress::parse("fd00::1")};
+    return *watch::SnapshotBuilder().add(service).build();
 }
 
 }  // namespace
@@ -36,5 +35,5 @@ TEST_CASE("a real address, a host name or no in-cluster host is not warned about
     CHECK_FALSE(service_address_warning(snapshot, "192.0.2.10"));
     CHECK_FALSE(service_address_warning(snapshot, "control-plane.example"));
     CHECK_FALSE(service_address_warning(snapshot, ""));
-    CHECK_FALSE(service_address_warning(watch::Snapshot{}, "10.96.0.1"));
+    CHECK_FALSE(service_address_warning(*watch::SnapshotBuilder().build(), "10.96.0.1"));
 }

@@ -113,7 +113,7 @@ TEST_CASE("/ready is 503 naming what is not ready, then 200 OK once synced and s
     CorednsEndpointsConfig config;
     config.ready = {kLoopbackAnyPort};
     CorednsEndpoints endpoints(http, config,
-                               {[&store] { return store.snapshot()->synced; },
+                               {[&store] { return store.snapshot()->synced(); },
                                 [&dns] { return dns.serving(); }, [] { return std::string(); }});
     http.start();
     const uint16_t port = endpoints.port("/ready");

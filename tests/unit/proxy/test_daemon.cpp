@@ -14,6 +14,7 @@
 #include "proxy/planner.h"
 #include "rules/plan_json.h"
 #include "tests/unit/exposition.h"
+#include "watch/snapshot_builder.h"
 
 using namespace sb;
 using namespace sb::proxy;
@@ -299,19 +300,18 @@ TEST_CASE("modes that are not built yet are a runtime error") {
 }
 
 TEST_CASE("--nodeport-addresses=primary reads the Node's first InternalIP per family") {
-    watch::Snapshot snapshot;
-    auto node = std::make_shared<watch::Node>();
-    node->meta.name = "node-a";
-    node->addresses = {{"Hostname", "node-a"},
-                       {"InternalIP", "192.168.1.5"},
-                       {"InternalIP", "192.168.1.6"},
-                       {"ExternalIP", "203.0.113.5"},
-                       {"InternalIP", "fd00::5"}};
-    snapshot.nodes[{"", "node-a"}] = node;
-    auto prefixes = primary_node_prefixes(snapshot, "node-a");
+    watch::Node node;
+    node.meta.name = "node-a";
+    node.addresses = {{"Hostname", "node-a"},
+                      {"InternalIP", "192.168.1.5"},
+                      {"InternalIP", "192.168.1.6"},
+                      {"ExternalIP", "203.0.113.5"},
+                      {"InternalIP", "fd00::5"}};
+    const auto snapshot = watch::SnapshotBuilder().add(node).build();
+    auto prefixes = primary_node_prefixes(*snapshot, "node-a");
     CHECK(prefixes ==
           std::vector<Prefix>{*Prefix::parse("192.168.1.5/32"), *Prefix::parse("fd00::5/128")});
-    CHECK(primary_node_prefixes(snapshot, "node-b").empty());
+    CHECK(primary_node_prefixes(*snapshot, "node-b").empty());
 }
 
 TEST_CASE("a daemon's whole /metrics is valid, every family announced once") {
