@@ -93,10 +93,9 @@ namespace {
 std::vector<IpAddress> node_ips(const watch::Snapshot& snapshot, const Options& options) {
     std::optional<IpAddress> by_family[2];
     auto slot = [](const IpAddress& ip) { return ip.is_v4() ? 0 : 1; };
-    if (auto it = snapshot.nodes.find(watch::ObjectKey{"", options.node_name});
-        it != snapshot.nodes.end()) {
+    if (const watch::Node* node = snapshot.node(options.node_name)) {
         for (const char* type : {"InternalIP", "ExternalIP"}) {
-            for (const auto& address : it->second->addresses) {
+            for (const auto& address : node->addresses) {
                 auto ip = IpAddress::parse(address.address);
                 if (address.type != type || !ip || by_family[slot(*ip)]) continue;
                 by_family[slot(*ip)] = *ip;
