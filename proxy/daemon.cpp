@@ -19,6 +19,7 @@
 #include "proxy/process_metrics.h"
 #include "rules/dns_local/dns_local.h"
 #include "rules/iptables/iptables_backend.h"
+#include "rules/iptables/iptc.h"
 #include "rules/kube_proxy_cleanup/kube_proxy_cleanup.h"
 #include "rules/nftables/nftables_backend.h"
 #include "rules/plan_json.h"
@@ -729,7 +730,9 @@ int run_cleanup(const Options& options) {
 int run(const Options& options) {
     if (options.command == Command::kPlan) return run_plan(options);
     if (options.cleanup_kube_proxy) {
-        auto removed = rules::kube_proxy_cleanup::remove_kube_proxy_leftovers();
+        const std::unique_ptr<rules::iptables::Xtables> legacy =
+            rules::iptables::make_libiptc_xtables();
+        auto removed = rules::kube_proxy_cleanup::remove_kube_proxy_leftovers(*legacy);
         if (!removed) {
             return fail(make_error(removed.error().code,
                                    "--cleanup-kube-proxy: " + removed.error().message));

@@ -4,29 +4,55 @@
 
 #include <chrono>
 #include <memory>
-
-#include "rules/conntrack_kernel.h"
+#include <set>
 
 namespace sb::rules {
 
 UdpServiceTargets::UdpServiceTargets(const Plan& plan) {
-    for (const ServicePortPlan& port : plan.services) {
-        if (port.protocol != Protocol::kUDP) continue;
-        EndpointSet endpoints;
-        for (const auto* list : {&port.cluster_endpoints, &port.local_endpoints}) {
-            for (const Endpoint& e : *list) endpoints.emplace(e.ip, e.port);
-        }
-        if (endpoints.empty()) continue;
-        // Two ports sharing an address (external IPs are not unique in the
-        // API) keep the flows of either's endpoints.
-        for (const auto* list : {&port.cluster_ips, &port.external_ips, &port.load_balancer_ips}) {
-            for (const IpAddress& ip : *list) {
-                by_address_[{ip, port.port}].insert(endpoints.begin(), endpoints.end());
+    for (const ServicePortPlan& port : plan.services) add(port);
+}
+
+void UdpServiceTargets::add(const ServicePortPlan& port) {
+    count(port, true);
+}
+
+void UdpServiceTargets::remove(const ServicePortPlan& port) {
+    count(port, false);
+}
+
+void UdpServiceTargets::count(const ServicePortPlan& port, bool in) {
+    if (port.protocol != Protocol::kUDP) return;
+    std::set<std::pair<IpAddress, uint16_t>> endpoints;
+    for (const auto* list : {&port.cluster_endpoints, &port.local_endpoints}) {
+        for (const Endpoint& e : *list) endpoints.emplace(e.ip, e.port);
+    }
+    if (endpoints.empty()) return;
+    // Adds `endpoints` to, or takes them out of, `counts`; false when
+    // `counts` is left empty (its key goes, so that it matches no flow).
+    auto apply = [&](EndpointCounts& counts) {
+        for (const auto& endpoint : endpoints) {
+            if (in) {
+                ++counts[endpoint];
+            } else if (auto it = counts.find(endpoint); it != counts.end() && --it->second == 0) {
+                counts.erase(it);
             }
         }
-        if (port.node_port != 0) {
-            by_node_port_[port.node_port].insert(endpoints.begin(), endpoints.end());
+        return !counts.empty();
+    };
+    for (const auto* list : {&port.cluster_ips, &port.external_ips, &port.load_balancer_ips}) {
+        for (const IpAddress& ip : *list) {
+            size_t& addresses = ip.family() == IpFamily::kV4 ? v4_addresses_ : v6_addresses_;
+            auto [it, inserted] = by_address_.try_emplace({ip, port.port});
+            if (inserted) ++addresses;
+            if (!apply(it->second)) {
+                by_address_.erase(it);
+                --addresses;
+            }
         }
+    }
+    if (port.node_port != 0) {
+        auto it = by_node_port_.try_emplace(port.node_port).first;
+        if (!apply(it->second)) by_node_port_.erase(it);
     }
 }
 
@@ -43,10 +69,7 @@ bool UdpServiceTargets::stale(const UdpFlow& flow) const {
 
 bool UdpServiceTargets::tracks(IpFamily family) const {
     if (!by_node_port_.empty()) return true;
-    for (const auto& [address, endpoints] : by_address_) {
-        if (address.first.family() == family) return true;
-    }
-    return false;
+    return (family == IpFamily::kV4 ? v4_addresses_ : v6_addresses_) > 0;
 }
 
 namespace {
@@ -81,8 +104,8 @@ void reconcile_family(const UdpServiceTargets& targets, ConntrackTable& table,
 
 }  // namespace
 
-std::vector<ConntrackReconcile> reconcile_udp_conntrack(const Plan& plan, ConntrackTable& table) {
-    const UdpServiceTargets targets(plan);
+std::vector<ConntrackReconcile> reconcile_udp_conntrack(const UdpServiceTargets& targets,
+                                                        ConntrackTable& table) {
     std::vector<ConntrackReconcile> out;
     for (const IpFamily family : {IpFamily::kV4, IpFamily::kV6}) {
         ConntrackReconcile& r = out.emplace_back();
@@ -96,9 +119,32 @@ std::vector<ConntrackReconcile> reconcile_udp_conntrack(const Plan& plan, Conntr
     return out;
 }
 
-std::vector<ConntrackReconcile> reconcile_udp_conntrack(const Plan& plan) {
-    const std::unique_ptr<ConntrackTable> kernel = make_kernel_conntrack_table();
-    return reconcile_udp_conntrack(plan, *kernel);
+std::vector<ConntrackReconcile> reconcile_udp_conntrack(const Plan& plan, ConntrackTable& table) {
+    return reconcile_udp_conntrack(UdpServiceTargets(plan), table);
+}
+
+UdpConntrackReconciler::UdpConntrackReconciler(std::unique_ptr<ConntrackTable> table)
+    : table_(std::move(table)) {}
+
+std::vector<ConntrackReconcile> UdpConntrackReconciler::reconcile(const Plan& plan,
+                                                                  const Plan* previous) {
+    update_targets(plan, previous);
+    return reconcile_udp_conntrack(targets_, *table_);
+}
+
+void UdpConntrackReconciler::update_targets(const Plan& plan, const Plan* previous) {
+    if (previous && targets_revision_ != 0 && previous->revision == targets_revision_) {
+        if (auto changed = changed_ports(*previous, plan)) {
+            for (const auto& [old, now] : *changed) {
+                if (old) targets_.remove(*old);
+                if (now) targets_.add(*now);
+            }
+            targets_revision_ = plan.revision;
+            return;
+        }
+    }
+    targets_ = UdpServiceTargets(plan);
+    targets_revision_ = plan.revision;
 }
 
 }  // namespace sb::rules

@@ -4,18 +4,20 @@
 // UDP has no teardown, so a client keeps sending to a removed endpoint (or
 // keeps hitting the reject recorded before a service had endpoints) until
 // its conntrack entry expires. After every sync, full ones included, both
-// backends compare the kernel's UDP flows with the WHOLE plan, not with the
-// difference to a previous plan: the first sync after a start, a periodic
-// resync and a retry have no previous plan, and an endpoint removed while
-// the daemon was down or during a full resync must lose its flows too.
-// Nothing else in conntrack is touched. docs/nftables.md#udp-conntrack.
+// backends compare the kernel's UDP flows with what the WHOLE plan allows,
+// not with the difference to a previous plan: an endpoint removed while the
+// daemon was down or during a full resync must lose its flows too. What the
+// whole plan allows (UdpServiceTargets) is kept up to date from the service
+// ports that changed when the reconciler knows the previous plan, and built
+// anew when it does not. Nothing else in conntrack is touched.
+// docs/nftables.md#udp-conntrack.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +25,7 @@
 #include "base/ip.h"
 #include "base/result.h"
 #include "rules/plan.h"
+#include "rules/port_changes.h"
 
 namespace sb::rules {
 
@@ -50,10 +53,21 @@ struct UdpFlow {
 // load-balancer IPs) with its port, and its NodePort, each mapped to the
 // endpoints (ip and port, cluster and local ones) that serve it. A port
 // without endpoints is left out: its traffic is refused, nothing to clean.
-// Pure; immutable once built, so const members are thread-safe.
+// Built whole from a Plan, or kept up to date port by port with add() and
+// remove(): the same ports added, in any order, give the same answers.
+// Not thread-safe for writes; const members from any thread while nobody
+// writes.
 class UdpServiceTargets {
   public:
+    UdpServiceTargets() = default;
     explicit UdpServiceTargets(const Plan& plan);
+
+    // Counts `port`'s addresses and endpoints in (nothing for a port that is
+    // not UDP or has no endpoint).
+    void add(const ServicePortPlan& port);
+    // Takes out what add(port) counted in. Precondition: `port` (equal by
+    // value) was added and not removed since.
+    void remove(const ServicePortPlan& port);
 
     // A flow to a service address:port or to a NodePort (any address) whose
     // reply does not come from one of that port's endpoints: it was DNATed to
@@ -64,9 +78,16 @@ class UdpServiceTargets {
     bool tracks(IpFamily family) const;
 
   private:
-    using EndpointSet = std::set<std::pair<IpAddress, uint16_t>>;
-    std::map<std::pair<IpAddress, uint16_t>, EndpointSet> by_address_;
-    std::map<uint16_t, EndpointSet> by_node_port_;
+    // How many added ports serve each endpoint: two ports sharing an address
+    // (external IPs are not unique in the API) keep the flows of either's
+    // endpoints, and removing one keeps the other's. No count is zero.
+    using EndpointCounts = std::map<std::pair<IpAddress, uint16_t>, size_t>;
+    void count(const ServicePortPlan& port, bool in);
+
+    std::map<std::pair<IpAddress, uint16_t>, EndpointCounts> by_address_;
+    std::map<uint16_t, EndpointCounts> by_node_port_;
+    size_t v4_addresses_ = 0;  // keys of by_address_ per family, for tracks()
+    size_t v6_addresses_ = 0;
 };
 
 // The outcome of one family's reconcile.
@@ -94,13 +115,41 @@ class ConntrackTable {
     virtual std::vector<Status> remove(IpFamily family, const std::vector<UdpFlow>& flows) = 0;
 };
 
-// Dumps the table once per family that has tracked service ports and
-// deletes every stale flow; the flows found before a failed dump are
-// deleted all the same. A flow that expired meanwhile (ENOENT) is not an
-// error. Returns one result per family, IPv4 first; a failed one is retried
-// by the next call (the whole plan is compared every time).
+// Dumps the table once per family that `targets` tracks and deletes every
+// stale flow; the flows found before a failed dump are deleted all the same.
+// A flow that expired meanwhile (ENOENT) is not an error. Returns one result
+// per family, IPv4 first.
+std::vector<ConntrackReconcile> reconcile_udp_conntrack(const UdpServiceTargets& targets,
+                                                        ConntrackTable& table);
+// The same with the targets of the whole `plan`, built for this call.
 std::vector<ConntrackReconcile> reconcile_udp_conntrack(const Plan& plan, ConntrackTable& table);
-// The same against the kernel's table, opened for this call.
-std::vector<ConntrackReconcile> reconcile_udp_conntrack(const Plan& plan);
+
+// What a backend runs after each sync: the reconcile above over targets it
+// keeps from one call to the next. With the plan of the previous call, only
+// the service ports that differ (rules/port_changes.h: the plan's change set
+// when it names that plan) are taken out of and put into the targets, so a
+// one-change sync costs that change and the dump; without it (the first sync,
+// a full resync, a plan made by hand: revision 0) they are built from the
+// whole plan. Either way a call's deletions are those of the whole-plan
+// reconcile; a failed one is retried by the next call, which compares the
+// whole table again. Owns its table. Not thread-safe (the backend's sync
+// runner is its one caller).
+class UdpConntrackReconciler {
+  public:
+    // Precondition: `table` is not null.
+    explicit UdpConntrackReconciler(std::unique_ptr<ConntrackTable> table);
+
+    // `previous`: the plan given to the last call, or nullptr when unknown.
+    // It is used only when its revision is the one the targets were built
+    // for (revisions are distinct per planned plan, rules/plan.h).
+    std::vector<ConntrackReconcile> reconcile(const Plan& plan, const Plan* previous);
+
+  private:
+    void update_targets(const Plan& plan, const Plan* previous);
+
+    std::unique_ptr<ConntrackTable> table_;
+    UdpServiceTargets targets_;
+    uint64_t targets_revision_ = 0;  // the plan targets_ reflect; 0: none known
+};
 
 }  // namespace sb::rules

@@ -21,20 +21,6 @@ const nlmsghdr* whole_message(const char* at, size_t size) {
 NetlinkAnswers::NetlinkAnswers(uint32_t first_seq, uint32_t last_seq, uint32_t ack_seq)
     : first_seq_(first_seq), last_seq_(last_seq), ack_seq_(ack_seq) {}
 
-NetlinkAnswers NetlinkAnswers::for_messages(const void* bytes, size_t size) {
-    const char* at = static_cast<const char*>(bytes);
-    const nlmsghdr* first = whole_message(at, size);
-    if (!first) return NetlinkAnswers(0, 0, 0);
-    uint32_t last = first->nlmsg_seq;
-    size_t offset = 0;
-    while (const nlmsghdr* m = whole_message(at + offset, size - offset)) {
-        last = m->nlmsg_seq;
-        offset += NLMSG_ALIGN(m->nlmsg_len);
-        if (offset >= size) break;
-    }
-    return NetlinkAnswers(first->nlmsg_seq, last, last);
-}
-
 bool NetlinkAnswers::ours(uint32_t seq) const {
     // Unsigned differences: a range that wraps around 2^32 still holds.
     return seq - first_seq_ <= last_seq_ - first_seq_;

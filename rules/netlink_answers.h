@@ -1,5 +1,5 @@
-// Netlink answers matched to their request by sequence number, for every
-// netlink socket of rules/ (nftables' and kube_proxy_cleanup's).
+// Netlink answers matched to their request by sequence number, for the
+// netlink socket of rules/ (rules/netlink_socket.h).
 //
 // The kernel answers a request with messages carrying the request's sequence
 // numbers. A request given up before all its answers were read (a receive
@@ -25,11 +25,6 @@ class NetlinkAnswers {
     // whose acknowledgement ends the request (a batch's last command).
     NetlinkAnswers(uint32_t first_seq, uint32_t last_seq, uint32_t ack_seq);
     explicit NetlinkAnswers(uint32_t seq) : NetlinkAnswers(seq, seq, seq) {}
-
-    // The sequence numbers of the netlink messages in `bytes` (to be sent):
-    // first, last, and the last again as the one to acknowledge. {0, 0, 0}
-    // when there is no whole message.
-    static NetlinkAnswers for_messages(const void* bytes, size_t size);
 
     // Walks the messages of one datagram. Messages of other requests are
     // skipped (stale()). Of ours: NLMSG_ERROR records the first refusal or an

@@ -19,14 +19,14 @@
 #include <fmt/format.h>
 
 #include "rules/dns_local/dns_local.h"
-#include "rules/kube_proxy_cleanup/netlink_socket.h"
 #include "rules/kube_proxy_cleanup/steps.h"
+#include "rules/netlink_socket.h"
 
 namespace sb::rules::dns_local {
 
 namespace {
 
-using kube_proxy_cleanup::NetlinkSocket;
+using rules::NetlinkSocket;
 
 static_assert(std::char_traits<char>::length(kLinkName) < IFNAMSIZ);
 

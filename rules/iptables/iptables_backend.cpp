@@ -38,7 +38,10 @@ bool has_services(const Plan& plan, IpFamily family) {
 class IptablesBackend final : public Backend {
   public:
     IptablesBackend(BackendOptions options, BackendEdges edges)
-        : options_(std::move(options)), edges_(std::move(edges)) {}
+        : options_(std::move(options)),
+          xtables_(std::move(edges.xtables)),
+          chain_hash_(edges.chain_hash),
+          conntrack_(std::move(edges.conntrack)) {}
 
     const char* name() const override { return "iptables"; }
 
@@ -48,7 +51,7 @@ class IptablesBackend final : public Backend {
     // (drift repair).
     Result<SyncStats> sync(const Plan& plan, const Plan* previous) override {
         if (Status s = validate_options(options_); !s) return s.error();
-        RenderResult r = render(plan, options_, edges_.chain_hash);
+        RenderResult r = render(plan, options_, chain_hash_);
         report(r.errors);
         const bool partial = previous != nullptr && applied_valid_;
         applied_valid_ = false;
@@ -59,7 +62,7 @@ class IptablesBackend final : public Backend {
         for (auto [m, before] :
              {std::pair{&r.model.v4, &applied_.v4}, std::pair{&r.model.v6, &applied_.v6}}) {
             const FamilyModel* known = partial ? before : nullptr;
-            if (Status s = apply_family(*edges_.xtables, *m, known); !s) {
+            if (Status s = apply_family(*xtables_, *m, known); !s) {
                 // A node without IPv6 x_tables can still proxy IPv4.
                 if (m->family == IpFamily::kV6 && !has_services(plan, IpFamily::kV6)) {
                     log::warn("iptables: skipping IPv6: {}", s.error().describe());
@@ -71,21 +74,21 @@ class IptablesBackend final : public Backend {
         }
         applied_ = std::move(r.model);
         applied_valid_ = true;
-        // From the whole plan, full syncs included: they have no previous one.
-        stats.conntrack = reconcile_udp_conntrack(plan, *edges_.conntrack);
+        // Against the whole plan, full syncs included (rules/conntrack.h).
+        stats.conntrack = conntrack_.reconcile(plan, previous);
         return stats;
     }
 
     Status cleanup() override {
-        Status v4 = cleanup_family(*edges_.xtables, IpFamily::kV4);
-        Status v6 = cleanup_family(*edges_.xtables, IpFamily::kV6);
+        Status v4 = cleanup_family(*xtables_, IpFamily::kV4);
+        Status v6 = cleanup_family(*xtables_, IpFamily::kV6);
         if (!v4) return v4;
         return v6;
     }
 
     Result<std::string> render_text(const Plan& plan) override {
         if (Status s = validate_options(options_); !s) return s.error();
-        RenderResult r = render(plan, options_, edges_.chain_hash);
+        RenderResult r = render(plan, options_, chain_hash_);
         report(r.errors);
         return "# IPv4 (iptables-restore --noflush)\n" + to_restore_text(r.model.v4) +
                "# IPv6 (ip6tables-restore --noflush)\n" + to_restore_text(r.model.v6);
@@ -97,7 +100,9 @@ class IptablesBackend final : public Backend {
     }
 
     BackendOptions options_;
-    BackendEdges edges_;
+    std::unique_ptr<Xtables> xtables_;
+    ChainHash chain_hash_;
+    UdpConntrackReconciler conntrack_;
     Model applied_;  // what the last successful sync wrote
     bool applied_valid_ = false;
 };

@@ -191,9 +191,16 @@ class LibiptcXtables final : public Xtables {
         return std::unique_ptr<XtablesLockHold>(std::move(hold));
     }
 
-    bool has_table(IpFamily family, const std::string& table) override {
-        std::ifstream names(family == IpFamily::kV4 ? "/proc/net/ip_tables_names"
-                                                    : "/proc/net/ip6_tables_names");
+    // The kernel lists the tables it has instantiated; without the file it
+    // has no x_tables of this family at all.
+    Result<bool> has_table(IpFamily family, const std::string& table) override {
+        const char* path =
+            family == IpFamily::kV4 ? "/proc/net/ip_tables_names" : "/proc/net/ip6_tables_names";
+        std::ifstream names(path);
+        if (!names) {
+            if (errno == ENOENT) return false;
+            return make_error(ErrorCode::kIo, std::string("read ") + path, errno);
+        }
         std::string line;
         while (std::getline(names, line)) {
             if (line == table) return true;
@@ -202,7 +209,9 @@ class LibiptcXtables final : public Xtables {
     }
 
     Result<std::unique_ptr<TableCopy>> open(IpFamily family, const std::string& table) override {
-        return family == IpFamily::kV4 ? open_table<V4>(table) : open_table<V6>(table);
+        // Qualified: the free function, not Xtables::open_table.
+        return family == IpFamily::kV4 ? iptables::open_table<V4>(table)
+                                       : iptables::open_table<V6>(table);
     }
 
     Result<std::unique_ptr<TableBackup>> back_up(IpFamily family,

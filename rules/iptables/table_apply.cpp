@@ -99,7 +99,9 @@ Status prepare_table(TableCopy& copy, const Table& table, const Table* applied) 
 }
 
 Status cleanup_table(Xtables& xtables, IpFamily family, const std::string& table) {
-    if (!xtables.has_table(family, table)) return {};
+    auto present = xtables.has_table(family, table);
+    if (!present) return present.error();
+    if (!*present) return {};
     auto copy = xtables.open(family, table);
     if (!copy) return copy.error();
     bool changed = false;

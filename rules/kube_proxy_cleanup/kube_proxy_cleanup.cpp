@@ -40,14 +40,14 @@ std::string describe(const Removed& r) {
         r.ipvs_services, r.links);
 }
 
-Result<Removed> remove_kube_proxy_leftovers() {
+Result<Removed> remove_kube_proxy_leftovers(XtablesTables& legacy) {
     Removed removed;
     std::vector<std::string> failures;
     auto step = [&](Status status) {
         if (!status) failures.push_back(status.error().describe());
     };
-    step(remove_legacy_chains(IpFamily::kV4, removed));
-    step(remove_legacy_chains(IpFamily::kV6, removed));
+    step(remove_legacy_chains(legacy, IpFamily::kV4, removed));
+    step(remove_legacy_chains(legacy, IpFamily::kV6, removed));
     step(remove_nft_compat_chains(removed));
     step(remove_nftables_tables(removed));
     step(remove_ipvs_leftovers(removed));

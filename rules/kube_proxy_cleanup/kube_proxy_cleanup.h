@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/result.h"
+#include "rules/xtables.h"
 
 namespace sb::rules::kube_proxy_cleanup {
 
@@ -36,7 +37,8 @@ std::string describe(const Removed& removed);
 // Creates nothing: an x_tables table this network namespace has not
 // instantiated is not opened. The error, on one line, names every step that
 // failed. Not thread-safe: one caller at a time (it is run once, before the
-// daemon starts).
-Result<Removed> remove_kube_proxy_leftovers();
+// daemon starts). `legacy` is the kernel's x_tables (iptables-legacy):
+// libiptc (rules/iptables/iptc.h make_libiptc_xtables()), or a fake in tests.
+Result<Removed> remove_kube_proxy_leftovers(XtablesTables& legacy);
 
 }  // namespace sb::rules::kube_proxy_cleanup

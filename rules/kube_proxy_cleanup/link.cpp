@@ -12,8 +12,8 @@
 #include <cstring>
 #include <vector>
 
-#include "rules/kube_proxy_cleanup/netlink_socket.h"
 #include "rules/kube_proxy_cleanup/steps.h"
+#include "rules/netlink_socket.h"
 
 namespace sb::rules::kube_proxy_cleanup {
 

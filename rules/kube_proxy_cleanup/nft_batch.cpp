@@ -7,6 +7,7 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
+#include <sys/uio.h>
 
 #include <fmt/format.h>
 
@@ -109,7 +110,8 @@ Status nft_commit(NetlinkSocket& socket, const NftBatch& batch) {
     // anyway, with its error).
     reinterpret_cast<nlmsghdr*>(bytes.data() + first + batch.offsets_.back())->nlmsg_flags |=
         NLM_F_ACK;
-    auto answer = socket.send_batch(bytes.data(), bytes.size(), base + last);
+    const iovec page{bytes.data(), bytes.size()};
+    auto answer = socket.send_batch({&page, 1}, base, base + last + 1, base + last);
     if (!answer) return answer.error();
     if (answer->error != 0) {
         const uint32_t k = answer->failed_seq - base;

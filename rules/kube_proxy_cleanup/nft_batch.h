@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "rules/kube_proxy_cleanup/netlink_socket.h"
+#include "rules/netlink_socket.h"
 
 namespace sb::rules::kube_proxy_cleanup {
 

@@ -9,13 +9,15 @@
 #include "base/ip.h"
 #include "base/result.h"
 #include "rules/kube_proxy_cleanup/kube_proxy_cleanup.h"
+#include "rules/xtables.h"
 
 namespace sb::rules::kube_proxy_cleanup {
 
 // iptables_legacy.cpp: kube-proxy's chains in the nat, filter and mangle
-// x_tables of `family` (libiptc / libip6tc), and the rules of other chains
-// that jump or go to them; one commit per table that changes.
-Status remove_legacy_chains(IpFamily family, Removed& removed);
+// x_tables of `family` (through `xtables`, under its lock), and the rules of
+// other chains that jump or go to them; one commit per table that changes.
+// Errors start with the family's iptables-legacy command.
+Status remove_legacy_chains(XtablesTables& xtables, IpFamily family, Removed& removed);
 
 // iptables_nft.cpp: the same in iptables-nft's `ip`/`ip6` nat, filter and
 // mangle nftables tables, in one nftables transaction.

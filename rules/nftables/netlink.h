@@ -1,7 +1,8 @@
 // The real Channel (rules/nftables/channel.h): libnftnl + libmnl on one
 // NETLINK_NETFILTER socket. apply() sends a Delta as ONE batch
 // (NFNL_MSG_BATCH_BEGIN ... END), which the kernel commits atomically or not
-// at all. The jobs under it, one file each: netlink_socket (the exchange),
+// at all. The jobs under it, one file each: rules/netlink_socket (the
+// exchange, shared with rules/), netlink_transaction (one batch),
 // netlink_reader (read_table, dump_elements), netlink_batch (the batch
 // writer), netlink_expr (rules to expressions), netlink_encoding (values
 // to numbers and bytes). Not thread-safe.
@@ -13,13 +14,12 @@
 #include <string>
 
 #include "base/result.h"
+#include "rules/netlink_socket.h"
 #include "rules/nftables/channel.h"
 #include "rules/nftables/diff.h"
 #include "rules/nftables/model.h"
 
 namespace sb::rules::nftables {
-
-class NetlinkConnection;
 
 class NetlinkSocket final : public Channel {
   public:
@@ -43,8 +43,8 @@ class NetlinkSocket final : public Channel {
     Status delete_table(const std::string& table);
 
   private:
-    explicit NetlinkSocket(std::unique_ptr<NetlinkConnection> connection);
-    std::unique_ptr<NetlinkConnection> connection_;
+    explicit NetlinkSocket(rules::NetlinkSocket socket);
+    rules::NetlinkSocket socket_;
 };
 
 }  // namespace sb::rules::nftables

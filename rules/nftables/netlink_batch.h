@@ -1,6 +1,6 @@
 // The batch writer: the messages of one nftables transaction, written into
-// a Batch (rules/nftables/netlink_socket.h) in the order a Delta lists them
-// (rules/nftables/diff.h). Writes bytes only; NetlinkConnection::send()
+// a Batch (rules/nftables/netlink_transaction.h) in the order a Delta lists them
+// (rules/nftables/diff.h). Writes bytes only; send()
 // sends them.
 #pragma once
 
@@ -8,7 +8,7 @@
 
 #include "rules/nftables/diff.h"
 #include "rules/nftables/model.h"
-#include "rules/nftables/netlink_socket.h"
+#include "rules/nftables/netlink_transaction.h"
 
 namespace sb::rules::nftables {
 

@@ -50,17 +50,17 @@ Set set_from(const nftnl_set* got) {
 
 }  // namespace
 
-Result<std::optional<Model>> read_table(NetlinkConnection& connection) {
+Result<std::optional<Model>> read_table(rules::NetlinkSocket& socket) {
     std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
     Model model;
     {
         nftnl_table* t = nftnl_table_alloc();
         nftnl_table_set_str(t, NFTNL_TABLE_NAME, kTableName);
-        nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETTABLE, NFPROTO_INET, 0,
-                                              connection.next_seq());
+        nlmsghdr* nlh =
+            nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETTABLE, NFPROTO_INET, 0, socket.next_seq());
         nftnl_table_nlmsg_build_payload(nlh, t);
         nftnl_table_free(t);
-        Status s = connection.talk(nlh, [](const nlmsghdr*) {});
+        Status s = socket.query(nlh, "read the table", [](const nlmsghdr*) {});
         if (!s) {
             if (s.error().code == ErrorCode::kNotFound) return std::optional<Model>();
             return s.error();
@@ -70,10 +70,10 @@ Result<std::optional<Model>> read_table(NetlinkConnection& connection) {
         nftnl_chain* c = nftnl_chain_alloc();
         nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, kTableName);
         nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETCHAIN, NFPROTO_INET,
-                                              NLM_F_DUMP, connection.next_seq());
+                                              NLM_F_DUMP, socket.next_seq());
         nftnl_chain_nlmsg_build_payload(nlh, c);
         nftnl_chain_free(c);
-        Status s = connection.talk(nlh, [&](const nlmsghdr* m) {
+        Status s = socket.query(nlh, "list chains", [&](const nlmsghdr* m) {
             nftnl_chain* got = nftnl_chain_alloc();
             if (nftnl_chain_nlmsg_parse(m, got) == 0 &&
                 std::strcmp(nftnl_chain_get_str(got, NFTNL_CHAIN_TABLE), kTableName) == 0) {
@@ -88,10 +88,10 @@ Result<std::optional<Model>> read_table(NetlinkConnection& connection) {
         nftnl_set* set = nftnl_set_alloc();
         nftnl_set_set_str(set, NFTNL_SET_TABLE, kTableName);
         nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETSET, NFPROTO_INET, NLM_F_DUMP,
-                                              connection.next_seq());
+                                              socket.next_seq());
         nftnl_set_nlmsg_build_payload(nlh, set);
         nftnl_set_free(set);
-        Status s = connection.talk(nlh, [&](const nlmsghdr* m) {
+        Status s = socket.query(nlh, "list sets", [&](const nlmsghdr* m) {
             nftnl_set* got = nftnl_set_alloc();
             if (nftnl_set_nlmsg_parse(m, got) == 0) {
                 Set out = set_from(got);
@@ -104,7 +104,7 @@ Result<std::optional<Model>> read_table(NetlinkConnection& connection) {
     return std::optional<Model>(std::move(model));
 }
 
-Result<std::map<ElementKey, Verdict>> dump_elements(NetlinkConnection& connection, const Set& set) {
+Result<std::map<ElementKey, Verdict>> dump_elements(rules::NetlinkSocket& socket, const Set& set) {
     struct Scan {
         const Set* set;
         std::map<ElementKey, Verdict> elements;
@@ -114,10 +114,10 @@ Result<std::map<ElementKey, Verdict>> dump_elements(NetlinkConnection& connectio
     nftnl_set_set_str(req, NFTNL_SET_TABLE, kTableName);
     nftnl_set_set_str(req, NFTNL_SET_NAME, set.name.c_str());
     nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETSETELEM, NFPROTO_INET, NLM_F_DUMP,
-                                          connection.next_seq());
+                                          socket.next_seq());
     nftnl_set_elems_nlmsg_build_payload(nlh, req);
     nftnl_set_free(req);
-    Status listed = connection.talk(nlh, [&](const nlmsghdr* m) {
+    Status listed = socket.query(nlh, "list the elements of " + set.name, [&](const nlmsghdr* m) {
         nftnl_set* got = nftnl_set_alloc();
         if (nftnl_set_elems_nlmsg_parse(m, got) == 0) {
             nftnl_set_elem_foreach(

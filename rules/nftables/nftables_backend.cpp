@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "rules/conntrack.h"
+#include "rules/conntrack_kernel.h"
 #include "rules/nftables/affinity_cleanup.h"
 #include "rules/nftables/diff.h"
 #include "rules/nftables/netlink.h"
@@ -17,8 +18,10 @@ const std::vector<PortChange> kNoChanges;
 
 class NftablesBackend final : public Backend {
   public:
-    NftablesBackend(BackendOptions options, ChannelOpener open)
-        : options_(std::move(options)), open_(std::move(open)) {}
+    NftablesBackend(BackendOptions options, BackendEdges edges)
+        : options_(std::move(options)),
+          open_(std::move(edges.open_channel)),
+          conntrack_(std::move(edges.conntrack)) {}
 
     const char* name() const override { return "nftables"; }
 
@@ -44,8 +47,8 @@ class NftablesBackend final : public Backend {
         }
         if (!done) result = sync_full(plan);
         if (!result.ok()) return result;
-        // From the whole plan, full syncs included: they have no previous one.
-        result->conntrack = reconcile_udp_conntrack(plan);
+        // Against the whole plan, full syncs included (rules/conntrack.h).
+        result->conntrack = conntrack_.reconcile(plan, previous);
         if (comparable) clean_affinity(*channel_, changed);
         // Since the last report: those skipped during failed syncs count too.
         result->stale_netlink_messages = channel_->stale_answers() - stale_reported_;
@@ -140,6 +143,7 @@ class NftablesBackend final : public Backend {
     BackendOptions options_;
     ChannelOpener open_;
     std::unique_ptr<Channel> channel_;
+    UdpConntrackReconciler conntrack_;
     Model applied_;  // what the kernel holds after the last successful sync
     bool applied_valid_ = false;
     size_t stale_reported_ = 0;  // channel_->stale_answers() at the last report
@@ -147,16 +151,17 @@ class NftablesBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_backend(const BackendOptions& options, ChannelOpener open) {
-    return std::make_unique<NftablesBackend>(options, std::move(open));
+std::unique_ptr<Backend> make_backend(const BackendOptions& options, BackendEdges edges) {
+    return std::make_unique<NftablesBackend>(options, std::move(edges));
 }
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
-    return make_backend(options, []() -> Result<std::unique_ptr<Channel>> {
+    ChannelOpener open_socket = []() -> Result<std::unique_ptr<Channel>> {
         auto socket = NetlinkSocket::open();
         if (!socket) return socket.error();
         return std::unique_ptr<Channel>(std::move(socket.value()));
-    });
+    };
+    return make_backend(options, {std::move(open_socket), make_kernel_conntrack_table()});
 }
 
 }  // namespace sb::rules::nftables

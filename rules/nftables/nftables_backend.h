@@ -1,6 +1,7 @@
 // The nftables backend: programs switchboard's own `inet switchboard` table
 // through a Channel (rules/nftables/channel.h): libnftnl + libmnl, no `nft`
-// binary at run time. See docs/nftables.md for the ruleset shape and why.
+// binary at run time; UDP conntrack reconciled through a ConntrackTable
+// (rules/conntrack.h). See docs/nftables.md for the ruleset shape and why.
 #pragma once
 
 #include <functional>
@@ -8,6 +9,7 @@
 
 #include "base/result.h"
 #include "rules/backend.h"
+#include "rules/conntrack.h"
 #include "rules/nftables/channel.h"
 
 namespace sb::rules::nftables {
@@ -21,7 +23,13 @@ using ChannelOpener = std::function<Result<std::unique_ptr<Channel>>()>;
 // socket. Not thread-safe (see Backend).
 std::unique_ptr<Backend> make_backend(const BackendOptions& options);
 
-// The same over the channel `open` returns (tests: a fake).
-std::unique_ptr<Backend> make_backend(const BackendOptions& options, ChannelOpener open);
+// The kernel edges a backend talks to; the unit tests pass fakes.
+struct BackendEdges {
+    ChannelOpener open_channel;                 // not empty
+    std::unique_ptr<ConntrackTable> conntrack;  // not null
+};
+// The same over the given edges (make_backend(options): the netlink socket
+// and the kernel's conntrack table).
+std::unique_ptr<Backend> make_backend(const BackendOptions& options, BackendEdges edges);
 
 }  // namespace sb::rules::nftables

@@ -5,9 +5,11 @@
 // change set a partial replan carries, and without one), and as
 // the peer `nft -f` loading the same ruleset text (render_text) and the same
 // one-endpoint change as nft commands. Prints times, ratios and peak RSS;
-// asserts nothing. Needs root.
+// asserts nothing. Needs root. With --udp every service port is UDP, so each
+// sync also runs the UDP conntrack reconcile (against the namespace's own,
+// empty, conntrack table: what is timed is the reconcile's own work).
 //
-// Usage: bench_nftables [SERVICES...]   (default: 1000 10000; 10 endpoints each)
+// Usage: bench_nftables [--udp] [SERVICES...]   (default: 1000 10000; 10 endpoints each)
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -55,7 +57,7 @@ long peak_rss_kib(int who) {
 // Services 10.96.0.0/12, endpoints 10.128.0.0/9 (one address per endpoint,
 // so the hairpin set has services x endpoints elements); every 10th service
 // also has a NodePort.
-rules::Plan make_plan(int services, int endpoints) {
+rules::Plan make_plan(int services, int endpoints, rules::Protocol protocol) {
     rules::Plan plan;
     plan.node = "node-0";
     for (int i = 0; i < services; ++i) {
@@ -63,6 +65,7 @@ rules::Plan make_plan(int services, int endpoints) {
         p.ns = "ns-" + std::to_string(i % 50);
         p.service = "svc-" + std::to_string(i);
         p.port_name = "http";
+        p.protocol = protocol;
         p.cluster_ips = {IpAddress::v4(0x0a600000u + static_cast<uint32_t>(i) + 10)};
         p.port = 80;
         if (i % 10 == 0) p.node_port = static_cast<uint16_t>(30000 + (i / 10) % 2700);
@@ -107,9 +110,10 @@ int delete_table() {
     return std::system("nft delete table inet switchboard 2>/dev/null");
 }
 
-void bench(int services, int endpoints) {
-    std::printf("== %d services x %d endpoints\n", services, endpoints);
-    rules::Plan plan = make_plan(services, endpoints);
+void bench(int services, int endpoints, rules::Protocol protocol) {
+    std::printf("== %d services x %d endpoints, %s\n", services, endpoints,
+                rules::to_string(protocol));
+    rules::Plan plan = make_plan(services, endpoints, protocol);
     plan.revision = rules::next_plan_revision();
     rules::Plan changed = plan;
     rules::ServicePortPlan& victim = changed.services[changed.services.size() / 2];
@@ -147,6 +151,7 @@ void bench(int services, int endpoints) {
     // replan) it walks both plans.
     struct Figures {
         double median_ms = -1, cpu_ms = 0, min_ms = 0;
+        double conntrack_ms = 0;  // mean of the syncs' conntrack dumps and deletions
     };
     auto one_change = [&](bool with_change_set) {
         std::vector<double> wall;
@@ -167,6 +172,9 @@ void bench(int services, int endpoints) {
                 std::printf("incremental sync failed: %s\n", r.error().describe().c_str());
                 return Figures{};
             }
+            for (const rules::ConntrackReconcile& c : r->conntrack) {
+                f.conntrack_ms += c.seconds * 1e3 / 10;
+            }
             current = std::move(next);
         }
         std::sort(wall.begin(), wall.end());
@@ -179,12 +187,12 @@ void bench(int services, int endpoints) {
     if (incremental.median_ms < 0 || whole_walk.median_ms < 0) return;
     std::printf(
         "switchboard one endpoint change:        %9.2f ms wall %9.2f ms cpu  (median of 10, min "
-        "%.2f)\n",
-        incremental.median_ms, incremental.cpu_ms, incremental.min_ms);
+        "%.2f; conntrack dump and deletions %.2f)\n",
+        incremental.median_ms, incremental.cpu_ms, incremental.min_ms, incremental.conntrack_ms);
     std::printf(
         "  the same, plans without change set:   %9.2f ms wall %9.2f ms cpu  (median of 10, min "
-        "%.2f)\n",
-        whole_walk.median_ms, whole_walk.cpu_ms, whole_walk.min_ms);
+        "%.2f; conntrack dump and deletions %.2f)\n",
+        whole_walk.median_ms, whole_walk.cpu_ms, whole_walk.min_ms, whole_walk.conntrack_ms);
     const long rss = peak_rss_kib(RUSAGE_SELF);
 
     // The peer: nft -f with the same ruleset, then the same change.
@@ -233,8 +241,15 @@ int main(int argc, char** argv) {
         return 1;
     }
     std::vector<int> sizes;
-    for (int i = 1; i < argc; ++i) sizes.push_back(std::atoi(argv[i]));
+    rules::Protocol protocol = rules::Protocol::kTCP;
+    for (int i = 1; i < argc; ++i) {
+        if (std::string(argv[i]) == "--udp") {
+            protocol = rules::Protocol::kUDP;
+        } else {
+            sizes.push_back(std::atoi(argv[i]));
+        }
+    }
     if (sizes.empty()) sizes = {1000, 10000};
-    for (int n : sizes) bench(n, 10);
+    for (int n : sizes) bench(n, 10, protocol);
     return 0;
 }

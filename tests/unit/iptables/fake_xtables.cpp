@@ -218,7 +218,11 @@ class FakeXtables final : public Xtables {
         return std::unique_ptr<XtablesLockHold>(std::make_unique<FakeLockHold>(kernel_.locked_));
     }
 
-    bool has_table(IpFamily family, const std::string& table) override {
+    Result<bool> has_table(IpFamily family, const std::string& table) override {
+        if (auto refused = kernel_.table_list_errors_.find(family);
+            refused != kernel_.table_list_errors_.end()) {
+            return make_error(ErrorCode::kIo, "read the list of tables", refused->second);
+        }
         return kernel_.tables_.count({family, table}) > 0;
     }
 

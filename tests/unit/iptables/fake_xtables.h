@@ -11,8 +11,8 @@
 // - back_up without the lock.
 // Opening a table instantiates it with its built-in chains, as the kernel
 // does. Failures can be scripted: commits of one table, restores, a whole
-// family missing. Not thread-safe; the state must outlive every Xtables
-// made from it.
+// family missing, an unreadable list of tables. Not thread-safe; the state must outlive every
+// Xtables made from it.
 #pragma once
 
 #include <cstddef>
@@ -63,6 +63,9 @@ class FakeXtablesKernel {
     void fail_restores(size_t count = 1) { restore_failures_ = count; }
     // The kernel has no x_tables of this family: opening any table fails.
     void remove_family(IpFamily family) { missing_.insert(family); }
+    // has_table() of this family fails with `err` (the list of tables is
+    // unreadable).
+    void refuse_table_list(IpFamily family, int err) { table_list_errors_[family] = err; }
 
     // Successful commits of that table so far.
     size_t commits(IpFamily family, const std::string& table) const;
@@ -83,6 +86,7 @@ class FakeXtablesKernel {
     std::map<Key, Stored> tables_;
     std::map<Key, size_t> commit_failures_;
     std::set<IpFamily> missing_;
+    std::map<IpFamily, int> table_list_errors_;
     size_t restore_failures_ = 0;
     size_t restores_ = 0;
     bool locked_ = false;

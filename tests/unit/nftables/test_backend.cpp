@@ -1,16 +1,20 @@
 // The nftables backend's sync logic over the fake kernel (fake_channel.h),
 // without root: full and incremental syncs, the fallback from incremental
-// to full, drift repair, adoption of an existing table, cleanup and the
-// affinity cleanup. Every check is on the state the fake kernel ends in.
+// to full, drift repair, adoption of an existing table, cleanup, the
+// affinity cleanup and the UDP conntrack reconcile (over the fake conntrack
+// table, fake_conntrack.h). Every check is on the state the fake kernel and
+// the fake conntrack table end in.
 #include <errno.h>
 #include <netinet/in.h>
 #include <catch.hpp>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 #include "rules/nftables/nftables_backend.h"
 #include "rules/nftables/render.h"
+#include "tests/unit/fake_conntrack.h"
 #include "tests/unit/nftables/fake_channel.h"
 #include "tests/unit/rules_fixtures.h"
 
@@ -20,20 +24,19 @@ using namespace sb::rules::nftables;
 using sb::rules::nftables::testing::FakeKernel;
 using sb::rules::nftables::testing::kernel_text;
 using sb::rules::testing::endpoint;
+using sb::rules::testing::FakeConntrack;
 using sb::rules::testing::ip;
 using sb::rules::testing::options;
 using sb::rules::testing::plan_on_node_a;
 using sb::rules::testing::three_endpoints;
+using sb::rules::testing::udp_entry;
 using sb::rules::testing::web;
 
 namespace {
 
 // default/web (three endpoints), default/api (ClientIP affinity, a
-// NodePort, two endpoints), default/dns (dual-stack). All TCP: the backend
-// reconciles UDP conntrack entries through libnetfilter_conntrack itself
-// (rules/conntrack.h, not behind the channel), which must not touch the
-// kernel of the machine running the unit tests; with no UDP port it opens
-// nothing.
+// NodePort, two endpoints), default/dns (dual-stack). All TCP: the UDP
+// conntrack cases below add their own UDP port.
 Plan sample_plan() {
     ServicePortPlan api =
         web({endpoint("10.244.1.8", 9090, true), endpoint("10.244.2.8", 9090, false)});
@@ -94,7 +97,8 @@ SyncStats synced(Backend& backend, const Plan& plan, const Plan* previous) {
 
 TEST_CASE("backend: a first sync writes the rendered table in full") {
     FakeKernel kernel;
-    auto backend = make_backend(options(), kernel.opener());
+    FakeConntrack conntrack;
+    auto backend = make_backend(options(), {kernel.opener(), conntrack.table()});
     const Plan plan = numbered(sample_plan());
     const SyncStats stats = synced(*backend, plan, nullptr);
     CHECK(stats.full);
@@ -104,7 +108,8 @@ TEST_CASE("backend: a first sync writes the rendered table in full") {
 
 TEST_CASE("backend: an endpoint change is sent incrementally and reaches the rendered table") {
     FakeKernel kernel;
-    auto backend = make_backend(options(), kernel.opener());
+    FakeConntrack conntrack;
+    auto backend = make_backend(options(), {kernel.opener(), conntrack.table()});
     const Plan before = numbered(sample_plan());
     const SyncStats first = synced(*backend, before, nullptr);
     const Plan after = with_moved_endpoint(before);
@@ -118,7 +123,8 @@ TEST_CASE("backend: an endpoint change is sent incrementally and reaches the ren
 
 TEST_CASE("backend: an incremental sync whose batch is refused falls back to a full one") {
     FakeKernel kernel;
-    auto backend = make_backend(options(), kernel.opener());
+    FakeConntrack conntrack;
+    auto backend = make_backend(options(), {kernel.opener(), conntrack.table()});
     const Plan before = numbered(sample_plan());
     synced(*backend, before, nullptr);
     const Plan after = with_moved_endpoint(before);
@@ -130,7 +136,8 @@ TEST_CASE("backend: an incremental sync whose batch is refused falls back to a f
 
 TEST_CASE("backend: without a known previous state the sync is full") {
     FakeKernel kernel;
-    auto backend = make_backend(options(), kernel.opener());
+    FakeConntrack conntrack;
+    auto backend = make_backend(options(), {kernel.opener(), conntrack.table()});
     const Plan before = numbered(sample_plan());
     const Plan after = with_moved_endpoint(before);
 
@@ -165,7 +172,8 @@ TEST_CASE("backend: without a known previous state the sync is full") {
 
 TEST_CASE("backend: a full resync repairs drift behind its back") {
     FakeKernel kernel;
-    auto backend = make_backend(options(), kernel.opener());
+    FakeConntrack conntrack;
+    auto backend = make_backend(options(), {kernel.opener(), conntrack.table()});
     const Plan plan = numbered(sample_plan());
     synced(*backend, plan, nullptr);
     Model& table = *kernel.table();
@@ -193,7 +201,8 @@ TEST_CASE("backend: a full resync repairs drift behind its back") {
 
 TEST_CASE("backend: an incremental batch the drifted kernel refuses is repaired by the fallback") {
     FakeKernel kernel;
-    auto backend = make_backend(options(), kernel.opener());
+    FakeConntrack conntrack;
+    auto backend = make_backend(options(), {kernel.opener(), conntrack.table()});
     const Plan before = numbered(sample_plan());
     synced(*backend, before, nullptr);
     // Someone deleted web's backend elements: deleting the changed one fails.
@@ -207,8 +216,9 @@ TEST_CASE("backend: an incremental batch the drifted kernel refuses is repaired 
 
 TEST_CASE("backend: a restarted backend adopts the table and keeps the affinity entries") {
     FakeKernel kernel;
+    FakeConntrack conntrack;
     const Plan plan = numbered(sample_plan());
-    synced(*make_backend(options(), kernel.opener()), plan, nullptr);
+    synced(*make_backend(options(), {kernel.opener(), conntrack.table()}), plan, nullptr);
     // The kernel's own entries: a client pinned to api's first endpoint.
     ElementKey client;
     client.a = ip("10.244.5.5");
@@ -219,7 +229,7 @@ TEST_CASE("backend: a restarted backend adopts the table and keeps the affinity 
         Verdict(VerdictKind::kNone, {}, ip("10.244.1.8"), 9090);
     const std::string before = actual(kernel);
 
-    auto restarted = make_backend(options(), kernel.opener());
+    auto restarted = make_backend(options(), {kernel.opener(), conntrack.table()});
     CHECK(synced(*restarted, plan, nullptr).full);
     CHECK(actual(kernel) == before);
     CHECK(before.find("10.244.5.5 . 10.96.0.11") != std::string::npos);
@@ -227,9 +237,10 @@ TEST_CASE("backend: a restarted backend adopts the table and keeps the affinity 
 
 TEST_CASE("backend: cleanup removes only switchboard's table and is idempotent") {
     FakeKernel kernel;
+    FakeConntrack conntrack;
     kernel.tables["other"].chains["c"].name = "c";
     kernel.tables["switchboard-dns"].chains["c"].name = "c";
-    auto backend = make_backend(options(), kernel.opener());
+    auto backend = make_backend(options(), {kernel.opener(), conntrack.table()});
     const Plan plan = numbered(sample_plan());
     synced(*backend, plan, nullptr);
     REQUIRE(backend->cleanup());
@@ -247,7 +258,8 @@ TEST_CASE("backend: cleanup removes only switchboard's table and is idempotent")
 
 TEST_CASE("backend: affinity entries of a departed endpoint are deleted, others kept") {
     FakeKernel kernel;
-    auto backend = make_backend(options(), kernel.opener());
+    FakeConntrack conntrack;
+    auto backend = make_backend(options(), {kernel.opener(), conntrack.table()});
     const Plan before = numbered(sample_plan());
     synced(*backend, before, nullptr);
     auto& entries = kernel.table()->sets.at(affinity_map(IpFamily::kV4)).elements;
@@ -291,11 +303,97 @@ TEST_CASE("backend: affinity entries of a departed endpoint are deleted, others 
 
 TEST_CASE("backend: stale netlink answers are reported once, by the sync after them") {
     FakeKernel kernel;
-    auto backend = make_backend(options(), kernel.opener());
+    FakeConntrack conntrack;
+    auto backend = make_backend(options(), {kernel.opener(), conntrack.table()});
     const Plan plan = numbered(sample_plan());
     kernel.stale_answers = 2;
     CHECK(synced(*backend, plan, nullptr).stale_netlink_messages == 2);
     CHECK(synced(*backend, plan, &plan).stale_netlink_messages == 0);
     kernel.stale_answers = 3;
     CHECK(synced(*backend, plan, &plan).stale_netlink_messages == 1);
+}
+
+namespace {
+
+// sample_plan() with default/dns:dns-udp: UDP on 10.96.0.53:53 and NodePort
+// 30053, served by 10.244.1.9:53 and 10.244.2.9:53.
+Plan udp_plan() {
+    const Plan tcp = sample_plan();
+    std::vector<ServicePortPlan> ports(tcp.services.begin(), tcp.services.end());
+    ServicePortPlan udp =
+        web({endpoint("10.244.1.9", 53, true), endpoint("10.244.2.9", 53, false)});
+    udp.service = "dns";
+    udp.port_name = "dns-udp";
+    udp.protocol = Protocol::kUDP;
+    udp.cluster_ips = {ip("10.96.0.53")};
+    udp.port = 53;
+    udp.node_port = 30053;
+    ports.insert(ports.begin() + static_cast<std::ptrdiff_t>(index_of(tcp, "dns")) + 1, udp);
+    return numbered(plan_on_node_a(std::move(ports)));
+}
+
+const UdpFlow kLive = udp_entry("10.96.0.53", 53, "10.244.1.9", 53, 40000);
+const UdpFlow kToLeaving = udp_entry("10.96.0.53", 53, "10.244.2.9", 53, 40001);
+const UdpFlow kNodePortToLeaving = udp_entry("192.168.1.10", 30053, "10.244.2.9", 53, 40002);
+const UdpFlow kRemovedEndpoint = udp_entry("10.96.0.53", 53, "10.244.3.9", 53, 40003);
+const UdpFlow kNotAService = udp_entry("10.96.0.99", 53, "10.244.5.5", 53, 40004);
+
+}  // namespace
+
+TEST_CASE("backend: after every sync the UDP flows of removed endpoints are deleted, no other") {
+    FakeKernel kernel;
+    FakeConntrack conntrack;
+    conntrack.flows[IpFamily::kV4] = {kLive, kToLeaving, kNodePortToLeaving, kRemovedEndpoint,
+                                      kNotAService};
+    auto backend = make_backend(options(), {kernel.opener(), conntrack.table()});
+    const Plan before = udp_plan();
+
+    const SyncStats first = synced(*backend, before, nullptr);
+
+    CHECK(first.full);
+    CHECK(conntrack.deleted == std::vector<UdpFlow>{kRemovedEndpoint});
+    REQUIRE(first.conntrack.size() == 2);
+    CHECK(first.conntrack[0].ok);
+    CHECK(first.conntrack[0].deleted == 1);
+
+    // 10.244.2.9 leaves dns-udp, as the planner derives it.
+    Plan after = before;
+    after.revision = next_plan_revision();
+    after.changes = PlanChanges{before.revision, {{"default", "dns"}}};
+    ServicePortPlan& udp = after.services[index_of(before, "dns") + 1];
+    REQUIRE(udp.port_name == "dns-udp");
+    udp.cluster_endpoints.pop_back();
+
+    const SyncStats step = synced(*backend, after, &before);
+
+    CHECK_FALSE(step.full);
+    CHECK(conntrack.deleted ==
+          std::vector<UdpFlow>{kRemovedEndpoint, kToLeaving, kNodePortToLeaving});
+    CHECK(conntrack.flows[IpFamily::kV4] == std::vector<UdpFlow>{kLive, kNotAService});
+    CHECK(step.conntrack[0].ok);
+    CHECK(step.conntrack[0].deleted == 2);
+}
+
+TEST_CASE("backend: a failed conntrack deletion is reported by the sync and retried by the next") {
+    FakeKernel kernel;
+    FakeConntrack conntrack;
+    conntrack.flows[IpFamily::kV4] = {kLive, kRemovedEndpoint};
+    conntrack.fail_deletions(EPERM);
+    auto backend = make_backend(options(), {kernel.opener(), conntrack.table()});
+    const Plan plan = udp_plan();
+
+    const SyncStats first = synced(*backend, plan, nullptr);  // the rules are in all the same
+
+    REQUIRE(first.conntrack.size() == 2);
+    CHECK_FALSE(first.conntrack[0].ok);
+    CHECK(first.conntrack[0].error == "conntrack: delete: Operation not permitted");
+    CHECK(conntrack.flows[IpFamily::kV4] == std::vector<UdpFlow>{kLive, kRemovedEndpoint});
+    CHECK(actual(kernel) == expected(plan));
+
+    const SyncStats second = synced(*backend, plan, &plan);  // nothing changed: incremental
+
+    CHECK_FALSE(second.full);
+    CHECK(second.conntrack[0].ok);
+    CHECK(second.conntrack[0].deleted == 1);
+    CHECK(conntrack.flows[IpFamily::kV4] == std::vector<UdpFlow>{kLive});
 }

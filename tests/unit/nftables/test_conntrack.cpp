@@ -2,10 +2,14 @@
 // which flows are stale, as kube-proxy's CleanStaleEntries decides, with
 // switchboard's stricter endpoint match (address and port); and the
 // reconcile over a scripted conntrack table (tests/unit/fake_conntrack.h):
-// what is deleted, and how failures are reported.
+// what is deleted, and how failures are reported; and the reconciler that
+// keeps its targets from one plan to the next (the same deletions).
 #include <catch.hpp>
 
 #include <cerrno>
+#include <map>
+#include <set>
+#include <vector>
 
 #include "rules/conntrack.h"
 #include "tests/unit/fake_conntrack.h"
@@ -212,4 +216,161 @@ TEST_CASE("conntrack reconcile: a failed dump is reported, the flows read before
     CHECK(results[0].error == "conntrack: dump: No buffer space available");
     CHECK(fake.deleted == std::vector<UdpFlow>{kRemoved});
     CHECK(results[1].ok);  // the other family is reconciled all the same
+}
+
+namespace {
+
+ServicePortPlan udp_service(const char* service, const char* cluster_ip,
+                            std::vector<Endpoint> endpoints) {
+    ServicePortPlan p = udp_port();
+    p.service = service;
+    p.cluster_ips = {ip(cluster_ip)};
+    p.node_port = 0;
+    p.cluster_endpoints = std::move(endpoints);
+    return p;
+}
+
+// kube-system/dns (udp_port()), dns6 (IPv6), syslog (sharing dns's external
+// IP and port), web (TCP): the plan a sequence of one-change plans starts
+// from.
+Plan first_plan() {
+    ServicePortPlan dns6 = udp_service("dns6", "fd00:96::10", {endpoint("fd00:244::5", 5353)});
+    dns6.external_ips.clear();
+    ServicePortPlan syslog = udp_service("syslog", "10.96.0.20", {endpoint("10.244.0.7", 5353)});
+    ServicePortPlan web = udp_service("web", "10.96.0.30", {endpoint("10.244.0.9", 5353)});
+    web.protocol = Protocol::kTCP;
+    Plan plan = plan_with({udp_port(), dns6, syslog, web});
+    plan.revision = next_plan_revision();
+    return plan;
+}
+
+// `base` with `edit` applied to its ports and a change set naming
+// kube-system/`service`, as the planner derives a plan.
+template <class Edit>
+Plan derive(const Plan& base, const char* service, Edit edit) {
+    std::vector<ServicePortPlan> ports(base.services.begin(), base.services.end());
+    edit(ports);
+    Plan next = plan_with(std::move(ports));
+    next.revision = next_plan_revision();
+    next.changes = PlanChanges{base.revision, {{"kube-system", service}}};
+    return next;
+}
+
+ServicePortPlan& port_of(std::vector<ServicePortPlan>& ports, const char* service) {
+    for (ServicePortPlan& p : ports) {
+        if (p.service == service) return p;
+    }
+    FAIL("no service " << service);
+    return ports.front();
+}
+
+// Every flow the plans' addresses, NodePorts and endpoints can make: to each
+// address:port and NodePort, answered by each endpoint of any plan and by
+// the address itself (a flow from before the port had endpoints).
+std::map<IpFamily, std::vector<UdpFlow>> every_flow(const std::vector<Plan>& plans) {
+    std::set<std::pair<IpAddress, uint16_t>> endpoints;
+    std::set<std::pair<IpAddress, uint16_t>> addresses;
+    for (const Plan& plan : plans) {
+        for (const ServicePortPlan& p : plan.services) {
+            for (const Endpoint& e : p.cluster_endpoints) endpoints.emplace(e.ip, e.port);
+            for (const auto* list : {&p.cluster_ips, &p.external_ips}) {
+                for (const IpAddress& a : *list) addresses.emplace(a, p.port);
+            }
+            if (p.node_port != 0) addresses.emplace(ip("192.168.1.2"), p.node_port);
+        }
+    }
+    std::map<IpFamily, std::vector<UdpFlow>> out;
+    uint16_t sport = 40000;
+    for (const auto& [address, port] : addresses) {
+        std::set<std::pair<IpAddress, uint16_t>> replies = endpoints;
+        replies.emplace(address, port);
+        for (const auto& [reply, reply_port] : replies) {
+            if (reply.family() != address.family()) continue;
+            UdpFlow f = udp_entry("10.244.1.5", port, "10.244.1.5", reply_port, sport++);
+            f.orig_src = address.family() == IpFamily::kV4 ? ip("10.244.1.5") : ip("fd00:244::1");
+            f.orig_dst = address;
+            f.reply_src = reply;
+            out[address.family()].push_back(f);
+        }
+    }
+    return out;
+}
+
+// What reconcile_udp_conntrack() of the whole `plan` deletes from `flows`.
+std::vector<UdpFlow> whole_plan_deletions(const Plan& plan,
+                                          const std::map<IpFamily, std::vector<UdpFlow>>& flows) {
+    FakeConntrack fake;
+    fake.flows = flows;
+    auto table = fake.table();
+    reconcile_udp_conntrack(plan, *table);
+    return fake.deleted;
+}
+
+}  // namespace
+
+TEST_CASE("conntrack reconciler: a sync after one change deletes what the whole-plan one deletes") {
+    std::vector<Plan> plans{first_plan()};
+    auto step = [&](const char* service, auto edit) {
+        plans.push_back(derive(plans.back(), service, edit));
+    };
+    step("dns", [](auto& ports) { port_of(ports, "dns").cluster_endpoints.pop_back(); });
+    step("syslog", [](auto& ports) {  // dns alone keeps the shared external IP
+        ports.erase(ports.begin() + 2);
+    });
+    step("syslog", [](auto& ports) {
+        ports.insert(ports.begin() + 2,
+                     udp_service("syslog", "10.96.0.20", {endpoint("10.244.0.8", 5353)}));
+    });
+    step("dns", [](auto& ports) { port_of(ports, "dns").cluster_endpoints.clear(); });
+    step("dns6", [](auto& ports) {
+        port_of(ports, "dns6").cluster_endpoints = {endpoint("fd00:244::6", 5353)};
+    });
+    step("web", [](auto& ports) { port_of(ports, "web").protocol = Protocol::kUDP; });
+    step("aaa", [](auto& ports) {
+        ports.insert(ports.begin(),
+                     udp_service("aaa", "10.96.0.40", {endpoint("10.244.0.5", 5353)}));
+    });
+    step("dns", [](auto& ports) {
+        port_of(ports, "dns").cluster_endpoints = {endpoint("10.244.0.6", 5353)};
+        port_of(ports, "dns").node_port = 30054;
+    });
+    const auto flows = every_flow(plans);
+
+    FakeConntrack fake;
+    UdpConntrackReconciler reconciler(fake.table());
+    for (size_t i = 0; i < plans.size(); ++i) {
+        INFO("plan " << i);
+        fake.flows = flows;
+        fake.deleted.clear();
+        const auto results = reconciler.reconcile(plans[i], i == 0 ? nullptr : &plans[i - 1]);
+        CHECK(fake.deleted == whole_plan_deletions(plans[i], flows));
+        CHECK(results[0].ok);
+        CHECK(results[1].ok);
+        CHECK_FALSE(fake.deleted.empty());  // every plan leaves some flows stale
+    }
+}
+
+TEST_CASE("conntrack reconciler: a previous plan it did not reconcile is not trusted") {
+    const Plan seen = first_plan();
+    const Plan unseen = derive(seen, "dns", [](auto& ports) { ports.erase(ports.begin()); });
+    const Plan now = derive(unseen, "syslog", [](auto& ports) {
+        port_of(ports, "syslog").cluster_endpoints = {endpoint("10.244.0.8", 5353)};
+    });
+    const auto flows = every_flow({seen, unseen, now});
+    FakeConntrack fake;
+    UdpConntrackReconciler reconciler(fake.table());
+    reconciler.reconcile(seen, nullptr);
+
+    SECTION("the caller's previous plan skipped one") {
+        fake.flows = flows;
+        fake.deleted.clear();
+        reconciler.reconcile(now, &unseen);
+        CHECK(fake.deleted == whole_plan_deletions(now, flows));
+    }
+    SECTION("no previous plan") {
+        fake.flows = flows;
+        fake.deleted.clear();
+        reconciler.reconcile(now, nullptr);
+        CHECK(fake.deleted == whole_plan_deletions(now, flows));
+    }
 }

@@ -93,14 +93,3 @@ TEST_CASE("netlink answers: ranges may wrap around 2^32; truncated messages are 
     answers.feed(bytes.data(), bytes.size());
     CHECK(answers.acked());
 }
-
-TEST_CASE("netlink answers: the numbers of messages to send") {
-    std::vector<char> bytes;
-    put(bytes, kData, 40);
-    put(bytes, kData, 41);
-    put(bytes, kData, 42);
-    const NetlinkAnswers sent = NetlinkAnswers::for_messages(bytes.data(), bytes.size());
-    CHECK(sent.first_seq() == 40);
-    CHECK(sent.last_seq() == 42);
-    CHECK(NetlinkAnswers::for_messages(bytes.data(), 3).first_seq() == 0);
-}

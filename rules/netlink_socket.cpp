@@ -1,8 +1,10 @@
-#include "rules/kube_proxy_cleanup/netlink_socket.h"
+#include "rules/netlink_socket.h"
 
 #include <errno.h>
 #include <libmnl/libmnl.h>
+#include <linux/netlink.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <ctime>
@@ -11,13 +13,13 @@
 #include "base/log.h"
 #include "rules/netlink_answers.h"
 
-namespace sb::rules::kube_proxy_cleanup {
+namespace sb::rules {
 
 struct NetlinkSocket::Impl {
     mnl_socket* socket = nullptr;
     std::string name;
-    uint32_t port_id = 0;
     uint32_t seq = 0;
+    size_t stale = 0;
     std::vector<char> reply = std::vector<char>(MNL_SOCKET_BUFFER_SIZE * 4);
     ~Impl() {
         if (socket) mnl_socket_close(socket);
@@ -43,7 +45,6 @@ Result<NetlinkSocket> NetlinkSocket::open(int bus, std::string name) {
     if (mnl_socket_bind(impl->socket, 0, MNL_SOCKET_AUTOPID) < 0) {
         return make_error(ErrorCode::kKernel, impl->name + ": bind a netlink socket", errno);
     }
-    impl->port_id = mnl_socket_get_portid(impl->socket);
     impl->seq = static_cast<uint32_t>(time(nullptr));
     const int fd = mnl_socket_get_fd(impl->socket);
     // Dumps of a big cluster's rules, and one error per refused message.
@@ -64,28 +65,44 @@ uint32_t NetlinkSocket::next_seqs(uint32_t count) {
     return first;
 }
 
-// Answers of an earlier request (one given up on a timeout) are skipped,
-// never taken for the current request's; the count is logged.
-void NetlinkSocket::note_stale(size_t stale) const {
-    if (stale > 0)
-        log::warn("{}: skipped {} netlink answers of an earlier request", impl_->name, stale);
+size_t NetlinkSocket::stale_answers() const {
+    return impl_->stale;
 }
 
-Status NetlinkSocket::dump(const nlmsghdr* request, const std::string& what,
-                           const std::function<void(const nlmsghdr*)>& on_reply) {
+void NetlinkSocket::note_stale(size_t stale) {
+    impl_->stale += stale;
+    if (stale > 0) {
+        log::warn("{}: skipped {} netlink answers of an earlier request", impl_->name, stale);
+    }
+}
+
+Status NetlinkSocket::query(const nlmsghdr* request, const std::string& what,
+                            const std::function<void(const nlmsghdr*)>& on_reply) {
     if (mnl_socket_sendto(impl_->socket, request, request->nlmsg_len) < 0) {
         return error(what, errno);
     }
-    rules::NetlinkAnswers answers(request->nlmsg_seq);
-    while (!answers.finished()) {
+    // A get without NLM_F_ACK is answered by its data alone: no DONE follows.
+    const bool dump = (request->nlmsg_flags & NLM_F_DUMP) != 0;
+    NetlinkAnswers answers(request->nlmsg_seq);
+    while (!answers.finished() && (dump || !answers.data_seen())) {
         const ssize_t n =
             mnl_socket_recvfrom(impl_->socket, impl_->reply.data(), impl_->reply.size());
         if (n < 0) return error(what, errno);
         answers.feed(impl_->reply.data(), static_cast<size_t>(n), on_reply);
     }
     note_stale(answers.stale());
-    if (answers.error() != 0 && answers.error() != ENOENT) return error(what, answers.error());
+    if (answers.error() == ENOENT) {
+        return make_error(ErrorCode::kNotFound, impl_->name + ": " + what, ENOENT);
+    }
+    if (answers.error() != 0) return error(what, answers.error());
     return {};
+}
+
+Status NetlinkSocket::dump(const nlmsghdr* request, const std::string& what,
+                           const std::function<void(const nlmsghdr*)>& on_reply) {
+    Status listed = query(request, what, on_reply);
+    if (!listed && listed.error().code == ErrorCode::kNotFound) return {};
+    return listed;
 }
 
 Status NetlinkSocket::request(nlmsghdr* request) {
@@ -93,7 +110,7 @@ Status NetlinkSocket::request(nlmsghdr* request) {
     if (mnl_socket_sendto(impl_->socket, request, request->nlmsg_len) < 0) {
         return error("send a request", errno);
     }
-    rules::NetlinkAnswers answers(request->nlmsg_seq);
+    NetlinkAnswers answers(request->nlmsg_seq);
     while (!answers.finished()) {
         const ssize_t n =
             mnl_socket_recvfrom(impl_->socket, impl_->reply.data(), impl_->reply.size());
@@ -105,14 +122,23 @@ Status NetlinkSocket::request(nlmsghdr* request) {
     return {};
 }
 
-Result<NetlinkSocket::BatchAnswer> NetlinkSocket::send_batch(const char* bytes, size_t size,
+Result<NetlinkSocket::BatchAnswer> NetlinkSocket::send_batch(std::span<const iovec> pages,
+                                                             uint32_t first_seq, uint32_t last_seq,
                                                              uint32_t ack_seq) {
+    size_t total = 0;
+    for (const iovec& page : pages) total += page.iov_len;
     const int fd = mnl_socket_get_fd(impl_->socket);
-    int sndbuf = static_cast<int>(std::min<size_t>(size + (1 << 20), 1u << 30));
+    int sndbuf = static_cast<int>(std::min<size_t>(total + (1 << 20), 1u << 30));
     setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf);
-    if (mnl_socket_sendto(impl_->socket, bytes, size) < 0) return error("send a batch", errno);
-    const rules::NetlinkAnswers sent = rules::NetlinkAnswers::for_messages(bytes, size);
-    rules::NetlinkAnswers answers(sent.first_seq(), sent.last_seq(), ack_seq);
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    msghdr msg{};
+    msg.msg_name = &kernel;
+    msg.msg_namelen = sizeof kernel;
+    msg.msg_iov = const_cast<iovec*>(pages.data());  // sendmsg() only reads it
+    msg.msg_iovlen = pages.size();
+    if (sendmsg(fd, &msg, 0) < 0) return error("send a batch", errno);
+    NetlinkAnswers answers(first_seq, last_seq, ack_seq);
     for (;;) {
         const ssize_t n = recv(fd, impl_->reply.data(), impl_->reply.size(), MSG_DONTWAIT);
         if (n < 0) {
@@ -130,4 +156,4 @@ Result<NetlinkSocket::BatchAnswer> NetlinkSocket::send_batch(const char* bytes, 
     return answer;
 }
 
-}  // namespace sb::rules::kube_proxy_cleanup
+}  // namespace sb::rules
