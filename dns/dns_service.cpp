@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <thread>
+#include <utility>
 
 #include "base/log.h"
 #include "dns/cache_set.h"
@@ -138,6 +139,12 @@ struct ZoneBuilder {
     std::condition_variable cv;
     bool dirty = true;
     bool stopping = false;
+    // The changes since the builder last took them: the next rebuild
+    // derives the zone from the last one for these keys only.
+    std::vector<watch::Change> pending;
+    // The next rebuild is a full one: changes were made before the Store
+    // listener existed, so `pending` does not name them.
+    bool full = false;
     std::chrono::steady_clock::time_point first_change;
     std::chrono::steady_clock::time_point last_change;
 };
@@ -150,6 +157,9 @@ struct DnsService::Impl {
     // the zone published last is built with the newest zone_config.
     std::mutex zone_mutex;
     ZoneConfig zone_config;  // guarded by zone_mutex
+    // The zone published last (guarded by zone_mutex): the base of the
+    // next incremental rebuild.
+    std::shared_ptr<const Zone> last_zone;
     ZoneHolder zones;
     HostsHolder hosts;
     std::unique_ptr<HostsReloader> hosts_reloader;
@@ -174,18 +184,38 @@ struct DnsService::Impl {
     std::atomic<uint64_t> zone_serial{0};
     bool stopped = false;
 
-    void rebuild() {
+    // kChanged: derived from the last zone for the Services and slices the
+    // Store's changes name (dns/zone.h); kFull: from the whole snapshot (the
+    // first zone, a reconfigure).
+    enum class Rebuild { kChanged, kFull };
+    void rebuild(Rebuild how) {
         auto changed = latency->take();  // before the snapshot: see ProgrammingLatency
         std::lock_guard lock(zone_mutex);
-        auto snapshot = store->snapshot();
-        auto zone = Zone::build(*snapshot, zone_config);
-        if (!zone) {
-            log::error("dns: cannot build the zone: {}", zone.error().describe());
-            return;
+        // Taken before the snapshot, so the snapshot has at least these; a
+        // change notified later is named by the next rebuild (Zone::update
+        // compares with what the zone applied).
+        std::vector<watch::Change> changes;
+        {
+            std::lock_guard builder_lock(builder->mutex);
+            changes.swap(builder->pending);
+            if (std::exchange(builder->full, false)) how = Rebuild::kFull;
         }
-        zone_names = (*zone)->name_count();
-        zone_serial = (*zone)->serial();
-        zones.publish(std::move(*zone));
+        auto snapshot = store->snapshot();
+        std::shared_ptr<const Zone> zone;
+        if (how == Rebuild::kChanged && last_zone && last_zone->config() == zone_config) {
+            zone = last_zone->update(*snapshot, changes);
+        } else {
+            auto built = Zone::build(*snapshot, zone_config);
+            if (!built) {
+                log::error("dns: cannot build the zone: {}", built.error().describe());
+                return;
+            }
+            zone = std::move(*built);
+        }
+        last_zone = zone;
+        zone_names = zone->name_count();
+        zone_serial = zone->serial();
+        zones.publish(std::move(zone));
         latency->observe(changed, *snapshot, std::chrono::system_clock::now());
         rebuilds.fetch_add(1, std::memory_order_relaxed);
     }
@@ -251,7 +281,7 @@ struct DnsService::Impl {
             b.dirty = false;
             lock.unlock();
             // A zone that cannot be built keeps the last one; the next change retries.
-            run_guarded("dns zone builder", [this] { rebuild(); });
+            run_guarded("dns zone builder", [this] { rebuild(Rebuild::kChanged); });
             lock.lock();
         }
     }
@@ -274,7 +304,7 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
         return make_error(ErrorCode::kInvalidArgument,
                           "--cluster-domain: " + origin.error().message);
     }
-    impl->rebuild();  // queries never see "no zone"
+    impl->rebuild(Impl::Rebuild::kFull);  // queries never see "no zone"
 
     auto built = build_engine(options);
     if (!built) return built.error();
@@ -303,10 +333,11 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
         if (auto latency = weak_latency.lock()) latency->record(changes);
     });
     std::weak_ptr<ZoneBuilder> weak = impl->builder;
-    store.subscribe([weak](const std::vector<watch::Change>&) {
+    store.subscribe([weak](const std::vector<watch::Change>& changes) {
         auto builder = weak.lock();
         if (!builder) return;
         std::lock_guard lock(builder->mutex);
+        builder->pending.insert(builder->pending.end(), changes.begin(), changes.end());
         auto now = std::chrono::steady_clock::now();
         if (!builder->dirty) builder->first_change = now;
         builder->last_change = now;
@@ -317,6 +348,7 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
         // Changes between the first build and the subscription are picked up.
         std::lock_guard lock(impl->builder->mutex);
         impl->builder->dirty = true;
+        impl->builder->full = true;
         impl->builder->first_change = impl->builder->last_change = std::chrono::steady_clock::now();
     }
     impl->builder_thread = std::thread([raw] { raw->run_builder(); });
@@ -390,7 +422,7 @@ Status DnsService::reconfigure(DnsOptions next) {
         std::lock_guard zone_lock(impl_->zone_mutex);
         impl_->zone_config = zone_config_for(next);
     }
-    impl_->rebuild();
+    impl_->rebuild(Impl::Rebuild::kFull);
     // The hosts plugin: a new reloader publishes its first table at start.
     if (impl_->hosts_reloader) impl_->hosts_reloader->stop();
     impl_->hosts_reloader.reset();

@@ -42,7 +42,10 @@ const char* proto_label(watch::Protocol protocol) {
 // ancestors up to the origin (empty non-terminals) when first added.
 class Builder {
   public:
-    explicit Builder(std::string origin) : origin_(std::move(origin)) {}
+    // `report`: log what is skipped (false when rebuilding the records an
+    // update takes out, which were reported when they went in).
+    Builder(std::string origin, bool report) : origin_(std::move(origin)), report_(report) {}
+    bool report() const { return report_; }
 
     void add(const std::string& name, uint16_t rtype, std::string rdata) {
         auto [it, inserted] = nodes_.try_emplace(name);
@@ -85,6 +88,7 @@ class Builder {
     }
 
     std::string origin_;
+    bool report_;
     std::unordered_map<std::string, Zone::Node> nodes_;
 };
 
@@ -134,8 +138,9 @@ void add_headless(Builder& b, const std::string& svc_name, const watch::ServiceE
                 std::string host = endpoint_host(endpoint, address, pod_names);
                 auto host_name = child(host, svc_name);
                 if (!host_name) {
-                    log::warn("dns: skipping endpoint {} of {}: {}", address.to_string(),
-                              service.meta.key().to_string(), host_name.error().describe());
+                    if (b.report())
+                        log::warn("dns: skipping endpoint {} of {}: {}", address.to_string(),
+                                  service.meta.key().to_string(), host_name.error().describe());
                     continue;
                 }
                 ready.push_back({address, host});
@@ -172,8 +177,9 @@ void add_service(Builder& b, const std::string& svc_zone, const watch::ServiceEn
     if (service.type == watch::ServiceType::kExternalName) {
         auto target = name_from_text(service.external_name);
         if (!target) {
-            log::warn("dns: skipping ExternalName {}: {}", service.meta.key().to_string(),
-                      target.error().describe());
+            if (b.report())
+                log::warn("dns: skipping ExternalName {}: {}", service.meta.key().to_string(),
+                          target.error().describe());
             return;
         }
         b.add(*svc_name, type::kCNAME, name_lower(*target));
@@ -207,50 +213,184 @@ const Zone::RRset* Zone::Node::find(uint16_t rtype) const {
     return nullptr;
 }
 
+// Shard counts: a few dozen names per shard at 10k Services, so a write
+// copies little, and a zone copy costs some thousand pointer copies.
+constexpr size_t kNameShards = 4096;
+constexpr size_t kObjectShards = 1024;
+
+Zone::Zone()
+    : names_(kNameShards),
+      services_(kObjectShards),
+      slices_(kObjectShards),
+      pods_(kObjectShards),
+      namespaces_(kObjectShards) {}
+
 Result<std::shared_ptr<const Zone>> Zone::build(const watch::Snapshot& snapshot,
                                                 const ZoneConfig& config) {
     auto origin = name_from_text(config.domain);
     if (!origin) return origin.error();
-    auto zone = std::make_shared<Zone>();
+    std::shared_ptr<Zone> zone(new Zone());
     zone->config_ = config;
     zone->origin_ = name_lower(*origin);
-    zone->synced_ = snapshot.synced();
-    zone->serial_ = static_cast<uint32_t>(snapshot.generation());
-    const std::string& o = zone->origin_;
-    std::string ns_name = *child("ns", *child("dns", o));
-    zone->soa_ = zone->soa_for(o);
-
-    Builder b(o);
-    b.add(o, type::kSOA, zone->soa_.rdata);
-    b.add(o, type::kNS, ns_name);
-    b.add(*child("dns-version", o), type::kTXT, rdata_txt({kSpecVersion}));
-    std::string svc_zone = *child("svc", o);
-    b.add(svc_zone, 0, "");  // "svc" exists even with no Service: placeholder dropped below
-    if (config.pods != PodRecords::kDisabled) b.add(*child("pod", o), 0, "");
-
+    zone->svc_zone_ = *child("svc", zone->origin_);
+    zone->set_serial(snapshot);
+    zone->apply(zone->apex_fragment(), +1);
     for (const auto& [key, entry] : snapshot.services()) {
-        if (!entry->service) continue;
-        zone->namespaces_.insert(lower_text(key.ns));
-        add_service(b, svc_zone, *entry, config);
+        if (entry->service) zone->apply_service(entry, +1, true);
     }
     // Every slice, labelled or not: each names its namespace and its Pods.
-    for (const auto& [key, slice] : snapshot.endpoint_slices()) {
-        zone->namespaces_.insert(lower_text(key.ns));
-        for (const auto& endpoint : slice->endpoints) {
-            if (!endpoint.target_ref || endpoint.target_ref->kind != "Pod") continue;
-            const std::string& ns =
-                endpoint.target_ref->ns.empty() ? key.ns : endpoint.target_ref->ns.str();
-            for (const auto& address : endpoint.addresses) {
-                zone->pods_.insert(lower_text(ns) + "/" + rdata_address(address));
+    for (const auto& [key, slice] : snapshot.endpoint_slices()) zone->apply_slice(key, slice, +1);
+    return std::shared_ptr<const Zone>(std::move(zone));
+}
+
+std::shared_ptr<const Zone> Zone::update(const watch::Snapshot& snapshot,
+                                         const std::vector<watch::Change>& changes) const {
+    std::vector<watch::ObjectKey> services;
+    std::vector<watch::ObjectKey> slices;
+    for (const auto& change : changes) {
+        if (change.kind == watch::Kind::kNode) continue;
+        if (!change.service.name.empty()) services.push_back(change.service);
+        if (change.kind == watch::Kind::kEndpointSlice) slices.push_back(change.key);
+    }
+    for (auto* keys : {&services, &slices}) {
+        std::sort(keys->begin(), keys->end());
+        keys->erase(std::unique(keys->begin(), keys->end()), keys->end());
+    }
+    // Copies shard pointers; the writes below copy the shards they touch.
+    auto zone = std::make_shared<Zone>(*this);
+    zone->apply(apex_fragment(), -1);
+    zone->set_serial(snapshot);
+    zone->apply(zone->apex_fragment(), +1);
+    for (const auto& key : services) {
+        const ServiceEntryPtr* applied = services_.find(key);
+        const ServiceEntryPtr before = applied ? *applied : nullptr;
+        const ServiceEntryPtr* found = snapshot.services().find(key);
+        ServiceEntryPtr after = found && (*found)->service ? *found : nullptr;
+        if (before == after) continue;
+        if (before) zone->apply_service(before, -1, false);
+        if (after) zone->apply_service(after, +1, true);
+    }
+    for (const auto& key : slices) {
+        const SlicePtr* applied = slices_.find(key);
+        const SlicePtr before = applied ? *applied : nullptr;
+        const SlicePtr* found = snapshot.endpoint_slices().find(key);
+        SlicePtr after = found ? *found : nullptr;
+        if (before == after) continue;
+        if (before) zone->apply_slice(key, before, -1);
+        if (after) zone->apply_slice(key, after, +1);
+    }
+    return zone;
+}
+
+void Zone::set_serial(const watch::Snapshot& snapshot) {
+    synced_ = snapshot.synced();
+    serial_ = static_cast<uint32_t>(snapshot.generation());
+    soa_ = soa_for(origin_);
+}
+
+Zone::Fragment Zone::apex_fragment() const {
+    const std::string& o = origin_;
+    Builder b(o, true);
+    b.add(o, type::kSOA, soa_.rdata);
+    b.add(o, type::kNS, *child("ns", *child("dns", o)));
+    b.add(*child("dns-version", o), type::kTXT, rdata_txt({kSpecVersion}));
+    b.add(svc_zone_, 0, "");  // "svc" exists even with no Service: placeholder dropped below
+    if (config_.pods != PodRecords::kDisabled) b.add(*child("pod", o), 0, "");
+    Fragment fragment = b.finish();
+    // Type 0 marks names that exist without records (see above).
+    for (auto& [name, node] : fragment) {
+        std::erase_if(node.rrsets, [](const RRset& r) { return r.rtype == 0; });
+    }
+    return fragment;
+}
+
+Zone::Fragment Zone::service_fragment(const watch::ServiceEntry* entry, bool report) const {
+    Builder b(origin_, report);
+    add_service(b, svc_zone_, *entry, config_);
+    return b.finish();
+}
+
+// Adds (delta +1) or takes out (-1) a fragment; taking out is only ever
+// done with a fragment added before, so the counts never go below zero.
+void Zone::apply(const Fragment& fragment, int delta) {
+    for (const auto& [name, node] : fragment) {
+        bool added = false;
+        Name& stored = names_.writable(name, added);
+        stored.owners += delta;
+        if (stored.owners == 0) {
+            names_.erase(name);
+            continue;
+        }
+        auto& rrsets = stored.node.rrsets;
+        for (const auto& rrset : node.rrsets) {
+            auto at =
+                std::lower_bound(rrsets.begin(), rrsets.end(), rrset.rtype,
+                                 [](const RRset& r, uint16_t rtype) { return r.rtype < rtype; });
+            size_t i = static_cast<size_t>(at - rrsets.begin());
+            if (at == rrsets.end() || at->rtype != rrset.rtype) {
+                if (delta < 0) continue;
+                rrsets.insert(at, RRset{rrset.rtype, {}});
+                stored.counts.insert(stored.counts.begin() + static_cast<std::ptrdiff_t>(i),
+                                     std::vector<uint32_t>{});
+            }
+            auto& rdatas = rrsets[i].rdatas;
+            auto& counts = stored.counts[i];
+            for (const auto& rdata : rrset.rdatas) {
+                auto pos = std::lower_bound(rdatas.begin(), rdatas.end(), rdata);
+                auto j = pos - rdatas.begin();
+                if (pos != rdatas.end() && *pos == rdata) {
+                    counts[static_cast<size_t>(j)] += delta;
+                    if (counts[static_cast<size_t>(j)] == 0) {
+                        rdatas.erase(pos);
+                        counts.erase(counts.begin() + j);
+                    }
+                } else if (delta > 0) {
+                    rdatas.insert(pos, rdata);
+                    counts.insert(counts.begin() + j, 1);
+                }
+            }
+            if (rdatas.empty()) {
+                rrsets.erase(rrsets.begin() + static_cast<std::ptrdiff_t>(i));
+                stored.counts.erase(stored.counts.begin() + static_cast<std::ptrdiff_t>(i));
             }
         }
     }
-    zone->nodes_ = b.finish();
-    // Type 0 marks names that exist without records (see above).
-    for (auto& [name, node] : zone->nodes_) {
-        std::erase_if(node.rrsets, [](const RRset& r) { return r.rtype == 0; });
+}
+
+void Zone::count(ShardedMap<std::string, uint32_t>& counts, const std::string& key, int delta) {
+    bool added = false;
+    uint32_t& n = counts.writable(key, added);
+    n += delta;
+    if (n == 0) counts.erase(key);
+}
+
+// Precondition: entry->service is set.
+void Zone::apply_service(const ServiceEntryPtr& entry, int delta, bool report) {
+    const watch::ObjectKey key = entry->service->meta.key();
+    apply(service_fragment(entry.get(), report), delta);
+    count(namespaces_, lower_text(key.ns), delta);
+    if (delta > 0) {
+        services_.set(key, entry);
+    } else {
+        services_.erase(key);
     }
-    return std::shared_ptr<const Zone>(std::move(zone));
+}
+
+void Zone::apply_slice(const watch::ObjectKey& key, const SlicePtr& slice, int delta) {
+    count(namespaces_, lower_text(key.ns), delta);
+    for (const auto& endpoint : slice->endpoints) {
+        if (!endpoint.target_ref || endpoint.target_ref->kind != "Pod") continue;
+        const std::string& ns =
+            endpoint.target_ref->ns.empty() ? key.ns : endpoint.target_ref->ns.str();
+        for (const auto& address : endpoint.addresses) {
+            count(pods_, lower_text(ns) + "/" + rdata_address(address), delta);
+        }
+    }
+    if (delta > 0) {
+        slices_.set(key, slice);
+    } else {
+        slices_.erase(key);
+    }
 }
 
 Record Zone::soa_for(std::string_view origin) const {
@@ -265,19 +405,19 @@ Record Zone::soa_for(std::string_view origin) const {
 }
 
 const Zone::Node* Zone::find(std::string_view lower_name) const {
-    auto it = nodes_.find(std::string(lower_name));
-    return it == nodes_.end() ? nullptr : &it->second;
+    const Name* name = names_.find(std::string(lower_name));
+    return name ? &name->node : nullptr;
 }
 
 bool Zone::pod_known(std::string_view ns, const IpAddress& address) const {
     std::string key(ns);
     key += '/';
     key += rdata_address(address);
-    return pods_.count(key) > 0;
+    return pods_.find(key) != nullptr;
 }
 
 bool Zone::namespace_known(std::string_view ns) const {
-    return namespaces_.count(std::string(ns)) > 0;
+    return namespaces_.find(std::string(ns)) != nullptr;
 }
 
 std::string reverse_name(const IpAddress& address) {

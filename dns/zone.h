@@ -4,6 +4,15 @@
 // specification 1.1.0 (see docs/dns.md for the record list) and immutable
 // afterwards: the server swaps whole zones atomically, so readers on any
 // thread need no lock. Names are keys in lower-cased wire form.
+//
+// A zone is either built in full or derived from the previous one by
+// update(), which recomputes only the Services and EndpointSlices a change
+// list names and shares every other record with the previous zone
+// (dns/sharded_map.h). Each name counts the Services contributing it and
+// each rdata the Services contributing that record, so a name or record two
+// Services share (a reverse name, an empty non-terminal) stays while one of
+// them still brings it. Both paths give the same zone (tests/unit/dns/
+// test_zone_update.cpp checks it against random changes).
 #pragma once
 
 #include <cstdint>
@@ -11,10 +20,10 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "dns/dns_service.h"
+#include "dns/sharded_map.h"
 #include "dns/wire.h"
 #include "watch/store.h"
 
@@ -31,6 +40,7 @@ struct ZoneConfig {
     // false: CoreDNS's `noendpoints`: no record comes from EndpointSlices
     // (headless Services and their endpoint names do not exist).
     bool endpoints = true;
+    bool operator==(const ZoneConfig&) const = default;
 };
 
 class Zone {
@@ -48,6 +58,14 @@ class Zone {
     // Error only when the domain is not a valid DNS name.
     static Result<std::shared_ptr<const Zone>> build(const watch::Snapshot& snapshot,
                                                      const ZoneConfig& config);
+    // The zone of `snapshot`, derived from this one: `changes` must name
+    // every Service and EndpointSlice that differs between the snapshot this
+    // zone was built from and `snapshot` (a key named needlessly costs only
+    // time). Keys are compared with what this zone applied, not with the
+    // previous snapshot, so a change the list names late is picked up by
+    // the update that names it. Same configuration as this zone.
+    std::shared_ptr<const Zone> update(const watch::Snapshot& snapshot,
+                                       const std::vector<watch::Change>& changes) const;
 
     // `lower_name`: lower-cased wire form. Covers the cluster zone and the
     // reverse names (in-addr.arpa, ip6.arpa) of published addresses.
@@ -68,17 +86,49 @@ class Zone {
     bool pod_known(std::string_view ns, const IpAddress& address) const;
     // Whether any Service or EndpointSlice lives in namespace `ns` (lower case).
     bool namespace_known(std::string_view ns) const;
-    size_t name_count() const { return nodes_.size(); }
+    size_t name_count() const { return names_.size(); }
+    const ZoneConfig& config() const { return config_; }
+    // Calls f(lower_name, node) for every name, in no particular order.
+    template <typename F>
+    void for_each_name(F&& f) const {
+        names_.for_each(
+            [&f](const std::string& name, const Name& stored) { f(name, stored.node); });
+    }
 
   private:
+    // A name with, per rdata of node.rrsets, how many Services bring it.
+    struct Name {
+        Node node;
+        uint32_t owners = 0;  // fragments holding the name (an empty non-terminal too)
+        std::vector<std::vector<uint32_t>> counts;  // parallel to node.rrsets[i].rdatas
+    };
+    // The records one Service (or the zone's apex) brings, with the empty
+    // non-terminals above them.
+    using Fragment = std::unordered_map<std::string, Node>;
+    using ServiceEntryPtr = std::shared_ptr<const watch::ServiceEntry>;
+    using SlicePtr = std::shared_ptr<const watch::EndpointSlice>;
+
+    Zone();
+    Fragment apex_fragment() const;
+    Fragment service_fragment(const watch::ServiceEntry* entry, bool report) const;
+    void apply(const Fragment& fragment, int delta);
+    void apply_service(const ServiceEntryPtr& entry, int delta, bool report);
+    void apply_slice(const watch::ObjectKey& key, const SlicePtr& slice, int delta);
+    void count(ShardedMap<std::string, uint32_t>& counts, const std::string& key, int delta);
+    void set_serial(const watch::Snapshot& snapshot);
+
     ZoneConfig config_;
     std::string origin_;
+    std::string svc_zone_;
     bool synced_ = false;
     uint32_t serial_ = 0;
     Record soa_;
-    std::unordered_map<std::string, Node> nodes_;
-    std::unordered_set<std::string> pods_;  // "ns/" + address bytes
-    std::unordered_set<std::string> namespaces_;
+    ShardedMap<std::string, Name> names_;
+    // What the records were made from, per key: update() takes these out.
+    ShardedMap<watch::ObjectKey, ServiceEntryPtr, watch::ObjectKeyHash> services_;
+    ShardedMap<watch::ObjectKey, SlicePtr, watch::ObjectKeyHash> slices_;
+    ShardedMap<std::string, uint32_t> pods_;        // "ns/" + address bytes -> slices naming it
+    ShardedMap<std::string, uint32_t> namespaces_;  // -> Services and slices in it
 };
 
 // d.c.b.a.in-addr.arpa / nibbles.ip6.arpa, wire form.
