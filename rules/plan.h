@@ -20,6 +20,7 @@
 #include <boost/iterator/indirect_iterator.hpp>
 
 #include "base/ip.h"
+#include "base/symbol.h"
 
 namespace sb::rules {
 
@@ -36,8 +37,11 @@ struct Endpoint {
     bool ready = false;
     bool serving = false;
     bool terminating = false;
-    std::string node_name;
-    std::string zone;
+    // Interned: a cluster has few distinct node and zone names, and every
+    // endpoint names one of each (the backends read neither; the plan's
+    // JSON prints them).
+    Symbol node_name;
+    Symbol zone;
     bool is_local = false;  // node_name is this node
 
     auto operator<=>(const Endpoint&) const = default;

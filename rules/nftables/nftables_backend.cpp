@@ -87,6 +87,9 @@ class NftablesBackend final : public Backend {
     // running traffic sees no gap; missing pieces are recreated (drift repair).
     Result<SyncStats> sync_full(const Plan& plan) {
         applied_valid_ = false;
+        // Stale from here on: freed before the new model is rendered, so a
+        // resync never holds two models of the whole table at once.
+        applied_ = Model{};
         RenderResult desired = render(plan, options_);
         report(desired.errors);
         auto kernel = channel_->read_table();
