@@ -126,15 +126,21 @@ std::vector<ConntrackReconcile> reconcile_udp_conntrack(const Plan& plan, Conntr
 UdpConntrackReconciler::UdpConntrackReconciler(std::unique_ptr<ConntrackTable> table)
     : table_(std::move(table)) {}
 
-std::vector<ConntrackReconcile> UdpConntrackReconciler::reconcile(const Plan& plan,
-                                                                  const Plan* previous) {
-    update_targets(plan, previous);
+std::vector<ConntrackReconcile> UdpConntrackReconciler::reconcile(
+    const Plan& plan, const Plan* previous, const std::vector<PortChange>* changed) {
+    update_targets(plan, previous, changed);
     return reconcile_udp_conntrack(targets_, *table_);
 }
 
-void UdpConntrackReconciler::update_targets(const Plan& plan, const Plan* previous) {
+void UdpConntrackReconciler::update_targets(const Plan& plan, const Plan* previous,
+                                            const std::vector<PortChange>* changed) {
     if (previous && targets_revision_ != 0 && previous->revision == targets_revision_) {
-        if (auto changed = changed_ports(*previous, plan)) {
+        std::optional<std::vector<PortChange>> computed;
+        if (!changed) {
+            computed = changed_ports(*previous, plan);
+            if (computed) changed = &*computed;
+        }
+        if (changed) {
             for (const auto& [old, now] : *changed) {
                 if (old) targets_.remove(*old);
                 if (now) targets_.add(*now);

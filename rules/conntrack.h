@@ -142,10 +142,14 @@ class UdpConntrackReconciler {
     // `previous`: the plan given to the last call, or nullptr when unknown.
     // It is used only when its revision is the one the targets were built
     // for (revisions are distinct per planned plan, rules/plan.h).
-    std::vector<ConntrackReconcile> reconcile(const Plan& plan, const Plan* previous);
+    // `changed`: changed_ports(*previous, plan) when the caller has computed
+    // it already (so it is not computed twice), else nullptr.
+    std::vector<ConntrackReconcile> reconcile(const Plan& plan, const Plan* previous,
+                                              const std::vector<PortChange>* changed = nullptr);
 
   private:
-    void update_targets(const Plan& plan, const Plan* previous);
+    void update_targets(const Plan& plan, const Plan* previous,
+                        const std::vector<PortChange>* changed);
 
     std::unique_ptr<ConntrackTable> table_;
     UdpServiceTargets targets_;

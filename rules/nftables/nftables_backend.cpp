@@ -48,7 +48,7 @@ class NftablesBackend final : public Backend {
         if (!done) result = sync_full(plan);
         if (!result.ok()) return result;
         // Against the whole plan, full syncs included (rules/conntrack.h).
-        result->conntrack = conntrack_.reconcile(plan, previous);
+        result->conntrack = conntrack_.reconcile(plan, previous, comparable ? &changed : nullptr);
         if (comparable) clean_affinity(*channel_, changed);
         // Since the last report: those skipped during failed syncs count too.
         result->stale_netlink_messages = channel_->stale_answers() - stale_reported_;
