@@ -7,9 +7,6 @@
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
-#include <sstream>
-
-#include <spdlog/sinks/ostream_sink.h>
 
 #include "base/log.h"
 #include "dns/corefile_options.h"
@@ -165,20 +162,16 @@ void log_resolution(const Options& options, const rules::BackendOptions& backend
 
 // FileSource::load() with its log lines held back: on failure only the
 // caller's one-line error reaches stderr (the exit-2 contract); on success
-// the held lines (skipped objects...) are written out as usual.
+// the held lines (skipped objects...) are written out as usual. The lines
+// are held per thread (log::HeldLines), not by swapping the default logger,
+// which the listener threads already started may be using.
 Status load_file_source(watch::FileSource& source) {
-    auto previous = spdlog::default_logger();
-    std::ostringstream held;
-    auto holder = std::make_shared<spdlog::logger>(
-        "switchboard", std::make_shared<spdlog::sinks::ostream_sink_mt>(held));
-    holder->set_level(previous->level());
-    spdlog::set_default_logger(holder);
+    log::HeldLines held;
     Status status = source.load();
-    spdlog::set_default_logger(previous);
     if (!status) {
         return make_error(ErrorCode::kInvalidArgument, "--source: " + status.error().describe());
     }
-    std::cerr << held.str() << std::flush;
+    held.release();
     return status;
 }
 
