@@ -271,6 +271,10 @@ class FakeApiServer:
                 # slow or failing client never blocks accept().
                 try:
                     request.settimeout(30)
+                    # As Go's net package does for every TCP connection (the
+                    # API server's too): a watch event is sent at once, not
+                    # held back by Nagle's algorithm behind an unacked one.
+                    request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                     tls = server_ctx.wrap_socket(request, server_side=True)
                 except (ssl.SSLError, OSError):
                     request.close()
