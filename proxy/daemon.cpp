@@ -423,26 +423,37 @@ Daemon::Planned Daemon::compute_plan(bool full) {
             batch.snapshot, std::move(batch.trigger_times)};
 }
 
-void Daemon::record_plan_metrics(const rules::Plan& plan) {
-    // Per family, as each of kube-proxy's per-family proxiers counts: the
-    // service ports of that family (a ClusterIP of it) with a Local policy
-    // and no local endpoint of that family.
+void Daemon::record_plan_metrics(const rules::Plan& plan,
+                                 const std::optional<std::vector<rules::PortChange>>& changes) {
+    if (changes) {
+        no_local_endpoints_.apply(*changes);
+    } else {
+        no_local_endpoints_.reset(plan);
+    }
+    // Per family, as each of kube-proxy's per-family proxiers counts.
     for (IpFamily family : kIpFamilies) {
-        uint64_t internal = 0;
-        uint64_t external = 0;
-        auto of_family = [family](const IpAddress& ip) { return ip.family() == family; };
-        for (const auto& port : plan.services) {
-            if (std::none_of(port.cluster_ips.begin(), port.cluster_ips.end(), of_family)) continue;
-            const bool has_local = std::any_of(
-                port.local_endpoints.begin(), port.local_endpoints.end(),
-                [&](const rules::Endpoint& endpoint) { return of_family(endpoint.ip); });
-            if (has_local) continue;
-            if (port.internal_traffic_policy == rules::TrafficPolicy::kLocal) ++internal;
-            if (port.external_traffic_policy == rules::TrafficPolicy::kLocal) ++external;
-        }
-        metrics_.set_no_local_endpoints(family, internal, external);
+        metrics_.set_no_local_endpoints(family, no_local_endpoints_.internal(family),
+                                        no_local_endpoints_.external(family));
     }
     metrics_.plan_service_ports.set(static_cast<double>(plan.services.size()));
+}
+
+void Daemon::update_health_ports(const rules::Plan& plan,
+                                 const std::optional<std::vector<rules::PortChange>>& changes) {
+    // Only a port with a health-check node port (before or after) can change
+    // what the health-check servers answer; the addresses change only with
+    // a new backend, which comes without `changes`.
+    auto health_checked = [](const rules::PortChange& change) {
+        return (change.first && change.first->health_check_node_port != 0) ||
+               (change.second && change.second->health_check_node_port != 0);
+    };
+    if (changes && !retry_health_ports_ &&
+        std::none_of(changes->begin(), changes->end(), health_checked)) {
+        return;
+    }
+    const size_t failed = health_ports_.update(plan, health_check_addresses_);
+    if (failed > 0) metrics_.health_check_errors.inc(failed);
+    retry_health_ports_ = failed > 0;
 }
 
 // At most this many EndpointSlice trigger times wait for an accepted sync.
@@ -471,12 +482,20 @@ Status Daemon::sync(bool full) {
         trigger_times.begin() + static_cast<std::ptrdiff_t>(std::min(room, trigger_times.size())));
     health_.set_node(snapshot->node(options_.node_name));
     const bool unchanged = !full && plan == computed_ && plan == applied_;
+    // The ports that changed since the plan computed before this one, when
+    // this one was derived from it; nullopt after a full plan (everything is
+    // looked at again).
+    std::optional<std::vector<rules::PortChange>> changes;
+    if (computed_ && plan == computed_) {
+        changes.emplace();
+    } else if (computed_ && plan->changes && plan->changes->base_revision == computed_->revision) {
+        changes = rules::changed_ports(*computed_, *plan);
+    }
     computed_ = plan;
     {
         std::lock_guard lock(published_mutex_);
         published_ = plan;
     }
-    record_plan_metrics(*plan);
     // A backend renders the options it was made with, resolved from this
     // Node (--nodeport-addresses=primary, --detect-local-mode=NodeCIDR): the
     // first sync makes one, and when the Node's part changes (podCIDRs
@@ -492,10 +511,17 @@ Status Daemon::sync(bool full) {
         backend_options_ = std::move(wanted);
         fresh_backend = true;
     }
-    if (size_t failed = health_ports_.update(*plan, health_check_addresses_); failed > 0) {
-        metrics_.health_check_errors.inc(failed);
-    }
+    if (fresh_backend) changes.reset();  // new health-check addresses
+    // The plan's metrics and health-check ports come after the kernel's
+    // part, which the network programming latency is about (kube-proxy too
+    // updates its health-check servers after restoring the rules). They
+    // follow the computed plan whether or not the kernel accepted it.
+    auto follow_plan = [&] {
+        record_plan_metrics(*plan, changes);
+        update_health_ports(*plan, changes);
+    };
     if (unchanged && !fresh_backend && !retry_conntrack_) {
+        follow_plan();
         // The kernel already has this plan: the changes are programmed.
         const auto now = std::chrono::system_clock::now();
         observe_network_programming(now);
@@ -505,6 +531,7 @@ Status Daemon::sync(bool full) {
     const rules::Plan* previous = full || fresh_backend ? nullptr : applied_.get();
     auto result = backend_->sync(*plan, previous);
     const double seconds = Seconds(std::chrono::steady_clock::now() - started).count();
+    follow_plan();
     if (!result) {
         metrics_.count_sync_failure(previous != nullptr);
         return result.error();

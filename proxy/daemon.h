@@ -25,6 +25,7 @@
 #include "proxy/health.h"
 #include "proxy/http_server.h"
 #include "proxy/metrics.h"
+#include "proxy/no_local_endpoints.h"
 #include "proxy/sync_runner.h"
 #include "rules/backend.h"
 #include "watch/file_source.h"
@@ -105,7 +106,13 @@ class Daemon {
         std::vector<std::chrono::system_clock::time_point> trigger_times;  // Batch's
     };
     Planned compute_plan(bool full);
-    void record_plan_metrics(const rules::Plan& plan);
+    // The plan-wide metrics of `plan`, and its health-check node ports, from
+    // the ports that changed since the plan computed before it (nullopt:
+    // unknown, everything is looked at).
+    void record_plan_metrics(const rules::Plan& plan,
+                             const std::optional<std::vector<rules::PortChange>>& changes);
+    void update_health_ports(const rules::Plan& plan,
+                             const std::optional<std::vector<rules::PortChange>>& changes);
     // Network programming latency of every unobserved trigger time, at `now`.
     void observe_network_programming(std::chrono::system_clock::time_point now);
 
@@ -149,6 +156,10 @@ class Daemon {
     // The last sync's conntrack reconcile failed: the next sync reaches the
     // backend even when the plan is unchanged, so the reconcile is retried.
     bool retry_conntrack_ = false;
+    NoLocalEndpointCounts no_local_endpoints_;  // of computed_
+    // The last health-check port update failed to open a port: the next one
+    // runs even when no health-checked Service changed, so it is retried.
+    bool retry_health_ports_ = false;
 
     // The last computed plan, for /debug/services.
     mutable std::mutex published_mutex_;
