@@ -123,24 +123,27 @@ rules::Plan apply_incremental(const rules::Plan& previous,
         auto ports = plan_service(*change.current.service, change.current.slices, node, options);
         for (auto& port : ports) plan.services.push_back(std::move(port));
     };
-    auto compare = [](const rules::ServicePortPlan& port, const watch::ObjectKey& key) {
-        return std::tie(port.ns, port.service) <=> std::tie(key.ns, key.name);
+    // Each changed Service's group is found by binary search, and the
+    // unchanged runs between them are shared, not copied: one change costs
+    // O(log n) comparisons and a pointer copy per unchanged entry.
+    auto before = [](const rules::ServicePortPlan& port, const watch::ObjectKey& key) {
+        return std::tie(port.ns, port.service) < std::tie(key.ns, key.name);
     };
-    size_t next = 0;
-    const ServiceChange* replaced = nullptr;  // the change whose group is being skipped
-    for (size_t k = 0; k < previous.services.size(); ++k) {
-        const rules::ServicePortPlan& port = previous.services[k];
-        if (replaced && compare(port, replaced->key) == 0) continue;
-        while (next < sorted.size() && compare(port, sorted[next]->key) > 0) emit(*sorted[next++]);
-        if (next < sorted.size() && compare(port, sorted[next]->key) == 0) {
-            replaced = sorted[next++];
-            emit(*replaced);
-            continue;
-        }
-        // Unchanged: the new plan shares the entry rather than copying it.
-        plan.services.push_back(previous.services.entry(k));
+    auto not_after = [](const rules::ServicePortPlan& port, const watch::ObjectKey& key) {
+        return !(std::tie(key.ns, key.name) < std::tie(port.ns, port.service));
+    };
+    auto kept = previous.services.begin();  // the first entry not yet emitted
+    for (const ServiceChange* change : sorted) {
+        auto group = std::partition_point(
+            kept, previous.services.end(),
+            [&](const rules::ServicePortPlan& port) { return before(port, change->key); });
+        plan.services.append_shared(kept, group);
+        emit(*change);
+        kept = std::partition_point(
+            group, previous.services.end(),
+            [&](const rules::ServicePortPlan& port) { return not_after(port, change->key); });
     }
-    while (next < sorted.size()) emit(*sorted[next++]);
+    plan.services.append_shared(kept, previous.services.end());
     plan.revision = rules::next_plan_revision();
     rules::PlanChanges changed{previous.revision, {}};
     changed.services.reserve(sorted.size());

@@ -17,9 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include <boost/iterator/indirect_iterator.hpp>
-
 #include "base/ip.h"
+#include "base/shared_sequence.h"
 #include "base/symbol.h"
 
 namespace sb::rules {
@@ -79,63 +78,13 @@ struct ServicePortPlan {
     bool operator==(const ServicePortPlan&) const = default;
 };
 
-// The service ports of a Plan: a sequence of shared, immutable entries.
-// Copying it copies pointers, so a partial replan that keeps most entries
-// costs what changed (docs/planner.md, "Shared entries"). Reading behaves as
-// a std::vector<ServicePortPlan>. Writing through operator[], front() or
-// back() of a non-const object first detaches that one entry when another
-// ServicePorts shares it (copy on write), so a Plan never changes under
-// another Plan. A reference so obtained stays valid until the next call
-// that adds, removes or reorders entries. Not thread-safe for writes; const
-// access from any thread, as long as nobody writes.
-class ServicePorts {
-  public:
-    using Entry = std::shared_ptr<const ServicePortPlan>;
-    using value_type = ServicePortPlan;
-    using const_iterator = boost::indirect_iterator<std::vector<Entry>::const_iterator>;
-    using iterator = const_iterator;
-
-    ServicePorts() = default;
-    ServicePorts(std::vector<ServicePortPlan> ports);  // NOLINT: a vector converts
-    ServicePorts(std::initializer_list<ServicePortPlan> ports)
-        : ServicePorts(std::vector<ServicePortPlan>(ports)) {}
-
-    size_t size() const { return entries_.size(); }
-    bool empty() const { return entries_.empty(); }
-    const_iterator begin() const { return const_iterator(entries_.begin()); }
-    const_iterator end() const { return const_iterator(entries_.end()); }
-    const ServicePortPlan& operator[](size_t i) const { return *entries_[i]; }
-    const ServicePortPlan& at(size_t i) const { return *entries_.at(i); }
-    const ServicePortPlan& front() const { return *entries_.front(); }
-    const ServicePortPlan& back() const { return *entries_.back(); }
-    ServicePortPlan& operator[](size_t i) { return detach(i); }
-    ServicePortPlan& front() { return detach(0); }
-    ServicePortPlan& back() { return detach(entries_.size() - 1); }
-    // The shared entry itself, for a plan built from another one.
-    const Entry& entry(size_t i) const { return entries_[i]; }
-
-    void reserve(size_t n) { entries_.reserve(n); }
-    void clear() { entries_.clear(); }
-    void push_back(ServicePortPlan port);
-    // Precondition: `entry` is not null and comes from entry() of a
-    // ServicePorts (whose entries are writable objects, see detach()).
-    void push_back(Entry entry);
-    void pop_back() { entries_.pop_back(); }
-    const_iterator erase(const_iterator position);
-    // Orders the entries by `less` over their values.
-    template <typename Less>
-    void sort(Less less) {
-        std::sort(entries_.begin(), entries_.end(),
-                  [&](const Entry& a, const Entry& b) { return less(*a, *b); });
-    }
-
-    // By value; an entry shared by both sides is equal without a look.
-    bool operator==(const ServicePorts& other) const;
-
-  private:
-    ServicePortPlan& detach(size_t i);
-    std::vector<Entry> entries_;
-};
+// The service ports of a Plan: shared, immutable entries in chunks that
+// copies share (base/shared_sequence.h). Copying it copies a pointer per
+// chunk, so a partial replan that keeps most entries costs what changed
+// (docs/planner.md, "Shared entries"). Reading behaves as a
+// std::vector<ServicePortPlan>; a write through a non-const accessor copies
+// what another Plan shares first, so a Plan never changes under another.
+using ServicePorts = SharedSequence<ServicePortPlan>;
 
 // Which Services (namespace, name) may differ between a Plan and the plan
 // it was derived from; the Services not listed have the very same entries.

@@ -18,24 +18,36 @@ struct Range {
 };
 
 // One merge walk over two sorted ranges; false when either breaks the order.
+// Iterators, not indexes: a walk finds each chunk of the plans once.
 bool merge_changes(const ServicePorts& a, Range ra, const ServicePorts& b, Range rb,
                    std::vector<PortChange>& out) {
-    size_t i = ra.first, j = rb.first;
+    using Offset = ServicePorts::const_iterator::difference_type;
+    auto i = a.begin() + static_cast<Offset>(ra.first);
+    auto j = b.begin() + static_cast<Offset>(rb.first);
+    const auto i_end = a.begin() + static_cast<Offset>(ra.last);
+    const auto j_end = b.begin() + static_cast<Offset>(rb.last);
     // Every step advances past an element; it must not be below its predecessor.
-    auto ordered = [](const ServicePorts& v, size_t k, size_t first) {
-        return k == first || !(order_key(v[k]) < order_key(v[k - 1]));
+    const ServicePortPlan* i_before = nullptr;
+    const ServicePortPlan* j_before = nullptr;
+    auto ordered = [](const ServicePortPlan* before, const ServicePortPlan& p) {
+        return before == nullptr || !(order_key(p) < order_key(*before));
     };
-    while (i < ra.last || j < rb.last) {
-        if ((i < ra.last && !ordered(a, i, ra.first)) ||
-            (j < rb.last && !ordered(b, j, rb.first))) {
-            return false;
-        }
-        if (j == rb.last || (i < ra.last && order_key(a[i]) < order_key(b[j]))) {
-            out.emplace_back(&a[i++], nullptr);
-        } else if (i == ra.last || order_key(b[j]) < order_key(a[i])) {
-            out.emplace_back(nullptr, &b[j++]);
+    while (i != i_end || j != j_end) {
+        const ServicePortPlan* x = i != i_end ? &*i : nullptr;
+        const ServicePortPlan* y = j != j_end ? &*j : nullptr;
+        if ((x && !ordered(i_before, *x)) || (y && !ordered(j_before, *y))) return false;
+        if (!y || (x && order_key(*x) < order_key(*y))) {
+            out.emplace_back(x, nullptr);
+            i_before = x;
+            ++i;
+        } else if (!x || order_key(*y) < order_key(*x)) {
+            out.emplace_back(nullptr, y);
+            j_before = y;
+            ++j;
         } else {
-            if (a.entry(i) != b.entry(j) && !(a[i] == b[j])) out.emplace_back(&a[i], &b[j]);
+            if (i.entry() != j.entry() && !(*x == *y)) out.emplace_back(x, y);
+            i_before = x;
+            j_before = y;
             ++i;
             ++j;
         }
