@@ -585,7 +585,8 @@ void add_fragment(Model& model, const Fragment& fragment) {
     for (const ElementRef& e : fragment.elements) {
         auto it = model.sets.find(e.set);
         if (it == model.sets.end()) continue;
-        if (it->second.refs[e.key]++ == 0) it->second.elements[e.key] = e.value;
+        Set& set = it->second;
+        if (!set.elements.emplace(e.key, e.value).second) ++set.shared_refs[e.key];
     }
 }
 
@@ -601,11 +602,12 @@ void remove_fragment(Model& model, const Fragment& fragment) {
     for (const ElementRef& e : fragment.elements) {
         auto it = model.sets.find(e.set);
         if (it == model.sets.end()) continue;
-        auto ref = it->second.refs.find(e.key);
-        if (ref == it->second.refs.end()) continue;
-        if (--ref->second == 0) {
-            it->second.refs.erase(ref);
-            it->second.elements.erase(e.key);
+        Set& set = it->second;
+        auto shared = set.shared_refs.find(e.key);
+        if (shared == set.shared_refs.end()) {
+            set.elements.erase(e.key);
+        } else if (--shared->second == 0) {
+            set.shared_refs.erase(shared);
         }
     }
 }

@@ -260,6 +260,33 @@ TEST_CASE("a service losing its last endpoint swaps its dispatch element for a r
     REQUIRE(same_kernel_state(model, render(after, {}).model));
 }
 
+TEST_CASE("an element two service ports contribute stays until both are removed") {
+    Plan plan = plan_of(2, 1);
+    plan.services[1].cluster_endpoints = plan.services[0].cluster_endpoints;
+    plan.services[1].local_endpoints = plan.services[0].local_endpoints;
+    const IpAddress shared_ip = plan.services[0].cluster_endpoints[0].ip;
+    const ElementKey pair{shared_ip, shared_ip};
+    const Fragment first = render_service(plan.services[0], {});
+    const Fragment second = render_service(plan.services[1], {});
+    Model model = render_base({});
+    add_fragment(model, first);
+    add_fragment(model, second);
+    const Set& hairpin = model.sets.at(hairpin_set(IpFamily::kV4));
+    REQUIRE(hairpin.elements.count(pair) == 1);
+    // Each fragment names the pair once per endpoint list it is in.
+    REQUIRE(hairpin.shared_refs.count(pair) == 1);
+    remove_fragment(model, first);
+    REQUIRE(hairpin.elements.count(pair) == 1);
+    remove_fragment(model, second);
+    REQUIRE(hairpin.elements.empty());
+    REQUIRE(hairpin.shared_refs.empty());
+    // Elements with one contributor take no count.
+    const Model alone = render(plan_of(3, 2), {}).model;
+    const Set& backends = alone.sets.at(backends_map(IpFamily::kV4, false, false));
+    REQUIRE(backends.elements.size() == 6);
+    REQUIRE(backends.shared_refs.empty());
+}
+
 TEST_CASE("incremental updates reach the same model as a full render (randomised)") {
     std::mt19937 rng(42);
     Plan current = plan_of(30, 3);
