@@ -174,7 +174,8 @@ struct Set {
     // part of the kernel state). An element of `elements` not listed here has
     // exactly one contributor. Only the few shared elements (hairpin pairs,
     // a ClusterIP listed twice) take an entry: a count for every element
-    // held about 20 MB at 10k Services x 10 endpoints (docs/store.md).
+    // held about 20 MB at 10k Services x 10 endpoints (docs/nftables.md,
+    // "Memory").
     std::map<ElementKey, uint32_t> shared_refs;
     // Read back from the kernel with a type switchboard does not create.
     bool unknown = false;
