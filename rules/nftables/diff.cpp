@@ -12,7 +12,7 @@ namespace sb::rules::nftables {
 bool Delta::empty() const {
     return flush_chains.empty() && flush_sets.empty() && del_elements.empty() &&
            del_chains.empty() && del_sets.empty() && add_sets.empty() && add_chains.empty() &&
-           fill_chains.empty() && add_elements.empty();
+           fill_chains.empty() && fill_sets.empty() && add_elements.empty();
 }
 
 size_t Delta::objects(const Model& desired) const {
@@ -21,6 +21,10 @@ size_t Delta::objects(const Model& desired) const {
     for (const std::string& name : fill_chains) {
         auto it = desired.chains.find(name);
         if (it != desired.chains.end()) n += it->second.rules.size();
+    }
+    for (const std::string& name : fill_sets) {
+        auto it = desired.sets.find(name);
+        if (it != desired.sets.end()) n += it->second.elements.size();
     }
     return n;
 }
@@ -86,7 +90,7 @@ Delta diff(const Model& old, const Model& desired, bool old_contents_known) {
         if (set.dynamic()) continue;
         if (recreated || !old_contents_known) {
             if (!recreated) d.flush_sets.push_back(name);
-            for (const auto& [key, _] : set.elements) d.add_elements.emplace_back(name, key);
+            if (!set.elements.empty()) d.fill_sets.push_back(name);
             continue;
         }
         const auto& before = b->second.elements;
@@ -198,6 +202,14 @@ std::string to_nft_text(const Delta& d, const Model& desired) {
         if (it == desired.chains.end()) continue;
         for (const Rule& r : it->second.rules) {
             out += fmt::format("add rule {} {} {}\n", table, c, to_nft_text(r));
+        }
+    }
+    for (const std::string& s : d.fill_sets) {
+        auto it = desired.sets.find(s);
+        if (it == desired.sets.end()) continue;
+        for (const auto& [key, value] : it->second.elements) {
+            out += fmt::format("add element {} {} {{ {} }}\n", table, s,
+                               element_text(it->second, key, value));
         }
     }
     elements("add", d.add_elements);

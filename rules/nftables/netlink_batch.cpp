@@ -8,6 +8,7 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "rules/nftables/netlink_encoding.h"
@@ -114,34 +115,60 @@ void put_value(nftnl_set_elem* e, SetLayout layout, const Verdict& value) {
     }
 }
 
-// Elements grouped per set, several per message.
-void put_elements(Batch& b, uint16_t type, const std::vector<ElementId>& ids, const Model& model) {
-    size_t i = 0;
-    while (i < ids.size()) {
-        const std::string& set_name = ids[i].first;
-        auto set_it = model.sets.find(set_name);
-        const SetLayout layout =
-            set_it != model.sets.end() ? set_it->second.layout : SetLayout::kAddrAddr;
+// The elements [first, last) of one set, several per message; key_of(*it)
+// gives an element's key. NEWSETELEM takes each value from `set` (the
+// desired model's; null when it has none).
+template <typename It, typename KeyOf>
+void put_set_elements(Batch& b, uint16_t type, const std::string& set_name, const Set* set,
+                      It first, It last, KeyOf key_of) {
+    const SetLayout layout = set ? set->layout : SetLayout::kAddrAddr;
+    while (first != last) {
         nftnl_set* s = nftnl_set_alloc();
         nftnl_set_set_str(s, NFTNL_SET_TABLE, kTableName);
         nftnl_set_set_str(s, NFTNL_SET_NAME, set_name.c_str());
-        uint32_t count = 0;
-        for (; i < ids.size() && ids[i].first == set_name && count < kElementsPerMessage; ++i) {
+        for (uint32_t count = 0; first != last && count < kElementsPerMessage; ++first, ++count) {
+            const ElementKey& element = key_of(*first);
             nftnl_set_elem* e = nftnl_set_elem_alloc();
-            const std::vector<uint8_t> key = key_bytes(layout, ids[i].second);
+            const std::vector<uint8_t> key = key_bytes(layout, element);
             nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, key.data(),
                                static_cast<uint32_t>(key.size()));
-            if (type == NFT_MSG_NEWSETELEM && set_it != model.sets.end()) {
-                const auto v = set_it->second.elements.find(ids[i].second);
-                if (v != set_it->second.elements.end()) put_value(e, layout, v->second);
+            if (type == NFT_MSG_NEWSETELEM && set) {
+                const auto v = set->elements.find(element);
+                if (v != set->elements.end()) put_value(e, layout, v->second);
             }
             nftnl_set_elem_add(s, e);
-            ++count;
         }
         nftnl_set_elems_nlmsg_build_payload(
             b.header(type, type == NFT_MSG_NEWSETELEM ? NLM_F_CREATE : 0), s);
         nftnl_set_free(s);
         b.commit();
+    }
+}
+
+// Listed elements, grouped per run of the same set.
+void put_elements(Batch& b, uint16_t type, const std::vector<ElementId>& ids, const Model& model) {
+    auto first = ids.begin();
+    while (first != ids.end()) {
+        const std::string& set_name = first->first;
+        auto last = std::find_if(first, ids.end(),
+                                 [&](const ElementId& id) { return id.first != set_name; });
+        auto set_it = model.sets.find(set_name);
+        put_set_elements(b, type, set_name, set_it == model.sets.end() ? nullptr : &set_it->second,
+                         first, last,
+                         [](const ElementId& id) -> const ElementKey& { return id.second; });
+        first = last;
+    }
+}
+
+// Every element of the named sets of `model`.
+void put_filled_sets(Batch& b, const std::vector<std::string>& names, const Model& model) {
+    for (const std::string& name : names) {
+        auto it = model.sets.find(name);
+        if (it == model.sets.end()) continue;
+        const Set& set = it->second;
+        put_set_elements(b, NFT_MSG_NEWSETELEM, name, &set, set.elements.begin(),
+                         set.elements.end(),
+                         [](const auto& element) -> const ElementKey& { return element.first; });
     }
 }
 
@@ -173,6 +200,7 @@ void write_delta(Batch& b, const Delta& delta, const Model& desired) {
         if (it == desired.chains.end()) continue;
         for (const Rule& r : it->second.rules) put_rule(b, c, r);
     }
+    put_filled_sets(b, delta.fill_sets, desired);
     put_elements(b, NFT_MSG_NEWSETELEM, delta.add_elements, desired);
 }
 

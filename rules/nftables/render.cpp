@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <optional>
 
 #include <fmt/format.h>
@@ -238,6 +239,17 @@ void for_each_external_frontend(const FamilyPolicy& policy, const ServicePortPla
     if (policy.has_node_port) each(true, ElementKey{{}, {}, proto, port.node_port});
 }
 
+// The hairpin pair of each address once, however many endpoint lists of the
+// service port hold it: the model's reference count then counts service
+// ports, and an endpoint in both the cluster and the local list takes no
+// count (docs/nftables.md, "Memory").
+void add_hairpin_pairs(Fragment& out, IpFamily f, std::vector<IpAddress> addresses) {
+    std::sort(addresses.begin(), addresses.end());
+    addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
+    const std::string set = hairpin_set(f);
+    for (const IpAddress& ip : addresses) out.elements.push_back(ElementRef{set, {ip, ip}, {}});
+}
+
 // ClientIP affinity needs the chosen endpoint in the rule that records it, so
 // these service ports keep per-service chains with a literal cascade.
 void render_chained(Fragment& out, const ServicePortPlan& port, const FamilyPolicy& policy,
@@ -252,6 +264,7 @@ void render_chained(Fragment& out, const ServicePortPlan& port, const FamilyPoli
     const std::string ext = service_chain_name("ext", f, port);
     auto chain_of = [&](EndpointSet set) { return set == EndpointSet::kLocal ? loc : svc; };
 
+    std::vector<IpAddress> hairpin;
     for (const EndpointSet set : {EndpointSet::kCluster, EndpointSet::kLocal}) {
         const std::vector<Endpoint>& eps = policy.endpoints(set);
         const bool used = set == EndpointSet::kCluster ? policy.uses_cluster_endpoints
@@ -266,9 +279,10 @@ void render_chained(Fragment& out, const ServicePortPlan& port, const FamilyPoli
             }
         }
         add_endpoint_cascade(chain, f, port, eps);
-        for (const Endpoint& e : eps) element(hairpin_set(f), ElementKey{e.ip, e.ip, 0, 0}, {});
+        for (const Endpoint& e : eps) hairpin.push_back(e.ip);
         out.chains.push_back(std::move(chain));
     }
+    add_hairpin_pairs(out, f, std::move(hairpin));
 
     const TrafficRoute& internal = policy.cluster_ip_traffic;
     const ElementKey cluster_key{policy.cluster_ip, {}, proto, port.port};
@@ -417,9 +431,11 @@ void render_mapped(Fragment& out, const ServicePortPlan& port, const FamilyPolic
         }
     };
     SharedChains shared(out, policy, options);
+    std::vector<IpAddress> hairpin;
     for (const auto* list : {&policy.cluster_endpoints, &policy.local_endpoints}) {
-        for (const Endpoint& e : *list) element(hairpin_set(f), ElementKey{e.ip, e.ip}, {});
+        for (const Endpoint& e : *list) hairpin.push_back(e.ip);
     }
+    add_hairpin_pairs(out, f, std::move(hairpin));
 
     const TrafficRoute& internal = policy.cluster_ip_traffic;
     const ElementKey cluster_key{policy.cluster_ip, {}, proto, port.port};
@@ -585,7 +601,8 @@ void add_fragment(Model& model, const Fragment& fragment) {
     for (const ElementRef& e : fragment.elements) {
         auto it = model.sets.find(e.set);
         if (it == model.sets.end()) continue;
-        if (it->second.refs[e.key]++ == 0) it->second.elements[e.key] = e.value;
+        Set& set = it->second;
+        if (!set.elements.emplace(e.key, e.value).second) ++set.shared_refs[e.key];
     }
 }
 
@@ -601,11 +618,12 @@ void remove_fragment(Model& model, const Fragment& fragment) {
     for (const ElementRef& e : fragment.elements) {
         auto it = model.sets.find(e.set);
         if (it == model.sets.end()) continue;
-        auto ref = it->second.refs.find(e.key);
-        if (ref == it->second.refs.end()) continue;
-        if (--ref->second == 0) {
-            it->second.refs.erase(ref);
-            it->second.elements.erase(e.key);
+        Set& set = it->second;
+        auto shared = set.shared_refs.find(e.key);
+        if (shared == set.shared_refs.end()) {
+            set.elements.erase(e.key);
+        } else if (--shared->second == 0) {
+            set.shared_refs.erase(shared);
         }
     }
 }

@@ -69,7 +69,8 @@ Model render_base(const BackendOptions& options);
 
 // Merging fragments into a model. Chains and elements are reference counted
 // (service ports share dnat chains and may share a hairpin pair); a key
-// already present keeps its first value.
+// already present keeps its first value. Every element of `model`'s sets must
+// have come from add_fragment (render_base adds none).
 void add_fragment(Model& model, const Fragment& fragment);
 void remove_fragment(Model& model, const Fragment& fragment);
 

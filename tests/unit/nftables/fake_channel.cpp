@@ -153,7 +153,7 @@ Status apply_to(Model& t, const Delta& d, const Model& desired) {
             it->second.rules.push_back(rule);
         }
     }
-    for (const auto& [s, key] : d.add_elements) {
+    auto add_element = [&](const std::string& s, const ElementKey& key) -> Status {
         auto it = t.sets.find(s);
         if (it == t.sets.end()) return refused("element for missing set " + s, ENOENT);
         Verdict value;
@@ -169,6 +169,17 @@ Status apply_to(Model& t, const Delta& d, const Model& desired) {
         if (!added && !(at->second == value)) {
             return refused("element of " + s + " exists with another value", EBUSY);
         }
+        return {};
+    };
+    for (const std::string& s : d.fill_sets) {
+        auto want = desired.sets.find(s);
+        if (want == desired.sets.end()) continue;  // the writer skips it too
+        for (const auto& [key, _] : want->second.elements) {
+            if (Status st = add_element(s, key); !st) return st;
+        }
+    }
+    for (const auto& [s, key] : d.add_elements) {
+        if (Status st = add_element(s, key); !st) return st;
     }
     return {};
 }

@@ -167,6 +167,23 @@ TEST_CASE("full diff against an empty kernel creates everything; against itself 
     REQUIRE(create.add_chains.size() == m.chains.size());
     REQUIRE(create.add_sets.size() == m.sets.size());
     REQUIRE(create.flush_chains.empty());
+    REQUIRE(create.add_elements.empty());  // every set is filled whole
+    // Its text adds each element of the model once, with its value.
+    const std::string text = to_nft_text(create, m);
+    size_t element_lines = 0;
+    for (size_t at = text.find("add element "); at != std::string::npos;
+         at = text.find("add element ", at + 1)) {
+        ++element_lines;
+    }
+    size_t model_elements = 0;
+    for (const auto& [name, set] : m.sets) {
+        model_elements += set.elements.size();
+        for (const auto& [key, value] : set.elements) {
+            REQUIRE(text.find(element_text(set, key, value)) != std::string::npos);
+        }
+    }
+    REQUIRE(model_elements > 0);
+    REQUIRE(element_lines == model_elements);
     REQUIRE(diff(m, m, true).empty());
     // Contents unknown (read back from the kernel): existing chains and static
     // sets are flushed and refilled in the same transaction, nothing is
@@ -181,10 +198,21 @@ TEST_CASE("full diff against an empty kernel creates everything; against itself 
     REQUIRE(adopt.del_sets.empty());
     REQUIRE(adopt.flush_chains.size() == m.chains.size());
     REQUIRE(adopt.flush_sets.size() == m.sets.size() - 2);  // all but affinity4/6
+    // Refilled sets are named, not listed element by element.
     size_t elements = 0;
-    for (const auto& [name, set] : m.sets) elements += set.elements.size();
-    REQUIRE(adopt.add_elements.size() == elements);
+    std::vector<std::string> filled;
+    for (const auto& [name, set] : m.sets) {
+        elements += set.elements.size();
+        if (!set.elements.empty()) filled.push_back(name);
+    }
+    REQUIRE(elements > 0);
+    REQUIRE(adopt.fill_sets == filled);
+    REQUIRE(adopt.add_elements.empty());
     REQUIRE(adopt.del_elements.empty());
+    size_t rules = 0;
+    for (const auto& [name, chain] : m.chains) rules += chain.rules.size();
+    REQUIRE(adopt.objects(m) ==
+            adopt.flush_chains.size() + adopt.flush_sets.size() + rules + elements);
 }
 
 TEST_CASE("drift: a deleted chain and a foreign element are repaired") {
@@ -258,6 +286,34 @@ TEST_CASE("a service losing its last endpoint swaps its dispatch element for a r
     REQUIRE(model.sets.at(no_endpoints_map(IpFamily::kV4)).elements.size() == 1);
     REQUIRE(model.sets.at(services_map(IpFamily::kV4)).elements.size() == 2);
     REQUIRE(same_kernel_state(model, render(after, {}).model));
+}
+
+TEST_CASE("an element two service ports contribute stays until both are removed") {
+    Plan plan = plan_of(2, 1);
+    plan.services[1].cluster_endpoints = plan.services[0].cluster_endpoints;
+    plan.services[1].local_endpoints = plan.services[0].local_endpoints;
+    const IpAddress shared_ip = plan.services[0].cluster_endpoints[0].ip;
+    const ElementKey pair{shared_ip, shared_ip};
+    const Fragment first = render_service(plan.services[0], {});
+    const Fragment second = render_service(plan.services[1], {});
+    Model model = render_base({});
+    add_fragment(model, first);
+    add_fragment(model, second);
+    const Set& hairpin = model.sets.at(hairpin_set(IpFamily::kV4));
+    REQUIRE(hairpin.elements.count(pair) == 1);
+    // Each fragment names the pair once, though it is in both endpoint lists.
+    REQUIRE(hairpin.shared_refs.at(pair) == 1);
+    remove_fragment(model, first);
+    REQUIRE(hairpin.elements.count(pair) == 1);
+    REQUIRE(hairpin.shared_refs.empty());
+    remove_fragment(model, second);
+    REQUIRE(hairpin.elements.empty());
+    REQUIRE(hairpin.shared_refs.empty());
+    // Elements with one contributor take no count.
+    const Model alone = render(plan_of(3, 2), {}).model;
+    const Set& backends = alone.sets.at(backends_map(IpFamily::kV4, false, false));
+    REQUIRE(backends.elements.size() == 6);
+    for (const auto& [name, set] : alone.sets) REQUIRE(set.shared_refs.empty());
 }
 
 TEST_CASE("incremental updates reach the same model as a full render (randomised)") {
