@@ -414,8 +414,8 @@ Daemon::Planned Daemon::compute_plan(bool full) {
     auto batch = tracker_.take(store_, replan_all);
     const watch::Snapshot& snapshot = *batch.snapshot;
     if (replan_all || batch.node_changed) {
-        return {std::make_shared<const rules::Plan>(build_plan(snapshot, planner)), batch.snapshot,
-                std::move(batch.trigger_times)};
+        return {std::make_shared<const rules::Plan>(build_plan(snapshot, planner, computed_.get())),
+                batch.snapshot, std::move(batch.trigger_times)};
     }
     if (batch.services.empty()) return {computed_, batch.snapshot, std::move(batch.trigger_times)};
     return {std::make_shared<const rules::Plan>(

@@ -300,16 +300,32 @@ std::vector<rules::ServicePortPlan> plan_service(
     return plans;
 }
 
-rules::Plan build_plan(const watch::Snapshot& snapshot, const PlannerOptions& options) {
+rules::Plan build_plan(const watch::Snapshot& snapshot, const PlannerOptions& options,
+                       const rules::Plan* reuse) {
     rules::Plan plan;
     plan.node = options.node_name;
     plan.revision = rules::next_plan_revision();
 
     const watch::Node* node = snapshot.node(options.node_name);
+    // A cursor over reuse's ports, which are in the same order as the ports
+    // made here (a plan made by hand may not be: then nothing is reused
+    // past the disorder, which costs memory, never correctness).
+    rules::ServicePorts::const_iterator reused, reused_end;
+    if (reuse) {
+        reused = reuse->services.begin();
+        reused_end = reuse->services.end();
+    }
     for (const auto& [key, entry] : snapshot.services()) {
         if (!entry->service) continue;  // slices without their Service plan nothing
         auto ports = plan_service(*entry->service, entry->slices, node, options);
-        for (auto& port : ports) plan.services.push_back(std::move(port));
+        for (auto& port : ports) {
+            while (reused != reused_end && service_port_less(*reused, port)) ++reused;
+            if (reused != reused_end && *reused == port) {
+                plan.services.push_back(reused.entry());
+            } else {
+                plan.services.push_back(std::move(port));
+            }
+        }
     }
     // Sorted already: the snapshot's index orders Services by (namespace,
     // name) and plan_service sorts each one's ports.

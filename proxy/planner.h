@@ -34,8 +34,13 @@ struct PlannerOptions {
 inline constexpr const char* kServiceProxyNameLabel = "service.kubernetes.io/service-proxy-name";
 inline constexpr const char* kHeadlessLabel = "service.kubernetes.io/headless";
 
-// Pure and deterministic (sorted output, see rules/plan.h).
-rules::Plan build_plan(const watch::Snapshot& snapshot, const PlannerOptions& options);
+// Pure and deterministic (sorted output, see rules/plan.h). With `reuse`
+// (the plan computed before), a port equal to reuse's port of the same
+// identity takes reuse's shared entry instead of a new copy, so a full
+// replan holds one copy of what did not change, not two (the result is the
+// same plan either way).
+rules::Plan build_plan(const watch::Snapshot& snapshot, const PlannerOptions& options,
+                       const rules::Plan* reuse = nullptr);
 
 // The service ports of one Service (empty when it is not proxied), for
 // incremental planning. `slices` are the Service's EndpointSlices (those

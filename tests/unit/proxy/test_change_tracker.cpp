@@ -249,3 +249,28 @@ TEST_CASE("a batch carries the trigger times of the slices that changed in it") 
     f.store.remove(watch::Kind::kEndpointSlice, {"ns", "a-1"});
     CHECK(f.take().trigger_times.empty());
 }
+
+TEST_CASE("a full replan reusing the previous plan shares what did not change") {
+    Fixture f;
+    const PlannerOptions options{"node-a"};
+    f.store.upsert(make_service("ns", "a", "10.0.0.1"));
+    f.store.upsert(make_service("ns", "b", "10.0.0.2"));
+    f.store.upsert(make_service("ns", "c", "10.0.0.3"));
+    f.store.upsert(make_slice("ns", "a-1", "a", {"10.1.0.1"}));
+    f.store.upsert(make_slice("ns", "b-1", "b", {"10.1.0.2"}));
+    const rules::Plan before = build_plan(*f.store.snapshot(), options);
+    REQUIRE(before.services.size() == 3);
+
+    f.store.upsert(make_slice("ns", "b-1", "b", {"10.1.0.2", "10.1.0.5"}));
+    f.store.remove(watch::Kind::kService, {"ns", "c"});
+    f.store.upsert(make_service("ns", "d", "10.0.0.4"));
+    const rules::Plan reused = build_plan(*f.store.snapshot(), options, &before);
+    const rules::Plan fresh = build_plan(*f.store.snapshot(), options);
+    CHECK(reused == fresh);
+    REQUIRE(reused.services.size() == 3);
+    CHECK(reused.services.entry(0) == before.services.entry(0));  // a: unchanged, shared
+    CHECK(reused.services.entry(1) != before.services.entry(1));  // b: a new endpoint
+    CHECK(reused.services[1].cluster_endpoints.size() == 2);
+    CHECK(reused.services[2].service == "d");
+    CHECK(fresh.services.entry(0) != before.services.entry(0));  // without reuse: copies
+}
