@@ -21,7 +21,6 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <compare>
 #include <cstddef>
 #include <initializer_list>
@@ -30,6 +29,8 @@
 #include <stdexcept>
 #include <utility>
 #include <vector>
+
+#include "base/copy_on_write.h"
 
 namespace sb {
 
@@ -219,16 +220,7 @@ class SharedSequence {
         return static_cast<size_t>(after - starts_.begin()) - 1;
     }
     // Chunk c, copied first when another sequence shares it.
-    Chunk& writable_chunk(size_t c) {
-        if (chunks_[c].use_count() != 1) {
-            chunks_[c] = std::make_shared<Chunk>(*chunks_[c]);
-        } else {
-            // use_count() is a relaxed load: order this write after the
-            // reads of a copy whose release brought the count down to 1.
-            std::atomic_thread_fence(std::memory_order_acquire);
-        }
-        return *chunks_[c];
-    }
+    Chunk& writable_chunk(size_t c) { return own(chunks_[c]); }
     void push_entry(Entry entry) {
         if (chunks_.empty() || chunks_.back()->entries.size() >= kChunk) {
             starts_.push_back(size_);
@@ -245,11 +237,7 @@ class SharedSequence {
         Entry& entry = writable_chunk(c).entries[i - starts_[c]];
         // Entries are made non-const (push_back above), so an entry no other
         // chunk holds may be written in place; a shared one is copied first.
-        if (entry.use_count() != 1) {
-            entry = std::make_shared<T>(*entry);
-        } else {
-            std::atomic_thread_fence(std::memory_order_acquire);  // as in writable_chunk()
-        }
+        if (!sole_holder(entry)) entry = std::make_shared<T>(*entry);
         return const_cast<T&>(*entry);
     }
     std::vector<Entry> flattened() const {

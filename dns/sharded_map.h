@@ -20,19 +20,19 @@
 //
 // Thread safety: const access from several threads is safe, and so is
 // writing one map while other threads read copies of it: a block or shard
-// is written in place only while this map is its only holder (its use
-// count is 1, read with an acquire fence so that the reads of a copy
-// released by another thread happen before the write). Copying a map while
-// another thread writes that same map is a data race, as for any value.
+// is written in place only while this map is its only holder
+// (base/copy_on_write.h). Copying a map while another thread writes that
+// same map is a data race, as for any value.
 #pragma once
 
 #include <array>
-#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
+
+#include "base/copy_on_write.h"
 
 namespace sb::dns {
 
@@ -102,25 +102,9 @@ class ShardedMap {
         return block ? (*block)[i % kBlockShards].get() : nullptr;
     }
 
-    // `pointer` made the only holder of a value equal to the one it points
-    // at (a new T when null), so that writing through it changes no copy.
-    template <typename T>
-    static T& own(std::shared_ptr<T>& pointer) {
-        if (!pointer) {
-            pointer = std::make_shared<T>();
-        } else if (pointer.use_count() != 1) {
-            pointer = std::make_shared<T>(*pointer);
-        } else {
-            // If another holder released it just now (an acq_rel
-            // decrement), its reads happen before the writes that follow.
-            std::atomic_thread_fence(std::memory_order_acquire);
-        }
-        return *pointer;
-    }
-
     Shard& writable_shard(size_t i) {
-        Block& block = own(blocks_[i / kBlockShards]);
-        return own(block[i % kBlockShards]);
+        Block& block = sb::own(blocks_[i / kBlockShards]);
+        return sb::own(block[i % kBlockShards]);
     }
 
     size_t shard_count_;

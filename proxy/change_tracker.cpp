@@ -125,7 +125,8 @@ rules::Plan apply_incremental(const rules::Plan& previous,
     };
     // Each changed Service's group is found by binary search, and the
     // unchanged runs between them are shared, not copied: one change costs
-    // O(log n) comparisons and a pointer copy per unchanged entry.
+    // O(log n) comparisons and a pointer copy per unchanged chunk
+    // (base/shared_sequence.h).
     auto before = [](const rules::ServicePortPlan& port, const watch::ObjectKey& key) {
         return std::tie(port.ns, port.service) < std::tie(key.ns, key.name);
     };
