@@ -210,26 +210,33 @@ TopologyMode topology_mode(const std::vector<Candidate>& candidates, const std::
 // Ready endpoints (those of them `in_topology` accepts), else the serving
 // and terminating ones, else none: kube-proxy's CategorizeEndpoints, for the
 // endpoints on this node only when `local_only`.
+// The list is allocated at its exact size: a plan holds two per service port
+// for as long as it lives (push_back's doubling left a third of 15 MB unused
+// at 10k Services x 10 endpoints).
 template <typename InTopology>
 std::vector<rules::Endpoint> usable(const std::vector<Candidate>& candidates, bool local_only,
                                     InTopology in_topology) {
-    std::vector<rules::Endpoint> chosen;
-    for (const auto& candidate : candidates) {
+    const auto ready = [&](const Candidate& candidate) {
         const rules::Endpoint& endpoint = candidate.endpoint;
-        if (endpoint.ready && (!local_only || endpoint.is_local) && in_topology(candidate)) {
-            chosen.push_back(endpoint);
-        }
-    }
-    if (!chosen.empty()) return chosen;
+        return endpoint.ready && (!local_only || endpoint.is_local) && in_topology(candidate);
+    };
     // No topology here: a topology mode is only chosen when a ready endpoint
     // for this node or zone exists, so the fallback means none is ready.
-    for (const auto& candidate : candidates) {
+    const auto terminating = [&](const Candidate& candidate) {
         const rules::Endpoint& endpoint = candidate.endpoint;
-        if (endpoint.serving && endpoint.terminating && (!local_only || endpoint.is_local)) {
-            chosen.push_back(endpoint);
+        return endpoint.serving && endpoint.terminating && (!local_only || endpoint.is_local);
+    };
+    const auto take = [&](const auto& chosen_by) {
+        std::vector<rules::Endpoint> chosen;
+        chosen.reserve(
+            static_cast<size_t>(std::count_if(candidates.begin(), candidates.end(), chosen_by)));
+        for (const auto& candidate : candidates) {
+            if (chosen_by(candidate)) chosen.push_back(candidate.endpoint);
         }
-    }
-    return chosen;
+        return chosen;
+    };
+    std::vector<rules::Endpoint> chosen = take(ready);
+    return chosen.empty() ? take(terminating) : chosen;
 }
 
 bool protocol_name_less(rules::Protocol a, rules::Protocol b) {

@@ -36,15 +36,17 @@ struct Endpoint {
     bool ready = false;
     bool serving = false;
     bool terminating = false;
+    bool is_local = false;  // node_name is this node
     // Interned: a cluster has few distinct node and zone names, and every
     // endpoint names one of each (the backends read neither; the plan's
-    // JSON prints them).
+    // JSON prints them). After the flags, so that the whole is 40 bytes,
+    // not 48: a plan holds two lists of these per service port.
     Symbol node_name;
     Symbol zone;
-    bool is_local = false;  // node_name is this node
 
     auto operator<=>(const Endpoint&) const = default;
 };
+static_assert(sizeof(Endpoint) <= 40, "rules::Endpoint grew: see the comment on node_name");
 
 struct SessionAffinity {
     bool client_ip = false;

@@ -33,8 +33,8 @@ Plan sample_plan() {
     lb.internal_traffic_policy = TrafficPolicy::kCluster;
     lb.health_check_node_port = 32000;
     lb.session_affinity = {true, 600};
-    Endpoint local{ip("10.244.0.5"), 8443, true, true, false, "node-a", "zone-a", true};
-    Endpoint remote{ip("10.244.1.5"), 8443, false, true, true, "node-b", "zone-b", false};
+    Endpoint local{ip("10.244.0.5"), 8443, true, true, false, true, "node-a", "zone-a"};
+    Endpoint remote{ip("10.244.1.5"), 8443, false, true, true, false, "node-b", "zone-b"};
     lb.cluster_endpoints = {local, remote};
     lb.local_endpoints = {local};
     ServicePortPlan dns;
