@@ -112,7 +112,33 @@ void erase_from(ElementMap::Chunks<R>& chunks, ChunkOffset at) {
     }
 }
 
+// Frees each old chunk once copied, so that the peak is one map plus a
+// chunk, not two maps.
+template <class R>
+void repack(ElementMap::Chunks<R>& chunks) {
+    ElementMap::Chunks<R> packed;
+    for (std::vector<R>& chunk : chunks) {
+        for (const R& r : chunk) {
+            if (packed.empty() || packed.back().size() == ElementMap::kChunk) {
+                packed.emplace_back().reserve(ElementMap::kChunk);
+            }
+            packed.back().push_back(r);
+        }
+        std::vector<R>().swap(chunk);
+    }
+    if (!packed.empty()) packed.back().shrink_to_fit();
+    chunks = std::move(packed);
+}
+
 }  // namespace
+
+void ElementMap::compact() {
+    if (wide_) {
+        repack(wide_chunks_);
+    } else {
+        repack(narrow_chunks_);
+    }
+}
 
 void ElementMap::clear() {
     *this = ElementMap{};

@@ -78,6 +78,12 @@ class ElementMap {
     // Returns how many elements were erased (0 or 1).
     size_t erase(const ElementKey& key);
 
+    // Repacks the records into full chunks of exactly kChunk: insertions
+    // in no particular order leave chunks about 60% used (splits, vector
+    // growth); a map filled once and then changed a little at a time (the
+    // full render) calls this when filled. Invalidates iterators.
+    void compact();
+
     // Same elements with the same values (chain ids do not take part).
     bool operator==(const ElementMap& other) const;
 

@@ -1,6 +1,6 @@
 // ElementMap against std::map<ElementKey, Verdict> as the oracle: the same
 // elements, values and order after random insertions, reassignments and
-// erasures across chunk splits and merges, with IPv4 records and after the
+// erasures across chunk splits, merges and compaction, with IPv4 records and after the
 // switch to wide (IPv6) ones; chain names stored once and freed.
 #include <catch.hpp>
 
@@ -130,6 +130,14 @@ TEST_CASE("element map: the same elements, values and order as std::map") {
         oracle.emplace(wide, Verdict{VerdictKind::kAccept});
         require_same(m, oracle);
         random_operations(m, oracle, g, 8000);
+        require_same(m, oracle);
+    }
+    SECTION("compacted: the same elements, and changes work on full chunks") {
+        m.compact();
+        require_same(m, oracle);
+        random_operations(m, oracle, g, 3000);
+        require_same(m, oracle);
+        m.compact();
         require_same(m, oracle);
     }
     SECTION("an IPv6 key is absent from a map of IPv4 records") {
