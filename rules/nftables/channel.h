@@ -43,7 +43,7 @@ class Channel {
     // kernel fills: keys, and the address-and-port values (a verdict map's
     // verdicts are not read). Elements that do not decode as the layout are
     // left out.
-    virtual Result<std::map<ElementKey, Verdict>> dump_elements(const Set& set) = 0;
+    virtual Result<ElementMap> dump_elements(const Set& set) = 0;
 
     // Deletes the table (and so everything in it). Idempotent.
     virtual Status delete_table() = 0;

@@ -12,28 +12,11 @@
 #include <vector>
 
 #include "base/ip.h"
+#include "rules/nftables/element_map.h"
 
 namespace sb::rules::nftables {
 
 inline constexpr const char* kTableName = "switchboard";
-
-enum class VerdictKind : uint8_t { kNone, kAccept, kDrop, kReturn, kJump, kGoto };
-
-// An element's value: a verdict (verdict maps), or for the backend data
-// maps (kind kNone) the DNAT target address and port. Sets carry none.
-// The members are ordered for size (56 bytes, not 64): the kept model holds
-// one per element, 200k+ at 10k Services x 10 endpoints (docs/nftables.md,
-// "Memory"). Nothing orders Verdicts; only equality is used.
-struct Verdict {
-    Verdict(VerdictKind k = VerdictKind::kNone, std::string c = {}, IpAddress a = {},  // NOLINT
-            uint16_t p = 0)
-        : chain(std::move(c)), address(a), kind(k), port(p) {}
-    std::string chain;  // for kJump / kGoto
-    IpAddress address;  // backend maps
-    VerdictKind kind = VerdictKind::kNone;
-    uint16_t port = 0;  // backend maps
-    bool operator==(const Verdict&) const = default;
-};
 
 // One term of a rule. Terms that read the network header (addresses) carry
 // the family; a rule using them starts with a kNfproto term so that the
@@ -157,21 +140,12 @@ inline bool is_plain_set(SetLayout layout) {
     return layout == SetLayout::kAddrAddr || layout == SetLayout::kAddr;
 }
 
-struct ElementKey {
-    IpAddress a;
-    IpAddress b;
-    uint8_t proto = 0;
-    uint16_t port = 0;
-    uint32_t slot = 0;  // backend maps: the endpoint's index (numgen value)
-    auto operator<=>(const ElementKey&) const = default;
-};
-
 struct Set {
     std::string name;
     SetLayout layout = SetLayout::kAddrProtoPortVerdict;
     IpFamily family = IpFamily::kV4;
     // Static elements; empty and unmanaged for the dynamic kAffinity layout.
-    std::map<ElementKey, Verdict> elements;
+    ElementMap elements;
     // For the elements more than one service-port fragment contributes: how
     // many besides the first (maintained by add_fragment/remove_fragment; not
     // part of the kernel state). An element of `elements` not listed here has

@@ -27,7 +27,7 @@ Result<std::optional<Model>> NetlinkSocket::read_table() {
     return nftables::read_table(socket_);
 }
 
-Result<std::map<ElementKey, Verdict>> NetlinkSocket::dump_elements(const Set& set) {
+Result<ElementMap> NetlinkSocket::dump_elements(const Set& set) {
     return nftables::dump_elements(socket_, set);
 }
 

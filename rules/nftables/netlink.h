@@ -30,7 +30,7 @@ class NetlinkSocket final : public Channel {
 
     Result<std::optional<Model>> read_table() override;
     Status apply(const Delta& delta, const Model& desired) override;
-    Result<std::map<ElementKey, Verdict>> dump_elements(const Set& set) override;
+    Result<ElementMap> dump_elements(const Set& set) override;
     Status delete_table() override;
     size_t stale_answers() const override;
 

@@ -116,8 +116,8 @@ void put_value(nftnl_set_elem* e, SetLayout layout, const Verdict& value) {
 }
 
 // The elements [first, last) of one set, several per message; key_of(*it)
-// gives an element's key. NEWSETELEM takes each value from `set` (the
-// desired model's; null when it has none).
+// gives an element's key, by value (ElementMap's iterators yield temporaries). NEWSETELEM takes
+// each value from `set` (the desired model's; null when it has none).
 template <typename It, typename KeyOf>
 void put_set_elements(Batch& b, uint16_t type, const std::string& set_name, const Set* set,
                       It first, It last, KeyOf key_of) {
@@ -127,7 +127,7 @@ void put_set_elements(Batch& b, uint16_t type, const std::string& set_name, cons
         nftnl_set_set_str(s, NFTNL_SET_TABLE, kTableName);
         nftnl_set_set_str(s, NFTNL_SET_NAME, set_name.c_str());
         for (uint32_t count = 0; first != last && count < kElementsPerMessage; ++first, ++count) {
-            const ElementKey& element = key_of(*first);
+            const ElementKey element = key_of(*first);
             nftnl_set_elem* e = nftnl_set_elem_alloc();
             const std::vector<uint8_t> key = key_bytes(layout, element);
             nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, key.data(),
@@ -154,8 +154,7 @@ void put_elements(Batch& b, uint16_t type, const std::vector<ElementId>& ids, co
                                  [&](const ElementId& id) { return id.first != set_name; });
         auto set_it = model.sets.find(set_name);
         put_set_elements(b, type, set_name, set_it == model.sets.end() ? nullptr : &set_it->second,
-                         first, last,
-                         [](const ElementId& id) -> const ElementKey& { return id.second; });
+                         first, last, [](const ElementId& id) -> ElementKey { return id.second; });
         first = last;
     }
 }
@@ -168,7 +167,7 @@ void put_filled_sets(Batch& b, const std::vector<std::string>& names, const Mode
         const Set& set = it->second;
         put_set_elements(b, NFT_MSG_NEWSETELEM, name, &set, set.elements.begin(),
                          set.elements.end(),
-                         [](const auto& element) -> const ElementKey& { return element.first; });
+                         [](const auto& element) -> ElementKey { return element.first; });
     }
 }
 

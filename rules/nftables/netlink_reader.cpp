@@ -104,10 +104,10 @@ Result<std::optional<Model>> read_table(rules::NetlinkSocket& socket) {
     return std::optional<Model>(std::move(model));
 }
 
-Result<std::map<ElementKey, Verdict>> dump_elements(rules::NetlinkSocket& socket, const Set& set) {
+Result<ElementMap> dump_elements(rules::NetlinkSocket& socket, const Set& set) {
     struct Scan {
         const Set* set;
-        std::map<ElementKey, Verdict> elements;
+        ElementMap elements;
     } scan{&set, {}};
     std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
     nftnl_set* req = nftnl_set_alloc();
@@ -140,7 +140,7 @@ Result<std::map<ElementKey, Verdict>> dump_elements(rules::NetlinkSocket& socket
                         if (!v) return 0;
                         value = *v;
                     }
-                    sc.elements[*k] = value;
+                    sc.elements.insert_or_assign(*k, value);
                     return 0;
                 },
                 &scan);

@@ -15,6 +15,6 @@ namespace sb::rules::nftables {
 
 Result<std::optional<Model>> read_table(rules::NetlinkSocket& socket);
 
-Result<std::map<ElementKey, Verdict>> dump_elements(rules::NetlinkSocket& socket, const Set& set);
+Result<ElementMap> dump_elements(rules::NetlinkSocket& socket, const Set& set);
 
 }  // namespace sb::rules::nftables

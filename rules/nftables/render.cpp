@@ -638,6 +638,7 @@ RenderResult render(const Plan& plan, const BackendOptions& options) {
         }
         add_fragment(out.model, render_service(port, options));
     }
+    for (auto& [_, set] : out.model.sets) set.elements.compact();
     return out;
 }
 

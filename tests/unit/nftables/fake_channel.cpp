@@ -220,7 +220,7 @@ class FakeChannel final : public Channel {
         return {};
     }
 
-    Result<std::map<ElementKey, Verdict>> dump_elements(const Set& set) override {
+    Result<ElementMap> dump_elements(const Set& set) override {
         const Model* t = kernel_.table();
         auto it = t ? t->sets.find(set.name) : std::map<std::string, Set>::const_iterator{};
         if (!t || it == t->sets.end()) {

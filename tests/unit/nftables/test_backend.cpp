@@ -225,8 +225,9 @@ TEST_CASE("backend: a restarted backend adopts the table and keeps the affinity 
     client.b = ip("10.96.0.11");
     client.proto = IPPROTO_TCP;
     client.port = 80;
-    kernel.table()->sets.at(affinity_map(IpFamily::kV4)).elements[client] =
-        Verdict(VerdictKind::kNone, {}, ip("10.244.1.8"), 9090);
+    kernel.table()
+        ->sets.at(affinity_map(IpFamily::kV4))
+        .elements.insert_or_assign(client, Verdict(VerdictKind::kNone, {}, ip("10.244.1.8"), 9090));
     const std::string before = actual(kernel);
 
     auto restarted = make_backend(options(), {kernel.opener(), conntrack.table()});
@@ -269,7 +270,7 @@ TEST_CASE("backend: affinity entries of a departed endpoint are deleted, others 
         k.b = ip("10.96.0.11");
         k.proto = IPPROTO_TCP;
         k.port = 80;
-        entries[k] = Verdict(VerdictKind::kNone, {}, ip(endpoint_ip), 9090);
+        entries.insert_or_assign(k, Verdict(VerdictKind::kNone, {}, ip(endpoint_ip), 9090));
     };
     pin("10.244.5.5", "10.244.1.8");
     pin("10.244.5.6", "10.244.2.8");

@@ -220,8 +220,9 @@ TEST_CASE("drift: a deleted chain and a foreign element are repaired") {
     Model kernel = m;
     const std::string victim = "dnat4-2";
     kernel.chains.erase(victim);
-    kernel.sets.at(services_map(IpFamily::kV4)).elements[ElementKey{ip("10.1.1.1"), {}, 6, 1}] =
-        Verdict{VerdictKind::kDrop, {}};
+    kernel.sets.at(services_map(IpFamily::kV4))
+        .elements.insert_or_assign(ElementKey{ip("10.1.1.1"), {}, 6, 1},
+                                   Verdict{VerdictKind::kDrop, {}});
     kernel.chains["stale-chain"] = Chain{"stale-chain", std::nullopt, {}};
     const Delta d = diff(kernel, m, true);
     REQUIRE(d.add_chains == std::vector<std::string>{victim});
