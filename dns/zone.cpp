@@ -243,6 +243,7 @@ Result<std::shared_ptr<const Zone>> Zone::build(const watch::Snapshot& snapshot,
     zone->svc_zone_ = *child("svc", zone->origin_);
     zone->set_serial(snapshot);
     zone->apply(zone->apex_fragment(), +1);
+    if (!snapshot.synced()) return std::shared_ptr<const Zone>(std::move(zone));  // see zone.h
     for (const auto& [key, entry] : snapshot.services()) {
         if (entry->service) zone->apply_service(entry, +1, true);
     }
@@ -253,6 +254,9 @@ Result<std::shared_ptr<const Zone>> Zone::build(const watch::Snapshot& snapshot,
 
 std::shared_ptr<const Zone> Zone::update(const watch::Snapshot& snapshot,
                                          const std::vector<watch::Change>& changes) const {
+    // An unsynced side holds only the apex: nothing to share with the
+    // other, so the zone is built afresh (the domain was valid for this one).
+    if (!synced_ || !snapshot.synced()) return *build(snapshot, config_);
     std::vector<watch::ObjectKey> services;
     std::vector<watch::ObjectKey> slices;
     for (const auto& change : changes) {

@@ -5,6 +5,14 @@
 // afterwards: the server swaps whole zones atomically, so readers on any
 // thread need no lock. Names are keys in lower-cased wire form.
 //
+// A zone of a snapshot that is not synced yet holds only the apex (SOA, NS,
+// the version TXT and the empty non-terminals svc and pod): the resolver
+// answers SERVFAIL to every name it would look up in such a zone
+// (dns/resolver.cpp), so its records would be built for nothing, and during
+// the first LIST each rebuild would copy most of the growing zone while
+// the previous one is still published (a second whole zone at the peak).
+// The first synced zone is then built in full from an apex-only one.
+//
 // A zone is either built in full or derived from the previous one by
 // update(), which recomputes only the Services and EndpointSlices a change
 // list names and shares every other record with the previous zone

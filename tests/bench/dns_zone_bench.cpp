@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
     // One Service changed, through a Store (its change list): a headless
     // one gains an endpoint, a ClusterIP one moves its address, in turn.
     watch::Store store;
+    store.set_synced(true);
     std::vector<watch::Change> pending;
     store.subscribe([&pending](const std::vector<watch::Change>& changes) {
         pending.insert(pending.end(), changes.begin(), changes.end());

@@ -142,6 +142,7 @@ TEST_CASE("zone update: random changes give the zone a full build gives") {
         if (variant == 2) config.pods = PodRecords::kVerified;
         std::mt19937 rng(variant == 0 ? 11 : variant == 1 ? 7 : 13);
         watch::Store store;
+        store.set_synced(true);
         std::vector<Change> pending;
         store.subscribe([&pending](const std::vector<Change>& changes) {
             pending.insert(pending.end(), changes.begin(), changes.end());
@@ -161,6 +162,7 @@ TEST_CASE("zone update: random changes give the zone a full build gives") {
 
 TEST_CASE("zone update: a change named only by a later list is applied then") {
     watch::Store store;
+    store.set_synced(true);
     std::vector<Change> pending;
     store.subscribe([&pending](const std::vector<Change>& changes) {
         pending.insert(pending.end(), changes.begin(), changes.end());
@@ -189,6 +191,7 @@ TEST_CASE("zone update: a change named only by a later list is applied then") {
 }  // namespace
 TEST_CASE("zone: the Pod table is kept for --dns-pods=verified only") {
     watch::SnapshotBuilder snapshot;
+    snapshot.synced(true);
     watch::EndpointSlice slice;
     slice.meta.ns = "a";
     slice.meta.name = "e";
@@ -210,6 +213,40 @@ TEST_CASE("zone: the Pod table is kept for --dns-pods=verified only") {
         REQUIRE_FALSE(zone->pod_known("a", IpAddress::v4(0x0a000001u)));
         REQUIRE(zone->namespace_known("a"));  // the slice still names its namespace
     }
+}
+
+TEST_CASE("zone: an unsynced snapshot gives the apex only; the first synced one a full zone") {
+    watch::Store store;
+    std::vector<Change> pending;
+    store.subscribe([&pending](const std::vector<Change>& changes) {
+        pending.insert(pending.end(), changes.begin(), changes.end());
+    });
+    auto apex_only = *Zone::build(*store.snapshot(), ZoneConfig{});
+    const size_t apex_names = apex_only->name_count();
+    watch::Service s;
+    s.meta.ns = "a";
+    s.meta.name = "web";
+    s.cluster_ips = {IpAddress::v4(0x0a000001u)};
+    s.ports.push_back(watch::ServicePort{"http", watch::Protocol::kTCP, 80, {}, 0});
+    store.upsert(s);
+    const std::string web = name_lower(*name_from_text("web.a.svc.cluster.local"));
+
+    auto unsynced = apex_only->update(*store.snapshot(), std::exchange(pending, {}));
+    REQUIRE_FALSE(unsynced->synced());
+    REQUIRE(unsynced->name_count() == apex_names);
+    REQUIRE(unsynced->find(web) == nullptr);
+    REQUIRE(unsynced->find(unsynced->origin()) != nullptr);
+    REQUIRE(unsynced->serial() == store.snapshot()->generation());
+    require_same(*unsynced, **Zone::build(*store.snapshot(), ZoneConfig{}));
+
+    // set_synced's notification names nothing: the records come anyway.
+    store.set_synced(true);
+    auto synced = unsynced->update(*store.snapshot(), std::exchange(pending, {}));
+    REQUIRE(synced->synced());
+    REQUIRE(rdatas_of(synced->find(web)->find(type::kA)->rdatas) ==
+            std::vector<std::string>{rdata_address(IpAddress::v4(0x0a000001u))});
+    require_same(*synced, **Zone::build(*store.snapshot(), ZoneConfig{}));
+    REQUIRE(synced->name_count() > apex_names);
 }
 
 }  // namespace sb::dns
