@@ -274,7 +274,7 @@ std::shared_ptr<const Zone> Zone::update(const watch::Snapshot& snapshot,
     zone->set_serial(snapshot);
     zone->apply(zone->apex_fragment(), +1);
     for (const auto& key : services) {
-        const ServiceEntryPtr* applied = services_.find(key);
+        const ServiceEntryPtr* applied = services_.find(KeyRef(key));
         const ServiceEntryPtr before = applied ? *applied : nullptr;
         const ServiceEntryPtr* found = snapshot.services().find(key);
         ServiceEntryPtr after = found && (*found)->service ? *found : nullptr;
@@ -283,7 +283,7 @@ std::shared_ptr<const Zone> Zone::update(const watch::Snapshot& snapshot,
         if (after) zone->apply_service(after, +1, true);
     }
     for (const auto& key : slices) {
-        const SlicePtr* applied = slices_.find(key);
+        const SlicePtr* applied = slices_.find(KeyRef(key));
         const SlicePtr before = applied ? *applied : nullptr;
         const SlicePtr* found = snapshot.endpoint_slices().find(key);
         SlicePtr after = found ? *found : nullptr;
@@ -373,11 +373,8 @@ void Zone::apply_service(const ServiceEntryPtr& entry, int delta, bool report) {
     const watch::ObjectKey key = entry->service->meta.key();
     apply(service_fragment(entry.get(), report), delta);
     count(namespaces_, lower_text(key.ns), delta);
-    if (delta > 0) {
-        services_.set(key, entry);
-    } else {
-        services_.erase(key);
-    }
+    services_.erase(KeyRef(key));
+    if (delta > 0) services_.set(KeyRef(entry->service->meta), entry);
 }
 
 void Zone::apply_slice(const watch::ObjectKey& key, const SlicePtr& slice, int delta) {
@@ -394,11 +391,8 @@ void Zone::apply_slice(const watch::ObjectKey& key, const SlicePtr& slice, int d
             }
         }
     }
-    if (delta > 0) {
-        slices_.set(key, slice);
-    } else {
-        slices_.erase(key);
-    }
+    slices_.erase(KeyRef(key));
+    if (delta > 0) slices_.set(KeyRef(slice->meta), slice);
 }
 
 Record Zone::soa_for(std::string_view origin) const {

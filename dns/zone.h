@@ -160,6 +160,25 @@ class Zone {
     // The records one Service (or the zone's apex) brings, with the empty
     // non-terminals above them; every Rdata's owners is 1.
     using Fragment = std::unordered_map<std::string, Node>;
+    // An object key that points at a namespace and a name held elsewhere:
+    // in services_ and slices_, at the meta of the object the entry's own
+    // pointer keeps alive (so the tables hold no copy of the strings; an
+    // entry is erased before it is set again, so its key never outlives its
+    // object); in a lookup, at the caller's key.
+    struct KeyRef {
+        const std::string* ns;
+        const std::string* name;
+        explicit KeyRef(const watch::ObjectKey& key) : ns(&key.ns), name(&key.name) {}
+        explicit KeyRef(const watch::ObjectMeta& meta) : ns(&meta.ns), name(&meta.name) {}
+        bool operator==(const KeyRef& other) const {
+            return *ns == *other.ns && *name == *other.name;
+        }
+    };
+    struct KeyRefHash {
+        size_t operator()(const KeyRef& key) const {
+            return std::hash<std::string>{}(*key.ns) * 31 + std::hash<std::string>{}(*key.name);
+        }
+    };
     using ServiceEntryPtr = std::shared_ptr<const watch::ServiceEntry>;
     using SlicePtr = std::shared_ptr<const watch::EndpointSlice>;
 
@@ -180,8 +199,8 @@ class Zone {
     Record soa_;
     ShardedMap<std::string, Name> names_;
     // What the records were made from, per key: update() takes these out.
-    ShardedMap<watch::ObjectKey, ServiceEntryPtr, watch::ObjectKeyHash> services_;
-    ShardedMap<watch::ObjectKey, SlicePtr, watch::ObjectKeyHash> slices_;
+    ShardedMap<KeyRef, ServiceEntryPtr, KeyRefHash> services_;
+    ShardedMap<KeyRef, SlicePtr, KeyRefHash> slices_;
     // "ns/" + address bytes -> slices naming it; kVerified only.
     ShardedMap<std::string, uint32_t> pods_;
     ShardedMap<std::string, uint32_t> namespaces_;  // -> Services and slices in it
