@@ -36,10 +36,10 @@ const char* proto_label(watch::Protocol protocol) {
     return "_tcp";
 }
 
-// Collects records while building, straight into the zone's own table (no
-// intermediate name -> type -> set maps: a zone of 10k Services is built
-// with one copy of its names). Every name under the origin brings its
-// ancestors up to the origin (empty non-terminals) when first added.
+// Collects the records of one fragment, then hands them over as the zone's
+// own Node type (sorted, unique, sized exactly). Every name under the
+// origin brings its ancestors up to the origin (empty non-terminals) when
+// first added.
 class Builder {
   public:
     // `report`: log what is skipped (false when rebuilding the records an
@@ -47,35 +47,42 @@ class Builder {
     Builder(std::string origin, bool report) : origin_(std::move(origin)), report_(report) {}
     bool report() const { return report_; }
 
-    void add(const std::string& name, uint16_t rtype, std::string rdata) {
-        auto [it, inserted] = nodes_.try_emplace(name);
+    // A name that exists even without records (with its ancestors).
+    std::vector<std::pair<uint16_t, std::string>>& add_name(const std::string& name) {
+        auto [it, inserted] = records_.try_emplace(name);
         if (inserted && name_is_under(name, origin_)) add_ancestors(name);
-        auto& rrsets = it->second.rrsets;
-        auto rrset = std::find_if(rrsets.begin(), rrsets.end(),
-                                  [&](const Zone::RRset& r) { return r.rtype == rtype; });
-        if (rrset == rrsets.end()) {
-            rrsets.push_back(Zone::RRset{rtype, {}});
-            rrset = rrsets.end() - 1;
-        }
-        rrset->rdatas.push_back(std::move(rdata));
+        return it->second;
+    }
+    void add(const std::string& name, uint16_t rtype, std::string rdata) {
+        add_name(name).emplace_back(rtype, std::move(rdata));
     }
     void add_address(const std::string& name, const IpAddress& address) {
         add(name, address.is_v4() ? type::kA : type::kAAAA, rdata_address(address));
     }
 
-    // RRsets ordered by type, rdatas sorted and unique.
+    // RRsets ordered by type, rdatas sorted and unique, each brought once.
     std::unordered_map<std::string, Zone::Node> finish() {
-        for (auto& [name, node] : nodes_) {
-            std::sort(node.rrsets.begin(), node.rrsets.end(),
-                      [](const Zone::RRset& a, const Zone::RRset& b) { return a.rtype < b.rtype; });
-            for (auto& rrset : node.rrsets) {
-                std::sort(rrset.rdatas.begin(), rrset.rdatas.end());
-                rrset.rdatas.erase(std::unique(rrset.rdatas.begin(), rrset.rdatas.end()),
-                                   rrset.rdatas.end());
-                rrset.rdatas.shrink_to_fit();
+        std::unordered_map<std::string, Zone::Node> nodes;
+        nodes.reserve(records_.size());
+        for (auto& [name, records] : records_) {
+            std::sort(records.begin(), records.end());
+            records.erase(std::unique(records.begin(), records.end()), records.end());
+            std::vector<Zone::RRset> rrsets;
+            for (size_t i = 0; i < records.size();) {
+                size_t end = i;
+                while (end < records.size() && records[end].first == records[i].first) ++end;
+                std::vector<Zone::Rdata> rdatas;
+                rdatas.reserve(end - i);
+                for (size_t j = i; j < end; ++j) {
+                    rdatas.push_back(Zone::Rdata{std::move(records[j].second), 1});
+                }
+                rrsets.push_back(
+                    Zone::RRset{records[i].first, Zone::Rdatas{OneOrMany(std::move(rdatas))}});
+                i = end;
             }
+            nodes.emplace(name, Zone::Node{OneOrMany(std::move(rrsets))});
         }
-        return std::move(nodes_);
+        return nodes;
     }
 
   private:
@@ -83,13 +90,14 @@ class Builder {
     void add_ancestors(std::string_view name) {
         while (name.size() > origin_.size()) {
             name = name_parent(name);
-            if (!nodes_.try_emplace(std::string(name)).second) return;
+            if (!records_.try_emplace(std::string(name)).second) return;
         }
     }
 
     std::string origin_;
     bool report_;
-    std::unordered_map<std::string, Zone::Node> nodes_;
+    // name -> (type, rdata), in the order added.
+    std::unordered_map<std::string, std::vector<std::pair<uint16_t, std::string>>> records_;
 };
 
 // "label." + parent wire; error when the label is not a valid DNS label.
@@ -235,6 +243,7 @@ Result<std::shared_ptr<const Zone>> Zone::build(const watch::Snapshot& snapshot,
     zone->svc_zone_ = *child("svc", zone->origin_);
     zone->set_serial(snapshot);
     zone->apply(zone->apex_fragment(), +1);
+    if (!snapshot.synced()) return std::shared_ptr<const Zone>(std::move(zone));  // see zone.h
     for (const auto& [key, entry] : snapshot.services()) {
         if (entry->service) zone->apply_service(entry, +1, true);
     }
@@ -245,6 +254,9 @@ Result<std::shared_ptr<const Zone>> Zone::build(const watch::Snapshot& snapshot,
 
 std::shared_ptr<const Zone> Zone::update(const watch::Snapshot& snapshot,
                                          const std::vector<watch::Change>& changes) const {
+    // An unsynced side holds only the apex: nothing to share with the
+    // other, so the zone is built afresh (the domain was valid for this one).
+    if (!synced_ || !snapshot.synced()) return *build(snapshot, config_);
     std::vector<watch::ObjectKey> services;
     std::vector<watch::ObjectKey> slices;
     for (const auto& change : changes) {
@@ -262,7 +274,7 @@ std::shared_ptr<const Zone> Zone::update(const watch::Snapshot& snapshot,
     zone->set_serial(snapshot);
     zone->apply(zone->apex_fragment(), +1);
     for (const auto& key : services) {
-        const ServiceEntryPtr* applied = services_.find(key);
+        const ServiceEntryPtr* applied = services_.find(KeyRef(key));
         const ServiceEntryPtr before = applied ? *applied : nullptr;
         const ServiceEntryPtr* found = snapshot.services().find(key);
         ServiceEntryPtr after = found && (*found)->service ? *found : nullptr;
@@ -271,7 +283,7 @@ std::shared_ptr<const Zone> Zone::update(const watch::Snapshot& snapshot,
         if (after) zone->apply_service(after, +1, true);
     }
     for (const auto& key : slices) {
-        const SlicePtr* applied = slices_.find(key);
+        const SlicePtr* applied = slices_.find(KeyRef(key));
         const SlicePtr before = applied ? *applied : nullptr;
         const SlicePtr* found = snapshot.endpoint_slices().find(key);
         SlicePtr after = found ? *found : nullptr;
@@ -294,14 +306,9 @@ Zone::Fragment Zone::apex_fragment() const {
     b.add(o, type::kSOA, soa_.rdata);
     b.add(o, type::kNS, *child("ns", *child("dns", o)));
     b.add(*child("dns-version", o), type::kTXT, rdata_txt({kSpecVersion}));
-    b.add(svc_zone_, 0, "");  // "svc" exists even with no Service: placeholder dropped below
-    if (config_.pods != PodRecords::kDisabled) b.add(*child("pod", o), 0, "");
-    Fragment fragment = b.finish();
-    // Type 0 marks names that exist without records (see above).
-    for (auto& [name, node] : fragment) {
-        std::erase_if(node.rrsets, [](const RRset& r) { return r.rtype == 0; });
-    }
-    return fragment;
+    b.add_name(svc_zone_);  // "svc" exists even with no Service
+    if (config_.pods != PodRecords::kDisabled) b.add_name(*child("pod", o));
+    return b.finish();
 }
 
 Zone::Fragment Zone::service_fragment(const watch::ServiceEntry* entry, bool report) const {
@@ -321,6 +328,10 @@ void Zone::apply(const Fragment& fragment, int delta) {
             names_.erase(name);
             continue;
         }
+        if (added) {  // delta is +1: the fragment's records, each brought once
+            stored.node = node;
+            continue;
+        }
         auto& rrsets = stored.node.rrsets;
         for (const auto& rrset : node.rrsets) {
             auto at =
@@ -328,31 +339,24 @@ void Zone::apply(const Fragment& fragment, int delta) {
                                  [](const RRset& r, uint16_t rtype) { return r.rtype < rtype; });
             size_t i = static_cast<size_t>(at - rrsets.begin());
             if (at == rrsets.end() || at->rtype != rrset.rtype) {
-                if (delta < 0) continue;
-                rrsets.insert(at, RRset{rrset.rtype, {}});
-                stored.counts.insert(stored.counts.begin() + static_cast<std::ptrdiff_t>(i),
-                                     std::vector<uint32_t>{});
+                if (delta > 0) rrsets.insert(i, rrset);
+                continue;
             }
-            auto& rdatas = rrsets[i].rdatas;
-            auto& counts = stored.counts[i];
-            for (const auto& rdata : rrset.rdatas) {
-                auto pos = std::lower_bound(rdatas.begin(), rdatas.end(), rdata);
-                auto j = pos - rdatas.begin();
-                if (pos != rdatas.end() && *pos == rdata) {
-                    counts[static_cast<size_t>(j)] += delta;
-                    if (counts[static_cast<size_t>(j)] == 0) {
-                        rdatas.erase(pos);
-                        counts.erase(counts.begin() + j);
-                    }
+            auto& entries = rrsets[i].rdatas.entries;
+            for (const auto& rdata : rrset.rdatas.entries) {
+                auto pos = std::lower_bound(entries.begin(), entries.end(), rdata.bytes,
+                                            [](const Rdata& entry, const std::string& bytes) {
+                                                return entry.bytes < bytes;
+                                            });
+                size_t j = static_cast<size_t>(pos - entries.begin());
+                if (pos != entries.end() && pos->bytes == rdata.bytes) {
+                    pos->owners += delta;
+                    if (pos->owners == 0) entries.erase(j);
                 } else if (delta > 0) {
-                    rdatas.insert(pos, rdata);
-                    counts.insert(counts.begin() + j, 1);
+                    entries.insert(j, rdata);
                 }
             }
-            if (rdatas.empty()) {
-                rrsets.erase(rrsets.begin() + static_cast<std::ptrdiff_t>(i));
-                stored.counts.erase(stored.counts.begin() + static_cast<std::ptrdiff_t>(i));
-            }
+            if (entries.empty()) rrsets.erase(i);
         }
     }
 }
@@ -369,28 +373,26 @@ void Zone::apply_service(const ServiceEntryPtr& entry, int delta, bool report) {
     const watch::ObjectKey key = entry->service->meta.key();
     apply(service_fragment(entry.get(), report), delta);
     count(namespaces_, lower_text(key.ns), delta);
-    if (delta > 0) {
-        services_.set(key, entry);
-    } else {
-        services_.erase(key);
-    }
+    services_.erase(KeyRef(key));
+    if (delta > 0) services_.set(KeyRef(entry->service->meta), entry);
 }
 
 void Zone::apply_slice(const watch::ObjectKey& key, const SlicePtr& slice, int delta) {
     count(namespaces_, lower_text(key.ns), delta);
-    for (const auto& endpoint : slice->endpoints) {
-        if (!endpoint.target_ref || endpoint.target_ref->kind != "Pod") continue;
-        const std::string& ns =
-            endpoint.target_ref->ns.empty() ? key.ns : endpoint.target_ref->ns.str();
-        for (const auto& address : endpoint.addresses) {
-            count(pods_, lower_text(ns) + "/" + rdata_address(address), delta);
+    // Only --dns-pods=verified asks pod_known(): at 100k endpoints the table
+    // would cost every other zone ~7 MB that nothing reads.
+    if (config_.pods == PodRecords::kVerified) {
+        for (const auto& endpoint : slice->endpoints) {
+            if (!endpoint.target_ref || endpoint.target_ref->kind != "Pod") continue;
+            const std::string& ns =
+                endpoint.target_ref->ns.empty() ? key.ns : endpoint.target_ref->ns.str();
+            for (const auto& address : endpoint.addresses) {
+                count(pods_, lower_text(ns) + "/" + rdata_address(address), delta);
+            }
         }
     }
-    if (delta > 0) {
-        slices_.set(key, slice);
-    } else {
-        slices_.erase(key);
-    }
+    slices_.erase(KeyRef(key));
+    if (delta > 0) slices_.set(KeyRef(slice->meta), slice);
 }
 
 Record Zone::soa_for(std::string_view origin) const {

@@ -5,6 +5,14 @@
 // afterwards: the server swaps whole zones atomically, so readers on any
 // thread need no lock. Names are keys in lower-cased wire form.
 //
+// A zone of a snapshot that is not synced yet holds only the apex (SOA, NS,
+// the version TXT and the empty non-terminals svc and pod): the resolver
+// answers SERVFAIL to every name it would look up in such a zone
+// (dns/resolver.cpp), so its records would be built for nothing, and during
+// the first LIST each rebuild would copy most of the growing zone while
+// the previous one is still published (a second whole zone at the peak).
+// The first synced zone is then built in full from an apex-only one.
+//
 // A zone is either built in full or derived from the previous one by
 // update(), which recomputes only the Services and EndpointSlices a change
 // list names and shares every other record with the previous zone
@@ -15,7 +23,9 @@
 // test_zone_update.cpp checks it against random changes).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,6 +33,7 @@
 #include <vector>
 
 #include "dns/dns_service.h"
+#include "dns/one_or_many.h"
 #include "dns/sharded_map.h"
 #include "dns/wire.h"
 #include "watch/store.h"
@@ -45,13 +56,56 @@ struct ZoneConfig {
 
 class Zone {
   public:
+    // One rdata of an RRset and how many Services bring it (the zone's
+    // bookkeeping: a record two Services share stays while one still does).
+    struct Rdata {
+        std::string bytes;  // uncompressed
+        uint32_t owners = 1;
+    };
+    // The rdatas of an RRset, sorted by bytes, unique; iterating yields the
+    // uncompressed rdata (const std::string&).
+    struct Rdatas {
+        class iterator {
+          public:
+            using iterator_category = std::forward_iterator_tag;
+            using value_type = std::string;
+            using difference_type = std::ptrdiff_t;
+            using pointer = const std::string*;
+            using reference = const std::string&;
+            iterator() = default;
+            explicit iterator(const Rdata* at) : at_(at) {}
+            reference operator*() const { return at_->bytes; }
+            pointer operator->() const { return &at_->bytes; }
+            iterator& operator++() {
+                ++at_;
+                return *this;
+            }
+            iterator operator++(int) {
+                iterator before = *this;
+                ++at_;
+                return before;
+            }
+            bool operator==(const iterator&) const = default;
+
+          private:
+            const Rdata* at_ = nullptr;
+        };
+        iterator begin() const { return iterator(entries.begin()); }
+        iterator end() const { return iterator(entries.end()); }
+        size_t size() const { return entries.size(); }
+        bool empty() const { return entries.empty(); }
+        const std::string& front() const { return entries.front().bytes; }
+
+        OneOrMany<Rdata> entries;
+    };
     struct RRset {
         uint16_t rtype = 0;
-        std::vector<std::string> rdatas;  // uncompressed rdata, sorted, unique
+        Rdatas rdatas;
     };
-    // A name of the zone; an empty non-terminal has no RRsets.
+    // A name of the zone, its RRsets ordered by type; an empty non-terminal
+    // has none. Most names have one RRset of one rdata, held in place.
     struct Node {
-        std::vector<RRset> rrsets;
+        OneOrMany<RRset> rrsets;
         const RRset* find(uint16_t rtype) const;
     };
 
@@ -82,7 +136,9 @@ class Zone {
     // (a reverse zone of the kubernetes plugin), `origin` in wire form.
     Record soa_for(std::string_view origin) const;
     // --dns-pods=verified: whether `address` belongs to a Pod in namespace `ns`
-    // (an EndpointSlice endpoint whose targetRef is that Pod).
+    // (an EndpointSlice endpoint whose targetRef is that Pod). Only a zone
+    // configured with PodRecords::kVerified keeps that table (the only one
+    // that asks it); any other answers false.
     bool pod_known(std::string_view ns, const IpAddress& address) const;
     // Whether any Service or EndpointSlice lives in namespace `ns` (lower case).
     bool namespace_known(std::string_view ns) const;
@@ -96,15 +152,33 @@ class Zone {
     }
 
   private:
-    // A name with, per rdata of node.rrsets, how many Services bring it.
+    // A name and how many fragments hold it (an empty non-terminal too).
     struct Name {
         Node node;
-        uint32_t owners = 0;  // fragments holding the name (an empty non-terminal too)
-        std::vector<std::vector<uint32_t>> counts;  // parallel to node.rrsets[i].rdatas
+        uint32_t owners = 0;
     };
     // The records one Service (or the zone's apex) brings, with the empty
-    // non-terminals above them.
+    // non-terminals above them; every Rdata's owners is 1.
     using Fragment = std::unordered_map<std::string, Node>;
+    // An object key that points at a namespace and a name held elsewhere:
+    // in services_ and slices_, at the meta of the object the entry's own
+    // pointer keeps alive (so the tables hold no copy of the strings; an
+    // entry is erased before it is set again, so its key never outlives its
+    // object); in a lookup, at the caller's key.
+    struct KeyRef {
+        const std::string* ns;
+        const std::string* name;
+        explicit KeyRef(const watch::ObjectKey& key) : ns(&key.ns), name(&key.name) {}
+        explicit KeyRef(const watch::ObjectMeta& meta) : ns(&meta.ns), name(&meta.name) {}
+        bool operator==(const KeyRef& other) const {
+            return *ns == *other.ns && *name == *other.name;
+        }
+    };
+    struct KeyRefHash {
+        size_t operator()(const KeyRef& key) const {
+            return std::hash<std::string>{}(*key.ns) * 31 + std::hash<std::string>{}(*key.name);
+        }
+    };
     using ServiceEntryPtr = std::shared_ptr<const watch::ServiceEntry>;
     using SlicePtr = std::shared_ptr<const watch::EndpointSlice>;
 
@@ -125,9 +199,10 @@ class Zone {
     Record soa_;
     ShardedMap<std::string, Name> names_;
     // What the records were made from, per key: update() takes these out.
-    ShardedMap<watch::ObjectKey, ServiceEntryPtr, watch::ObjectKeyHash> services_;
-    ShardedMap<watch::ObjectKey, SlicePtr, watch::ObjectKeyHash> slices_;
-    ShardedMap<std::string, uint32_t> pods_;        // "ns/" + address bytes -> slices naming it
+    ShardedMap<KeyRef, ServiceEntryPtr, KeyRefHash> services_;
+    ShardedMap<KeyRef, SlicePtr, KeyRefHash> slices_;
+    // "ns/" + address bytes -> slices naming it; kVerified only.
+    ShardedMap<std::string, uint32_t> pods_;
     ShardedMap<std::string, uint32_t> namespaces_;  // -> Services and slices in it
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dns/zone.h"
+#include "watch/snapshot_builder.h"
 #include "watch/store.h"
 
 namespace sb::dns {
@@ -37,6 +38,10 @@ std::vector<std::string> canonical_dump(const Zone& zone) {
     });
     std::sort(lines.begin(), lines.end());
     return lines;
+}
+
+std::vector<std::string> rdatas_of(const Zone::Rdatas& rdatas) {
+    return {rdatas.begin(), rdatas.end()};
 }
 
 const std::vector<std::string> kNamespaces = {"a", "b", "c"};
@@ -130,11 +135,14 @@ void require_same(const Zone& updated, const Zone& full) {
 }
 
 TEST_CASE("zone update: random changes give the zone a full build gives") {
-    for (const bool pod_names : {false, true}) {
+    // Plain, endpoint_pod_names, and --dns-pods=verified (its Pod table).
+    for (int variant = 0; variant < 3; ++variant) {
         ZoneConfig config;
-        config.endpoint_pod_names = pod_names;
-        std::mt19937 rng(pod_names ? 7 : 11);
+        config.endpoint_pod_names = variant == 1;
+        if (variant == 2) config.pods = PodRecords::kVerified;
+        std::mt19937 rng(variant == 0 ? 11 : variant == 1 ? 7 : 13);
         watch::Store store;
+        store.set_synced(true);
         std::vector<Change> pending;
         store.subscribe([&pending](const std::vector<Change>& changes) {
             pending.insert(pending.end(), changes.begin(), changes.end());
@@ -154,6 +162,7 @@ TEST_CASE("zone update: random changes give the zone a full build gives") {
 
 TEST_CASE("zone update: a change named only by a later list is applied then") {
     watch::Store store;
+    store.set_synced(true);
     std::vector<Change> pending;
     store.subscribe([&pending](const std::vector<Change>& changes) {
         pending.insert(pending.end(), changes.begin(), changes.end());
@@ -171,13 +180,73 @@ TEST_CASE("zone update: a change named only by a later list is applied then") {
     // still on its way): the zone keeps what it applied.
     const std::string web = name_lower(*name_from_text("web.a.svc.cluster.local"));
     auto early = zone->update(*store.snapshot(), {});
-    REQUIRE(early->find(web)->find(type::kA)->rdatas ==
+    REQUIRE(rdatas_of(early->find(web)->find(type::kA)->rdatas) ==
             std::vector<std::string>{rdata_address(IpAddress::v4(0x0a000001u))});
     auto late = early->update(*store.snapshot(), pending);
     require_same(*late, **Zone::build(*store.snapshot(), ZoneConfig{}));
-    REQUIRE(late->find(web)->find(type::kA)->rdatas ==
+    REQUIRE(rdatas_of(late->find(web)->find(type::kA)->rdatas) ==
             std::vector<std::string>{rdata_address(IpAddress::v4(0x0a000002u))});
 }
 
 }  // namespace
+TEST_CASE("zone: the Pod table is kept for --dns-pods=verified only") {
+    watch::SnapshotBuilder snapshot;
+    snapshot.synced(true);
+    watch::EndpointSlice slice;
+    slice.meta.ns = "a";
+    slice.meta.name = "e";
+    watch::Endpoint e;
+    e.addresses = {IpAddress::v4(0x0a000001u)};
+    e.target_ref = watch::ObjectReference{"Pod", "", "pod1"};
+    slice.endpoints.push_back(e);
+    snapshot.add(slice);
+    auto built = snapshot.build();
+    ZoneConfig config;
+    config.pods = PodRecords::kVerified;
+    auto verified = *Zone::build(*built, config);
+    REQUIRE(verified->pod_known("a", IpAddress::v4(0x0a000001u)));
+    REQUIRE_FALSE(verified->pod_known("a", IpAddress::v4(0x0a000002u)));
+    REQUIRE_FALSE(verified->pod_known("b", IpAddress::v4(0x0a000001u)));
+    for (PodRecords pods : {PodRecords::kInsecure, PodRecords::kDisabled}) {
+        config.pods = pods;
+        auto zone = *Zone::build(*built, config);
+        REQUIRE_FALSE(zone->pod_known("a", IpAddress::v4(0x0a000001u)));
+        REQUIRE(zone->namespace_known("a"));  // the slice still names its namespace
+    }
+}
+
+TEST_CASE("zone: an unsynced snapshot gives the apex only; the first synced one a full zone") {
+    watch::Store store;
+    std::vector<Change> pending;
+    store.subscribe([&pending](const std::vector<Change>& changes) {
+        pending.insert(pending.end(), changes.begin(), changes.end());
+    });
+    auto apex_only = *Zone::build(*store.snapshot(), ZoneConfig{});
+    const size_t apex_names = apex_only->name_count();
+    watch::Service s;
+    s.meta.ns = "a";
+    s.meta.name = "web";
+    s.cluster_ips = {IpAddress::v4(0x0a000001u)};
+    s.ports.push_back(watch::ServicePort{"http", watch::Protocol::kTCP, 80, {}, 0});
+    store.upsert(s);
+    const std::string web = name_lower(*name_from_text("web.a.svc.cluster.local"));
+
+    auto unsynced = apex_only->update(*store.snapshot(), std::exchange(pending, {}));
+    REQUIRE_FALSE(unsynced->synced());
+    REQUIRE(unsynced->name_count() == apex_names);
+    REQUIRE(unsynced->find(web) == nullptr);
+    REQUIRE(unsynced->find(unsynced->origin()) != nullptr);
+    REQUIRE(unsynced->serial() == store.snapshot()->generation());
+    require_same(*unsynced, **Zone::build(*store.snapshot(), ZoneConfig{}));
+
+    // set_synced's notification names nothing: the records come anyway.
+    store.set_synced(true);
+    auto synced = unsynced->update(*store.snapshot(), std::exchange(pending, {}));
+    REQUIRE(synced->synced());
+    REQUIRE(rdatas_of(synced->find(web)->find(type::kA)->rdatas) ==
+            std::vector<std::string>{rdata_address(IpAddress::v4(0x0a000001u))});
+    require_same(*synced, **Zone::build(*store.snapshot(), ZoneConfig{}));
+    REQUIRE(synced->name_count() > apex_names);
+}
+
 }  // namespace sb::dns
