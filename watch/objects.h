@@ -16,6 +16,9 @@
 
 #include "base/ip.h"
 #include "base/symbol.h"
+#include "watch/address_list.h"
+#include "watch/boxed.h"
+#include "watch/rare_string.h"
 
 namespace sb::watch {
 
@@ -125,24 +128,25 @@ struct EndpointHints {
 };
 
 // Endpoints are the bulk of a large cluster's memory (100k of them for 10k
-// Services), so repeated vocabularies are Symbols and the rarely present
-// hints sit behind a pointer.
+// Services), so repeated vocabularies are Symbols, the one address sits
+// inline, and the usually absent hostname, hints and targetRef cost a
+// pointer each: 88 B and no heap block for a typical endpoint (docs/store.md).
 struct Endpoint {
     // Parsed addresses of the slice's family (empty for addressType FQDN,
     // whose names are validated and dropped: nothing proxies or publishes
     // them). kube-proxy uses the first; DNS publishes each.
-    std::vector<IpAddress> addresses;
+    AddressList addresses;
     // Resolved conditions: absent ready/serving mean true, absent
     // terminating means false (discovery.k8s.io/v1 semantics).
     bool ready = true;
     bool serving = true;
     bool terminating = false;
-    std::string hostname;
+    RareString hostname;
     Symbol node_name;
     Symbol zone;
     // nullptr when the endpoint has no hints. Shared and immutable.
     std::shared_ptr<const EndpointHints> hints;
-    std::optional<ObjectReference> target_ref;
+    Boxed<ObjectReference> target_ref;
 
     bool operator==(const Endpoint& other) const {
         const bool same_hints =
