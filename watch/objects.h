@@ -96,7 +96,7 @@ struct Service {
     bool has_selector = false;
     std::map<std::string, std::string> selector;
     std::vector<IpAddress> external_ips;
-    std::string external_name;  // ExternalName only; a validated DNS name
+    RareString external_name;  // ExternalName only; a validated DNS name
     TrafficPolicy external_traffic_policy = TrafficPolicy::kCluster;
     TrafficPolicy internal_traffic_policy = TrafficPolicy::kCluster;
     uint16_t health_check_node_port = 0;
@@ -104,7 +104,7 @@ struct Service {
     int32_t affinity_timeout_seconds = kDefaultAffinityTimeoutSeconds;
     std::vector<Prefix> load_balancer_source_ranges;
     bool publish_not_ready_addresses = false;
-    std::string traffic_distribution;  // "" when unset, e.g. "PreferClose"
+    RareString traffic_distribution;  // "" when unset, e.g. "PreferClose"
     std::vector<LoadBalancerIngress> load_balancer_ingress;
 
     bool operator==(const Service&) const = default;

@@ -1,7 +1,9 @@
-// RareString: a string that is usually empty (an endpoint's hostname): 8 B
-// and no allocation while empty, against std::string's 32 B. Per-object
-// names cannot be Symbols (interned for the life of the process), hence this.
-// Reads as a const std::string&. A value type; not thread-safe for writes.
+// RareString: a string that is usually empty (an endpoint's hostname, a
+// Service's externalName and trafficDistribution): 8 B and no allocation
+// while empty, against std::string's 32 B. Per-object names cannot be
+// Symbols (interned for the life of the process), hence this. Reads as a
+// const std::string& or a std::string_view. A value type; not thread-safe
+// for writes.
 #pragma once
 
 #include <memory>
@@ -28,6 +30,7 @@ class RareString {
     bool empty() const { return text_ == nullptr; }
     const std::string& str() const { return text_ ? *text_ : empty_string(); }
     operator const std::string&() const { return str(); }  // NOLINT: implicit
+    operator std::string_view() const { return str(); }    // NOLINT: implicit
     std::string_view view() const { return str(); }
 
     friend bool operator==(const RareString& a, const RareString& b) {

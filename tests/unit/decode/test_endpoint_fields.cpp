@@ -56,6 +56,9 @@ TEST_CASE("RareString reads as the string it holds") {
     CHECK(host == std::string("web-0"));
     const std::string& text = host;
     CHECK(text == "web-0");
+    std::string_view view = host;
+    CHECK(view == "web-0");
+    CHECK(std::string_view(none).empty());
     RareString copy = host;
     host = "web-1";
     CHECK(copy == "web-0");
