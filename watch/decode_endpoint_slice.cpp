@@ -98,12 +98,13 @@ bool Decoder::endpoint(const Value& value, const Path& path, AddressType type, E
                    get_bool(conditions, here, "terminating", out.terminating);
         });
     if (!conditions_ok) return false;
-    std::string node_name, zone;
-    if (!get_name(value, path, "hostname", &is_dns_label, "an RFC 1123 label", out.hostname) ||
+    std::string hostname, node_name, zone;
+    if (!get_name(value, path, "hostname", &is_dns_label, "an RFC 1123 label", hostname) ||
         !get_name(value, path, "nodeName", &is_dns_subdomain, "an RFC 1123 subdomain", node_name) ||
         !get_name(value, path, "zone", &is_label_value, "a Kubernetes label value", zone)) {
         return false;
     }
+    out.hostname = hostname;
     out.node_name = node_name;
     out.zone = zone;
     if (!endpoint_hints(value, path, out)) return false;

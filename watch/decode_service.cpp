@@ -58,7 +58,7 @@ bool Decoder::decode(const Value& value, Service& out) {
             return fail(path.child("externalName"), "invalid DNS name " + quoted(external_name) +
                                                         ": must be an RFC 1123 subdomain");
         }
-        out.external_name = std::string(external_name);
+        out.external_name = external_name;
     }
 
     // "Global" is the pre-1.x spelling of Cluster that kube-proxy still
@@ -99,7 +99,7 @@ bool Decoder::decode(const Value& value, Service& out) {
     }
     std::string_view distribution;
     if (!get_string(*spec, path, "trafficDistribution", distribution)) return false;
-    out.traffic_distribution = std::string(distribution);
+    out.traffic_distribution = distribution;
 
     return load_balancer_status(value, out);
 }

@@ -16,6 +16,9 @@
 
 #include "base/ip.h"
 #include "base/symbol.h"
+#include "watch/address_list.h"
+#include "watch/boxed.h"
+#include "watch/rare_string.h"
 
 namespace sb::watch {
 
@@ -93,7 +96,7 @@ struct Service {
     bool has_selector = false;
     std::map<std::string, std::string> selector;
     std::vector<IpAddress> external_ips;
-    std::string external_name;  // ExternalName only; a validated DNS name
+    RareString external_name;  // ExternalName only; a validated DNS name
     TrafficPolicy external_traffic_policy = TrafficPolicy::kCluster;
     TrafficPolicy internal_traffic_policy = TrafficPolicy::kCluster;
     uint16_t health_check_node_port = 0;
@@ -101,7 +104,7 @@ struct Service {
     int32_t affinity_timeout_seconds = kDefaultAffinityTimeoutSeconds;
     std::vector<Prefix> load_balancer_source_ranges;
     bool publish_not_ready_addresses = false;
-    std::string traffic_distribution;  // "" when unset, e.g. "PreferClose"
+    RareString traffic_distribution;  // "" when unset, e.g. "PreferClose"
     std::vector<LoadBalancerIngress> load_balancer_ingress;
 
     bool operator==(const Service&) const = default;
@@ -125,24 +128,25 @@ struct EndpointHints {
 };
 
 // Endpoints are the bulk of a large cluster's memory (100k of them for 10k
-// Services), so repeated vocabularies are Symbols and the rarely present
-// hints sit behind a pointer.
+// Services), so repeated vocabularies are Symbols, the one address sits
+// inline, and the usually absent hostname, hints and targetRef cost a
+// pointer each: 88 B and no heap block for a typical endpoint (docs/store.md).
 struct Endpoint {
     // Parsed addresses of the slice's family (empty for addressType FQDN,
     // whose names are validated and dropped: nothing proxies or publishes
     // them). kube-proxy uses the first; DNS publishes each.
-    std::vector<IpAddress> addresses;
+    AddressList addresses;
     // Resolved conditions: absent ready/serving mean true, absent
     // terminating means false (discovery.k8s.io/v1 semantics).
     bool ready = true;
     bool serving = true;
     bool terminating = false;
-    std::string hostname;
+    RareString hostname;
     Symbol node_name;
     Symbol zone;
     // nullptr when the endpoint has no hints. Shared and immutable.
     std::shared_ptr<const EndpointHints> hints;
-    std::optional<ObjectReference> target_ref;
+    Boxed<ObjectReference> target_ref;
 
     bool operator==(const Endpoint& other) const {
         const bool same_hints =

@@ -157,7 +157,7 @@ TEST_CASE("an EndpointSlice decodes conditions, hints, targetRef and ports") {
     CHECK(slice.address_type == AddressType::kIPv4);
     REQUIRE(slice.endpoints.size() == 2);
     const Endpoint& first = slice.endpoints[0];
-    CHECK(first.addresses == std::vector<IpAddress>{ip("10.244.1.5")});
+    CHECK(first.addresses == AddressList{ip("10.244.1.5")});
     CHECK(first.ready);
     CHECK(first.serving);
     CHECK_FALSE(first.terminating);
