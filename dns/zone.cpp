@@ -126,8 +126,8 @@ struct ReadyAddress {
 std::string endpoint_host(const watch::Endpoint& endpoint, const IpAddress& address,
                           bool pod_names) {
     if (!endpoint.hostname.empty()) return endpoint.hostname;
-    if (pod_names && endpoint.target_ref && watch::is_dns_label(endpoint.target_ref->name)) {
-        return endpoint.target_ref->name;
+    if (pod_names && endpoint.target_ref && watch::is_dns_label(endpoint.target_ref.name())) {
+        return std::string(endpoint.target_ref.name());
     }
     return dashed_address(address);
 }
@@ -383,9 +383,9 @@ void Zone::apply_slice(const watch::ObjectKey& key, const SlicePtr& slice, int d
     // would cost every other zone ~7 MB that nothing reads.
     if (config_.pods == PodRecords::kVerified) {
         for (const auto& endpoint : slice->endpoints) {
-            if (!endpoint.target_ref || endpoint.target_ref->kind != "Pod") continue;
-            const std::string& ns =
-                endpoint.target_ref->ns.empty() ? key.ns : endpoint.target_ref->ns.str();
+            if (!endpoint.target_ref || endpoint.target_ref.kind() != "Pod") continue;
+            const Symbol ref_ns = endpoint.target_ref.ns();
+            const std::string& ns = ref_ns.empty() ? key.ns : ref_ns.str();
             for (const auto& address : endpoint.addresses) {
                 count(pods_, lower_text(ns) + "/" + rdata_address(address), delta);
             }

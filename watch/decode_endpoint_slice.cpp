@@ -114,7 +114,7 @@ bool Decoder::endpoint(const Value& value, const Path& path, AddressType type, E
             !get_string(ref, here, "name", name)) {
             return false;
         }
-        out.target_ref = ObjectReference{Symbol(kind), Symbol(ns), std::string(name)};
+        out.target_ref = TargetRef(Symbol(kind), Symbol(ns), name);
         return true;
     });
 }

@@ -17,8 +17,8 @@
 #include "base/ip.h"
 #include "base/symbol.h"
 #include "watch/address_list.h"
-#include "watch/boxed.h"
 #include "watch/rare_string.h"
+#include "watch/target_ref.h"
 
 namespace sb::watch {
 
@@ -113,13 +113,6 @@ struct Service {
 enum class AddressType : uint8_t { kIPv4, kIPv6, kFQDN };
 const char* to_string(AddressType type);
 
-struct ObjectReference {
-    Symbol kind;
-    Symbol ns;
-    std::string name;
-    bool operator==(const ObjectReference&) const = default;
-};
-
 // hints.forZones / hints.forNodes of an endpoint (topology-aware routing).
 struct EndpointHints {
     std::vector<std::string> for_zones;
@@ -129,8 +122,9 @@ struct EndpointHints {
 
 // Endpoints are the bulk of a large cluster's memory (100k of them for 10k
 // Services), so repeated vocabularies are Symbols, the one address sits
-// inline, and the usually absent hostname, hints and targetRef cost a
-// pointer each: 88 B and no heap block for a typical endpoint (docs/store.md).
+// inline, the usually absent hostname and hints cost a pointer each, and
+// the targetRef (every Pod endpoint has one) is one block: 88 B and no heap
+// block for an endpoint without one (docs/store.md).
 struct Endpoint {
     // Parsed addresses of the slice's family (empty for addressType FQDN,
     // whose names are validated and dropped: nothing proxies or publishes
@@ -146,7 +140,7 @@ struct Endpoint {
     Symbol zone;
     // nullptr when the endpoint has no hints. Shared and immutable.
     std::shared_ptr<const EndpointHints> hints;
-    Boxed<ObjectReference> target_ref;
+    TargetRef target_ref;
 
     bool operator==(const Endpoint& other) const {
         const bool same_hints =

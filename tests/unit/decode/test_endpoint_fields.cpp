@@ -1,6 +1,6 @@
 // The compact field types of watch::Endpoint (address list, rare string,
-// boxed value): they must behave as the vector, string and optional they
-// replaced.
+// target reference): they must behave as the vector, string and optional
+// they replaced.
 #include <catch.hpp>
 
 #include "watch/objects.h"
@@ -67,22 +67,38 @@ TEST_CASE("RareString reads as the string it holds") {
     CHECK(RareString("").empty());
 }
 
-TEST_CASE("Boxed holds an optional value with value semantics") {
-    Boxed<ObjectReference> none;
+TEST_CASE("TargetRef holds an optional reference with value semantics") {
+    TargetRef none;
     CHECK_FALSE(none.has_value());
     CHECK_FALSE(static_cast<bool>(none));
-    Boxed<ObjectReference> pod = ObjectReference{"Pod", "default", "web-7d4b9c-abcde"};
+    TargetRef pod = ObjectReference{"Pod", "default", "web-7d4b9c-abcde"};
     REQUIRE(pod.has_value());
-    CHECK(pod->name == "web-7d4b9c-abcde");
-    Boxed<ObjectReference> copy = pod;
-    copy->name = "other";
-    CHECK(pod->name == "web-7d4b9c-abcde");
+    CHECK(pod.kind() == "Pod");
+    CHECK(pod.ns() == "default");
+    CHECK(pod.name() == "web-7d4b9c-abcde");
+    CHECK(*pod == ObjectReference{"Pod", "default", "web-7d4b9c-abcde"});
+    TargetRef copy = pod;
+    CHECK(copy == pod);
+    copy = ObjectReference{"Pod", "default", "other"};
+    CHECK(pod.name() == "web-7d4b9c-abcde");
     CHECK_FALSE(copy == pod);
-    CHECK(Boxed<ObjectReference>(*pod) == pod);
+    CHECK_FALSE(TargetRef(ObjectReference{"Pod", "kube-system", "web-7d4b9c-abcde"}) == pod);
+    CHECK_FALSE(TargetRef(ObjectReference{"Node", "default", "web-7d4b9c-abcde"}) == pod);
+    CHECK(TargetRef(*pod) == pod);
     CHECK_FALSE(none == pod);
-    CHECK(none == Boxed<ObjectReference>(std::nullopt));
+    CHECK(none == TargetRef(std::nullopt));
+    TargetRef unnamed = ObjectReference{"Pod", "", ""};
+    REQUIRE(unnamed.has_value());
+    CHECK(unnamed.name().empty());
+    CHECK(unnamed.ns().empty());
+    TargetRef moved = std::move(copy);
+    CHECK(moved.name() == "other");
+    copy = pod;
+    CHECK(copy == pod);
     pod.reset();
     CHECK(pod == none);
+    copy = none;
+    CHECK_FALSE(copy.has_value());
 }
 
 TEST_CASE("Endpoints compare by every field through the compact types") {
