@@ -435,6 +435,12 @@ def build_initramfs(
         image.directory(folder)
     # The kernel opens /dev/console for /init before devtmpfs is mounted.
     image.char_device("/dev/console", 5, 1)
+    for guest_path, host_path in (binaries or {}).items():
+        _add_executable(image, guest_path, Path(host_path))
+    for guest_path, data in (files or {}).items():
+        image.file(guest_path, data)
+    # The applet links come after, so a given binary (iproute2's /sbin/ip,
+    # say) takes the place of busybox's applet of that name.
     busybox = busybox_path()
     _add_executable(image, "/bin/busybox", busybox)
     listing = subprocess.run(
@@ -443,10 +449,6 @@ def build_initramfs(
     for applet in listing:
         if not image.has(applet):
             image.symlink(applet, "/bin/busybox")
-    for guest_path, host_path in (binaries or {}).items():
-        _add_executable(image, guest_path, Path(host_path))
-    for guest_path, data in (files or {}).items():
-        image.file(guest_path, data)
     for module in kernel.modules:
         image.file(f"/lib/modules/sb/{module.name}", module.read_bytes())
     image.file("/etc/sb-modules", "".join(f"{n}\n" for n in kernel.module_names).encode())
