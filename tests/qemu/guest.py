@@ -55,6 +55,9 @@ DEFAULT_MODULES = (
     "ip_vs_sed",
     "ip_vs_nq",
     "dummy",
+    # Pods are network namespaces joined to the node by veth pairs, as in
+    # the network-namespace test bed.
+    "veth",
     "nf_tables",
     "nf_nat",
     "nft_nat",
@@ -531,6 +534,33 @@ def boot(
         attempts=attempt,
         failed_modules=MODULE_FAILED_RE.findall(console),
     )
+
+
+# Checks: many small tests in one boot (a boot costs about 9 s). Each check
+# is a shell body run in its own subshell; it passes when it exits 0. Its
+# output follows its "SB-CHECK pass|fail NAME" line, indented.
+CHECK_RE = re.compile(r"^SB-CHECK (pass|fail) (\S+)$", re.MULTILINE)
+
+
+def checks_scenario(checks: dict[str, str]) -> str:
+    """A scenario running CHECKS (name -> shell body) in order; it exits
+    with the number that failed."""
+    parts = ['failed=0 sb_check_out="${TMPDIR:-/tmp}/sb-check.out"']
+    for name, body in checks.items():
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+            raise GuestError(f"check name {name!r}: letters, digits, _ . - only")
+        parts.append(
+            f"if ( {body.strip()}\n) >\"$sb_check_out\" 2>&1; then echo 'SB-CHECK pass {name}'; "
+            f"else echo 'SB-CHECK fail {name}'; failed=$((failed+1)); fi; "
+            "sed 's/^/    /' \"$sb_check_out\""
+        )
+    parts.append("exit $failed")
+    return "\n".join(parts) + "\n"
+
+
+def check_results(console: str) -> dict[str, str]:
+    """Check name -> "pass" or "fail", from a checks_scenario's console."""
+    return {name: status for status, name in CHECK_RE.findall(console)}
 
 
 def timing_line(run: GuestRun) -> str:

@@ -115,3 +115,22 @@ def test_kernel_cache_is_reused_and_kept_per_module_set(tmp_path):
     assert first.image.is_file() and all(m.is_file() for m in first.modules)
     assert "libcrc32c" in other.module_names and first.module_names == ["dummy"]
     assert not [p for p in tmp_path.rglob(".staging-*")]
+
+
+def test_checks_scenario_runs_each_check_and_exits_with_the_failures(tmp_path):
+    script = guest.checks_scenario({
+        "holds": "echo fine",
+        "breaks": "echo 'not here' >&2; false",
+        "after_a_failure": "[ 1 -eq 1 ]",
+    })
+    out = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
+                         env={"TMPDIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 1
+    assert guest.check_results(out.stdout) == {
+        "holds": "pass", "breaks": "fail", "after_a_failure": "pass"}
+    assert "SB-CHECK fail breaks\n    not here\n" in out.stdout
+
+
+def test_checks_scenario_refuses_a_name_the_console_parser_could_not_read():
+    with pytest.raises(guest.GuestError, match="check name"):
+        guest.checks_scenario({"two words": "true"})
