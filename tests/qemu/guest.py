@@ -10,7 +10,7 @@ Standard library only. Nothing here needs root or KVM: the initramfs is
 written as a cpio archive by this module (so /dev/console is a device node
 without mknod), and qemu runs with TCG.
 
-    kernel = prepare_kernel()                    # unpacked once per kernel version
+    kernel = prepare_kernel()      # unpacked once per kernel version and module set
     run = boot(kernel, scenario="echo hi", binaries={"/usr/bin/switchboard": path})
     run.rc, run.console, run.boot_seconds
 
@@ -72,7 +72,7 @@ DEFAULT_MODULES = (
 # Soft dependencies name an alias, not a module: libcrc32c's "pre: crc32c"
 # is the crypto algorithm, provided by crc32c_generic (portable; crc32c-intel
 # would need SSE4.2 in the emulated CPU). Without it loaded first, libcrc32c
-# fails and with it every module above.
+# fails ("unknown symbol") and with it every module that needs libcrc32c.
 SOFTDEP_ALIASES = {"crc32c": "crc32c_generic"}
 
 RESULT_RE = re.compile(r"^SB-GUEST-RESULT rc=(\d+)\s*$", re.MULTILINE)
@@ -127,8 +127,8 @@ class GuestRun:
     rc: int  # the scenario's exit status, from the result line
     console: str  # the serial console, \r removed
     # qemu started -> scenario starting, host clock: the boot time. Under TCG
-    # most of it passes before the guest's clock starts (firmware, and the
-    # kernel decompressing itself), so the guest's uptime below is smaller.
+    # most of it passes before the guest's clock starts (firmware, loading and
+    # decompressing the kernel), so the guest's uptime below is smaller.
     boot_seconds: float
     guest_uptime_at_scenario: float  # the guest's /proc/uptime as the scenario starts
     module_seconds: float  # /init loading the modules (guest clock)
@@ -265,11 +265,14 @@ def _cached_kernel(entry: Path, version: str, wanted: list[str], stamp: int) -> 
         manifest = json.loads((entry / "manifest.json").read_text())
         if manifest["wanted"] != wanted or manifest["image_mtime_ns"] != stamp:
             return None
-        return Kernel(
+        kernel = Kernel(
             version,
             entry / "vmlinuz",
             tuple(entry / "modules" / f"{name}.ko" for name in manifest["order"]),
         )
+        if not all(path.is_file() for path in (kernel.image, *kernel.modules)):
+            return None
+        return kernel
     except (OSError, ValueError, KeyError):
         return None
 
@@ -356,7 +359,8 @@ class Cpio:
         self._paths.add(path)
         self._entry(path, stat.S_IFDIR | 0o755)
 
-    def _parent_of(self, path: str) -> str:
+    def _claim(self, path: str) -> str:
+        """Registers PATH (after its parent folders); each path is added once."""
         path = "/" + path.strip("/")
         if path in self._paths:
             raise GuestError(f"initramfs: {path} added twice")
@@ -365,13 +369,13 @@ class Cpio:
         return path
 
     def file(self, path: str, data: bytes, mode: int = 0o644) -> None:
-        self._entry(self._parent_of(path), stat.S_IFREG | mode, data)
+        self._entry(self._claim(path), stat.S_IFREG | mode, data)
 
     def symlink(self, path: str, target: str) -> None:
-        self._entry(self._parent_of(path), stat.S_IFLNK | 0o777, target.encode())
+        self._entry(self._claim(path), stat.S_IFLNK | 0o777, target.encode())
 
     def char_device(self, path: str, major: int, minor: int) -> None:
-        self._entry(self._parent_of(path), stat.S_IFCHR | 0o600, rdev=(major, minor))
+        self._entry(self._claim(path), stat.S_IFCHR | 0o600, rdev=(major, minor))
 
     def has(self, path: str) -> bool:
         return "/" + path.strip("/") in self._paths
@@ -410,6 +414,7 @@ def _add_executable(image: Cpio, guest_path: str, host_path: Path) -> None:
             text=True,
             check=False,
         )
+        # strip refuses what is not ELF (a script): that goes in as it is.
         data = stripped.read_bytes() if out.returncode == 0 else host_path.read_bytes()
     image.file(guest_path, data, 0o755)
     for library in shared_libraries(host_path):
