@@ -7,6 +7,7 @@ installed kernel package.
 """
 
 import gzip
+import importlib.util
 import lzma
 import shutil
 import subprocess
@@ -134,3 +135,21 @@ def test_checks_scenario_runs_each_check_and_exits_with_the_failures(tmp_path):
 def test_checks_scenario_refuses_a_name_the_console_parser_could_not_read():
     with pytest.raises(guest.GuestError, match="check name"):
         guest.checks_scenario({"two words": "true"})
+
+
+def test_python_for_brings_lazy_imports_startup_codecs_and_unchecked_pycs():
+    podserver = Path(__file__).resolve().parents[1] / "integration/podserver.py"
+    binaries, files = guest.python_for([podserver])
+    assert binaries["/usr/bin/python3"] == Path("/usr/bin/python3")
+    assert files[str(podserver)] == podserver.read_bytes()
+    # selectors: a top-level import; locale: argparse's lazy one (inside a
+    # function); encodings/utf_8: the interpreter's own at startup; idna and
+    # its stringprep: the codec a str host name in a socket call looks up.
+    for suffix in ("/selectors.py", "/locale.py", "/encodings/utf_8.py", "/encodings/idna.py",
+                   "/stringprep.py"):
+        assert any(p.endswith(suffix) for p in files), suffix
+    locale_py = next(p for p in files if p.endswith("/locale.py"))
+    pyc = files[importlib.util.cache_from_source(locale_py)]
+    # PEP 552 flags word: 1 = hash-based and not checked against the source.
+    assert int.from_bytes(pyc[4:8], "little") == 1
+    assert any("/lib-dynload/_json." in p for p in binaries)
