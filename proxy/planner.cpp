@@ -112,6 +112,12 @@ rules::ServicePortPlan describe_port(const watch::Service& service, const watch:
                 ? static_cast<uint32_t>(service.affinity_timeout_seconds)
                 : static_cast<uint32_t>(watch::kDefaultAffinityTimeoutSeconds);
     }
+    // An annotation naming no scheduler is ignored, as kube-proxy ignores
+    // annotations it does not know.
+    if (auto it = service.meta.annotations.find(rules::kIpvsSchedulerAnnotation);
+        it != service.meta.annotations.end() && rules::is_ipvs_scheduler(it->second)) {
+        plan.ipvs_scheduler = it->second;
+    }
     return plan;
 }
 

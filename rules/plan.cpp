@@ -34,6 +34,13 @@ const char* to_string(TrafficPolicy policy) {
     return policy == TrafficPolicy::kLocal ? "Local" : "Cluster";
 }
 
+bool is_ipvs_scheduler(std::string_view name) {
+    for (const char* known : kIpvsSchedulers) {
+        if (name == known) return true;
+    }
+    return false;
+}
+
 std::string ServicePortPlan::id() const {
     return ns + "/" + service + ":" + port_name + "/" + to_string(protocol);
 }

@@ -9,11 +9,13 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,6 +56,15 @@ struct SessionAffinity {
     bool operator==(const SessionAffinity&) const = default;
 };
 
+// The IPVS schedulers --ipvs-scheduler and the annotation accept: the six
+// the project promises (the kernel's ip_vs_<name> modules).
+inline constexpr std::array<const char*, 6> kIpvsSchedulers = {"rr", "lc", "dh", "sh", "sed", "nq"};
+bool is_ipvs_scheduler(std::string_view name);
+
+// The Service annotation naming a Service's own IPVS scheduler (the name
+// kube-proxy users proposed, kubernetes/kubernetes#75556).
+inline constexpr const char* kIpvsSchedulerAnnotation = "kube-proxy.kubernetes.io/ipvs-scheduler";
+
 struct ServicePortPlan {
     std::string ns;
     std::string service;
@@ -69,6 +80,9 @@ struct ServicePortPlan {
     TrafficPolicy internal_traffic_policy = TrafficPolicy::kCluster;
     uint16_t health_check_node_port = 0;
     SessionAffinity session_affinity;
+    // IPVS mode: the scheduler the Service's kube-proxy.kubernetes.io/ipvs-scheduler
+    // annotation names (one of kIpvsSchedulers); empty: --ipvs-scheduler's.
+    std::string ipvs_scheduler;
     // Endpoints for traffic under the Cluster policy: ready ones (topology
     // filtered), else serving+terminating ones, else none. Sorted by ip, port.
     std::vector<Endpoint> cluster_endpoints;

@@ -101,6 +101,12 @@ void write_service_port(Writer& writer, const ServicePortPlan& service) {
         writer.String("None");
     }
     writer.EndObject();
+    // Only when the Service names one: the plan's JSON of a Service without
+    // the annotation is what it was before the field existed.
+    if (!service.ipvs_scheduler.empty()) {
+        writer.Key("ipvsScheduler");
+        writer.String(service.ipvs_scheduler.c_str());
+    }
     write_endpoints(writer, "clusterEndpoints", service.cluster_endpoints);
     write_endpoints(writer, "localEndpoints", service.local_endpoints);
     writer.EndObject();
@@ -120,6 +126,9 @@ class FieldReader {
 
     // Records an error for `key` (unless one is recorded already).
     void invalid(const char* key, const std::string& message) { fail(where(key), message); }
+
+    // Whether the object has `key` (for the optional fields).
+    bool has(const char* key) const { return object_.HasMember(key); }
 
     std::string string(const char* key) {
         const rapidjson::Value* value = find(key);
@@ -320,6 +329,7 @@ ServicePortPlan read_service_port(FieldReader& reader, const std::string& node) 
         reader.one_of<TrafficPolicy>("internalTrafficPolicy", policies);
     service.health_check_node_port = reader.port("healthCheckNodePort");
     service.session_affinity = reader.object<SessionAffinity>("sessionAffinity", read_affinity);
+    if (reader.has("ipvsScheduler")) service.ipvs_scheduler = reader.string("ipvsScheduler");
     service.cluster_endpoints = reader.objects<Endpoint>("clusterEndpoints", endpoints);
     service.local_endpoints = reader.objects<Endpoint>("localEndpoints", endpoints);
     return service;

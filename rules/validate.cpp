@@ -36,6 +36,10 @@ Status validate_service(const ServicePortPlan& port) {
     if (port.session_affinity.client_ip && port.session_affinity.timeout_seconds > 86400) {
         return fail("sessionAffinity timeoutSeconds above 86400");
     }
+    if (!port.ipvs_scheduler.empty() && !is_ipvs_scheduler(port.ipvs_scheduler)) {
+        return fail("ipvsScheduler \"" + port.ipvs_scheduler.substr(0, 16) +
+                    "\" is not an IPVS scheduler");
+    }
     return {};
 }
 
