@@ -13,8 +13,8 @@ bool contains(const std::vector<IpAddress>& addresses, const IpAddress& address)
     return std::find(addresses.begin(), addresses.end(), address) != addresses.end();
 }
 
-// The kernel keeps a timeout for a service that is not persistent, and
-// nothing reads it there: only a persistent one's counts.
+// The timeout means something for a persistent service only (the kernel
+// lists whatever was set on any other), so only then is it compared.
 bool same_settings(const VirtualServer& a, const VirtualServer& b) {
     return a.scheduler == b.scheduler && a.persistent == b.persistent &&
            (!a.persistent || a.timeout_seconds == b.timeout_seconds);
