@@ -11,7 +11,10 @@
 #include <sys/socket.h>
 #include <catch.hpp>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -357,69 +360,105 @@ TEST_CASE("SET_CONFIG is refused with nothing to set or a timeout the kernel wou
 
 namespace {
 
+// Changes to a reply's attributes: a type mapped to nullopt is left out,
+// to bytes is sent with those bytes (appended when the kernel's reply has
+// no such attribute).
+using Changes = std::map<int, std::optional<Bytes>>;
+
 // A reply of a listing as the kernel writes it (ip_vs_genl_fill_service,
 // ip_vs_genl_fill_dest): NLM_F_MULTI, IPVS_CMD_NEW_SERVICE or _NEW_DEST,
-// the object's attributes nested in IPVS_CMD_ATTR_SERVICE or _DEST.
+// the object's attributes in the kernel's order nested in
+// IPVS_CMD_ATTR_SERVICE or _DEST, with `changes`, then two statistics
+// nests, which parsing skips.
 class KernelReply {
   public:
-    KernelReply(uint8_t command, int outer) : msg_(nlmsg_alloc()) {
+    KernelReply(uint8_t command, int outer, const std::vector<Attribute>& attributes,
+                const Changes& changes, int stats, int stats64)
+        : msg_(nlmsg_alloc()) {
         REQUIRE(genlmsg_put(msg_.get(), 0, 77, kFamily, 0, NLM_F_MULTI, command,
                             IPVS_GENL_VERSION) != nullptr);
-        nest_ = nla_nest_start(msg_.get(), outer);
-        REQUIRE(nest_ != nullptr);
+        nlattr* nest = nla_nest_start(msg_.get(), outer);
+        REQUIRE(nest != nullptr);
+        for (const Attribute& a : attributes) {
+            const auto change = changes.find(a.type);
+            if (change == changes.end()) {
+                put(a.type, a.payload);
+            } else if (change->second) {
+                put(a.type, *change->second);
+            }
+        }
+        for (const auto& [type, payload] : changes) {
+            const bool known = std::any_of(attributes.begin(), attributes.end(),
+                                           [&](const Attribute& a) { return a.type == type; });
+            if (!known && payload) put(type, *payload);
+        }
+        for (int type : {stats, stats64}) {
+            nlattr* nested_stats = nla_nest_start(msg_.get(), type);
+            REQUIRE(nla_put_u32(msg_.get(), IPVS_STATS_ATTR_CONNS, 12) == 0);
+            REQUIRE(nla_put_u64(msg_.get(), IPVS_STATS_ATTR_INBYTES, 4096) == 0);
+            nla_nest_end(msg_.get(), nested_stats);
+        }
+        nla_nest_end(msg_.get(), nest);
     }
-    KernelReply& u16(int type, uint16_t v) {
-        REQUIRE(nla_put_u16(msg_.get(), type, v) == 0);
-        return *this;
-    }
-    KernelReply& u32(int type, uint32_t v) {
-        REQUIRE(nla_put_u32(msg_.get(), type, v) == 0);
-        return *this;
-    }
-    KernelReply& bytes(int type, const Bytes& b) {
-        REQUIRE(nla_put(msg_.get(), type, static_cast<int>(b.size()), b.data()) == 0);
-        return *this;
-    }
-    KernelReply& string(int type, const char* s) {
-        REQUIRE(nla_put_string(msg_.get(), type, s) == 0);
-        return *this;
-    }
-    // A nested statistics attribute, which parsing skips.
-    KernelReply& stats(int type) {
-        nlattr* stats = nla_nest_start(msg_.get(), type);
-        REQUIRE(nla_put_u32(msg_.get(), IPVS_STATS_ATTR_CONNS, 12) == 0);
-        REQUIRE(nla_put_u64(msg_.get(), IPVS_STATS_ATTR_INBYTES, 4096) == 0);
-        nla_nest_end(msg_.get(), stats);
-        return *this;
-    }
-    const nlmsghdr* done() {
-        nla_nest_end(msg_.get(), nest_);
-        return nlmsg_hdr(msg_.get());
-    }
+    const nlmsghdr* header() const { return nlmsg_hdr(msg_.get()); }
 
   private:
+    void put(int type, const Bytes& payload) {
+        REQUIRE(nla_put(msg_.get(), type, static_cast<int>(payload.size()), payload.data()) == 0);
+    }
     Message msg_;
-    nlattr* nest_;
 };
 
-// A virtual server's reply, the kernel's attributes in the kernel's order,
-// less the one of type `missing` (0: none).
-const nlmsghdr* service_reply(KernelReply& reply, const ServiceKey& key, int missing = 0) {
-    auto put = [&](int type, auto fill) {
-        if (type != missing) fill();
+// A virtual server of `key`, scheduler wlc, persistent for 10800 s.
+KernelReply service_reply(const ServiceKey& key, const Changes& changes = {}) {
+    const std::vector<Attribute> attributes = {
+        {IPVS_SVC_ATTR_AF, u16(key.address.is_v4() ? AF_INET : AF_INET6)},
+        {IPVS_SVC_ATTR_PROTOCOL, u16(key.protocol)},
+        {IPVS_SVC_ATTR_ADDR, inet_addr(key.address)},
+        {IPVS_SVC_ATTR_PORT, network_port(key.port)},
+        {IPVS_SVC_ATTR_SCHED_NAME, text("wlc")},
+        // The kernel lists its own IP_VS_SVC_F_HASHED (0x0002) too.
+        {IPVS_SVC_ATTR_FLAGS, flags(IP_VS_SVC_F_PERSISTENT | 0x0002, 0xffffffff)},
+        {IPVS_SVC_ATTR_TIMEOUT, u32(10800)},
+        {IPVS_SVC_ATTR_NETMASK, u32(0xffffffff)},
     };
-    put(IPVS_SVC_ATTR_AF,
-        [&] { reply.u16(IPVS_SVC_ATTR_AF, key.address.is_v4() ? AF_INET : AF_INET6); });
-    put(IPVS_SVC_ATTR_PROTOCOL, [&] { reply.u16(IPVS_SVC_ATTR_PROTOCOL, key.protocol); });
-    put(IPVS_SVC_ATTR_ADDR, [&] { reply.bytes(IPVS_SVC_ATTR_ADDR, inet_addr(key.address)); });
-    put(IPVS_SVC_ATTR_PORT, [&] { reply.bytes(IPVS_SVC_ATTR_PORT, network_port(key.port)); });
-    put(IPVS_SVC_ATTR_SCHED_NAME, [&] { reply.string(IPVS_SVC_ATTR_SCHED_NAME, "wlc"); });
-    // The kernel lists its own IP_VS_SVC_F_HASHED (0x0002) too.
-    put(IPVS_SVC_ATTR_FLAGS, [&] { reply.bytes(IPVS_SVC_ATTR_FLAGS, flags(0x0003, 0xffffffff)); });
-    put(IPVS_SVC_ATTR_TIMEOUT, [&] { reply.u32(IPVS_SVC_ATTR_TIMEOUT, 10800); });
-    put(IPVS_SVC_ATTR_NETMASK, [&] { reply.u32(IPVS_SVC_ATTR_NETMASK, 0xffffffff); });
-    reply.stats(IPVS_SVC_ATTR_STATS).stats(IPVS_SVC_ATTR_STATS64);
-    return reply.done();
+    return KernelReply(IPVS_CMD_NEW_SERVICE, IPVS_CMD_ATTR_SERVICE, attributes, changes,
+                       IPVS_SVC_ATTR_STATS, IPVS_SVC_ATTR_STATS64);
+}
+
+// A real server at `address`:`port`, weight 5, 3 active and 9 inactive
+// connections.
+KernelReply destination_reply(const IpAddress& address, uint16_t port,
+                              const Changes& changes = {}) {
+    const std::vector<Attribute> attributes = {
+        {IPVS_DEST_ATTR_ADDR, inet_addr(address)},
+        {IPVS_DEST_ATTR_PORT, network_port(port)},
+        {IPVS_DEST_ATTR_FWD_METHOD, u32(IP_VS_CONN_F_MASQ)},
+        {IPVS_DEST_ATTR_WEIGHT, u32(5)},
+        {IPVS_DEST_ATTR_TUN_TYPE, Bytes{0}},
+        {IPVS_DEST_ATTR_TUN_PORT, network_port(0)},
+        {IPVS_DEST_ATTR_TUN_FLAGS, u16(0)},
+        {IPVS_DEST_ATTR_U_THRESH, u32(0)},
+        {IPVS_DEST_ATTR_L_THRESH, u32(0)},
+        {IPVS_DEST_ATTR_ACTIVE_CONNS, u32(3)},
+        {IPVS_DEST_ATTR_INACT_CONNS, u32(9)},
+        {IPVS_DEST_ATTR_PERSIST_CONNS, u32(1)},
+        {IPVS_DEST_ATTR_ADDR_FAMILY, u16(address.is_v4() ? AF_INET : AF_INET6)},
+    };
+    return KernelReply(IPVS_CMD_NEW_DEST, IPVS_CMD_ATTR_DEST, attributes, changes,
+                       IPVS_DEST_ATTR_STATS, IPVS_DEST_ATTR_STATS64);
+}
+
+void check_malformed(const Result<std::optional<VirtualServer>>& server) {
+    REQUIRE_FALSE(server.ok());
+    CHECK(server.error().code == ErrorCode::kKernel);
+    CHECK_THAT(server.error().message, Catch::Contains("malformed virtual server"));
+}
+
+void check_malformed(const Result<RealServer>& destination) {
+    REQUIRE_FALSE(destination.ok());
+    CHECK(destination.error().code == ErrorCode::kKernel);
+    CHECK_THAT(destination.error().message, Catch::Contains("malformed real server"));
 }
 
 }  // namespace
@@ -427,24 +466,17 @@ const nlmsghdr* service_reply(KernelReply& reply, const ServiceKey& key, int mis
 TEST_CASE("a listed virtual server is parsed into its key, scheduler and persistence",
           "[netlink]") {
     const ServiceKey key = GENERATE(kKey4, kKey6);
-    KernelReply reply(IPVS_CMD_NEW_SERVICE, IPVS_CMD_ATTR_SERVICE);
-    auto server = parse_service(service_reply(reply, key));
+    auto server = parse_service(service_reply(key).header());
     REQUIRE(server.ok());
     REQUIRE(server->has_value());
     CHECK(**server == VirtualServer{key, "wlc", true, 10800});
 }
 
 TEST_CASE("a listed virtual server without persistence is parsed so", "[netlink]") {
-    KernelReply reply(IPVS_CMD_NEW_SERVICE, IPVS_CMD_ATTR_SERVICE);
-    reply.u16(IPVS_SVC_ATTR_AF, AF_INET)
-        .u16(IPVS_SVC_ATTR_PROTOCOL, IPPROTO_TCP)
-        .bytes(IPVS_SVC_ATTR_ADDR, inet_addr(kKey4.address))
-        .bytes(IPVS_SVC_ATTR_PORT, network_port(443))
-        .string(IPVS_SVC_ATTR_SCHED_NAME, "rr")
-        .bytes(IPVS_SVC_ATTR_FLAGS, flags(0x0002, 0xffffffff))
-        .u32(IPVS_SVC_ATTR_TIMEOUT, 0)
-        .u32(IPVS_SVC_ATTR_NETMASK, 0xffffffff);
-    auto server = parse_service(reply.done());
+    const KernelReply reply = service_reply(kKey4, {{IPVS_SVC_ATTR_SCHED_NAME, text("rr")},
+                                                    {IPVS_SVC_ATTR_FLAGS, flags(0x0002, ~0u)},
+                                                    {IPVS_SVC_ATTR_TIMEOUT, u32(0)}});
+    auto server = parse_service(reply.header());
     REQUIRE(server.ok());
     REQUIRE(server->has_value());
     CHECK(**server == VirtualServer{kKey4, "rr", false, 0});
@@ -452,26 +484,21 @@ TEST_CASE("a listed virtual server without persistence is parsed so", "[netlink]
 
 TEST_CASE("virtual servers switchboard cannot name are skipped, not errors", "[netlink]") {
     SECTION("a firewall-mark one has no address") {
-        KernelReply reply(IPVS_CMD_NEW_SERVICE, IPVS_CMD_ATTR_SERVICE);
-        reply.u16(IPVS_SVC_ATTR_AF, AF_INET)
-            .u32(IPVS_SVC_ATTR_FWMARK, 5)
-            .string(IPVS_SVC_ATTR_SCHED_NAME, "rr")
-            .bytes(IPVS_SVC_ATTR_FLAGS, flags(0x0002, 0xffffffff))
-            .u32(IPVS_SVC_ATTR_TIMEOUT, 0)
-            .u32(IPVS_SVC_ATTR_NETMASK, 0xffffffff);
-        auto server = parse_service(reply.done());
+        const KernelReply reply = service_reply(kKey4, {{IPVS_SVC_ATTR_PROTOCOL, std::nullopt},
+                                                        {IPVS_SVC_ATTR_ADDR, std::nullopt},
+                                                        {IPVS_SVC_ATTR_PORT, std::nullopt},
+                                                        {IPVS_SVC_ATTR_FWMARK, u32(5)}});
+        auto server = parse_service(reply.header());
         REQUIRE(server.ok());
         CHECK_FALSE(server->has_value());
     }
     SECTION("one of another protocol") {
-        KernelReply reply(IPVS_CMD_NEW_SERVICE, IPVS_CMD_ATTR_SERVICE);
-        auto server = parse_service(service_reply(reply, {ip("10.0.0.1"), IPPROTO_AH, 80}));
+        auto server = parse_service(service_reply({ip("10.0.0.1"), IPPROTO_AH, 80}).header());
         REQUIRE(server.ok());
         CHECK_FALSE(server->has_value());
     }
     SECTION("one of port 0 (every port)") {
-        KernelReply reply(IPVS_CMD_NEW_SERVICE, IPVS_CMD_ATTR_SERVICE);
-        auto server = parse_service(service_reply(reply, {ip("10.0.0.1"), IPPROTO_TCP, 0}));
+        auto server = parse_service(service_reply({ip("10.0.0.1"), IPPROTO_TCP, 0}).header());
         REQUIRE(server.ok());
         CHECK_FALSE(server->has_value());
     }
@@ -481,63 +508,29 @@ TEST_CASE("a listed virtual server missing a required attribute is an error", "[
     const int missing = GENERATE(as<int>{}, IPVS_SVC_ATTR_AF, IPVS_SVC_ATTR_PROTOCOL,
                                  IPVS_SVC_ATTR_ADDR, IPVS_SVC_ATTR_PORT, IPVS_SVC_ATTR_SCHED_NAME,
                                  IPVS_SVC_ATTR_FLAGS, IPVS_SVC_ATTR_TIMEOUT);
-    KernelReply reply(IPVS_CMD_NEW_SERVICE, IPVS_CMD_ATTR_SERVICE);
-    auto server = parse_service(service_reply(reply, kKey4, missing));
-    REQUIRE_FALSE(server.ok());
-    CHECK(server.error().code == ErrorCode::kKernel);
-    CHECK_THAT(server.error().message, Catch::Contains("malformed virtual server"));
+    check_malformed(parse_service(service_reply(kKey4, {{missing, std::nullopt}}).header()));
 }
 
-TEST_CASE("a listed virtual server with a short attribute is an error", "[netlink]") {
-    SECTION("an address of 4 bytes (the kernel always sends 16)") {
-        KernelReply reply(IPVS_CMD_NEW_SERVICE, IPVS_CMD_ATTR_SERVICE);
-        reply.u16(IPVS_SVC_ATTR_AF, AF_INET)
-            .u16(IPVS_SVC_ATTR_PROTOCOL, IPPROTO_TCP)
-            .bytes(IPVS_SVC_ATTR_ADDR, Bytes{10, 96, 0, 1})
-            .bytes(IPVS_SVC_ATTR_PORT, network_port(443))
-            .string(IPVS_SVC_ATTR_SCHED_NAME, "rr")
-            .bytes(IPVS_SVC_ATTR_FLAGS, flags(0, 0xffffffff))
-            .u32(IPVS_SVC_ATTR_TIMEOUT, 0);
-        CHECK_FALSE(parse_service(reply.done()).ok());
-    }
-    SECTION("a port of 1 byte") {
-        KernelReply reply(IPVS_CMD_NEW_SERVICE, IPVS_CMD_ATTR_SERVICE);
-        reply.u16(IPVS_SVC_ATTR_AF, AF_INET)
-            .u16(IPVS_SVC_ATTR_PROTOCOL, IPPROTO_TCP)
-            .bytes(IPVS_SVC_ATTR_ADDR, inet_addr(kKey4.address))
-            .bytes(IPVS_SVC_ATTR_PORT, Bytes{0x01})
-            .string(IPVS_SVC_ATTR_SCHED_NAME, "rr")
-            .bytes(IPVS_SVC_ATTR_FLAGS, flags(0, 0xffffffff))
-            .u32(IPVS_SVC_ATTR_TIMEOUT, 0);
-        CHECK_FALSE(parse_service(reply.done()).ok());
-    }
-    SECTION("flags without their mask") {
-        KernelReply reply(IPVS_CMD_NEW_SERVICE, IPVS_CMD_ATTR_SERVICE);
-        reply.u16(IPVS_SVC_ATTR_AF, AF_INET)
-            .u16(IPVS_SVC_ATTR_PROTOCOL, IPPROTO_TCP)
-            .bytes(IPVS_SVC_ATTR_ADDR, inet_addr(kKey4.address))
-            .bytes(IPVS_SVC_ATTR_PORT, network_port(443))
-            .string(IPVS_SVC_ATTR_SCHED_NAME, "rr")
-            .u32(IPVS_SVC_ATTR_FLAGS, 0)
-            .u32(IPVS_SVC_ATTR_TIMEOUT, 0);
-        CHECK_FALSE(parse_service(reply.done()).ok());
-    }
-    SECTION("a scheduler name without its terminating NUL") {
-        KernelReply reply(IPVS_CMD_NEW_SERVICE, IPVS_CMD_ATTR_SERVICE);
-        reply.u16(IPVS_SVC_ATTR_AF, AF_INET)
-            .u16(IPVS_SVC_ATTR_PROTOCOL, IPPROTO_TCP)
-            .bytes(IPVS_SVC_ATTR_ADDR, inet_addr(kKey4.address))
-            .bytes(IPVS_SVC_ATTR_PORT, network_port(443))
-            .bytes(IPVS_SVC_ATTR_SCHED_NAME, Bytes{'r', 'r'})
-            .bytes(IPVS_SVC_ATTR_FLAGS, flags(0, 0xffffffff))
-            .u32(IPVS_SVC_ATTR_TIMEOUT, 0);
-        CHECK_FALSE(parse_service(reply.done()).ok());
-    }
+TEST_CASE("a listed virtual server with a short or unterminated attribute is an error",
+          "[netlink]") {
+    const Changes change = GENERATE(
+        // The kernel always sends the 16 bytes of union nf_inet_addr.
+        Changes{{IPVS_SVC_ATTR_ADDR, Bytes{10, 96, 0, 1}}},
+        Changes{{IPVS_SVC_ATTR_PORT, Bytes{0x01}}}, Changes{{IPVS_SVC_ATTR_AF, Bytes{AF_INET}}},
+        // Flags without their mask.
+        Changes{{IPVS_SVC_ATTR_FLAGS, u32(0)}}, Changes{{IPVS_SVC_ATTR_TIMEOUT, u16(0)}},
+        Changes{{IPVS_SVC_ATTR_SCHED_NAME, Bytes{'r', 'r'}}});
+    check_malformed(parse_service(service_reply(kKey4, change).header()));
+}
+
+TEST_CASE("a listed virtual server of an unknown address family is an error", "[netlink]") {
+    check_malformed(
+        parse_service(service_reply(kKey4, {{IPVS_SVC_ATTR_AF, u16(AF_UNIX)}}).header()));
 }
 
 TEST_CASE("a truncated listing reply is an error, never read past its length", "[netlink]") {
-    KernelReply reply(IPVS_CMD_NEW_SERVICE, IPVS_CMD_ATTR_SERVICE);
-    const nlmsghdr* whole = service_reply(reply, kKey4);
+    const KernelReply reply = service_reply(kKey4);
+    const nlmsghdr* whole = reply.header();
     REQUIRE(parse_service(whole).ok());
     // A copy whose length cuts into the nested service attribute, and one
     // cut inside the generic-netlink header.
@@ -546,61 +539,26 @@ TEST_CASE("a truncated listing reply is an error, never read past its length", "
                    reinterpret_cast<const uint8_t*>(whole) + whole->nlmsg_len);
         auto* cut = reinterpret_cast<nlmsghdr*>(copy.data());
         cut->nlmsg_len = length;
-        auto server = parse_service(cut);
-        REQUIRE_FALSE(server.ok());
-        CHECK(server.error().code == ErrorCode::kKernel);
+        check_malformed(parse_service(cut));
     }
 }
 
 TEST_CASE("a reply of another command is not taken for a virtual server or a real server",
           "[netlink]") {
-    KernelReply dest(IPVS_CMD_NEW_DEST, IPVS_CMD_ATTR_DEST);
-    dest.bytes(IPVS_DEST_ATTR_ADDR, inet_addr(ip("10.0.0.5")));
-    CHECK_FALSE(parse_service(dest.done()).ok());
-    KernelReply service(IPVS_CMD_NEW_SERVICE, IPVS_CMD_ATTR_SERVICE);
-    CHECK_FALSE(parse_destination(service_reply(service, kKey4), IpFamily::kV4).ok());
+    check_malformed(parse_service(destination_reply(ip("10.0.0.5"), 80).header()));
+    check_malformed(parse_destination(service_reply(kKey4).header(), IpFamily::kV4));
 }
-
-namespace {
-
-// A real server's reply, the kernel's attributes in the kernel's order,
-// less the one of type `missing` (0: none) and with the address family
-// only when `with_family`.
-const nlmsghdr* destination_reply(KernelReply& reply, const IpAddress& address, uint16_t port,
-                                  int missing = 0, bool with_family = true) {
-    auto put = [&](int type, auto fill) {
-        if (type != missing) fill();
-    };
-    put(IPVS_DEST_ATTR_ADDR, [&] { reply.bytes(IPVS_DEST_ATTR_ADDR, inet_addr(address)); });
-    put(IPVS_DEST_ATTR_PORT, [&] { reply.bytes(IPVS_DEST_ATTR_PORT, network_port(port)); });
-    reply.u32(IPVS_DEST_ATTR_FWD_METHOD, IP_VS_CONN_F_MASQ);
-    put(IPVS_DEST_ATTR_WEIGHT, [&] { reply.u32(IPVS_DEST_ATTR_WEIGHT, 5); });
-    reply.u16(IPVS_DEST_ATTR_TUN_TYPE, 0).u16(IPVS_DEST_ATTR_TUN_PORT, 0);
-    reply.u32(IPVS_DEST_ATTR_U_THRESH, 0).u32(IPVS_DEST_ATTR_L_THRESH, 0);
-    put(IPVS_DEST_ATTR_ACTIVE_CONNS, [&] { reply.u32(IPVS_DEST_ATTR_ACTIVE_CONNS, 3); });
-    put(IPVS_DEST_ATTR_INACT_CONNS, [&] { reply.u32(IPVS_DEST_ATTR_INACT_CONNS, 9); });
-    reply.u32(IPVS_DEST_ATTR_PERSIST_CONNS, 1);
-    if (with_family) {
-        reply.u16(IPVS_DEST_ATTR_ADDR_FAMILY, address.is_v4() ? AF_INET : AF_INET6);
-    }
-    reply.stats(IPVS_DEST_ATTR_STATS).stats(IPVS_DEST_ATTR_STATS64);
-    return reply.done();
-}
-
-}  // namespace
 
 TEST_CASE("a listed real server is parsed with its weight and connection counts", "[netlink]") {
-    const char* address = GENERATE("10.244.1.7", "fd00:244::7");
-    const bool with_family = GENERATE(true, false);
-    KernelReply reply(IPVS_CMD_NEW_DEST, IPVS_CMD_ATTR_DEST);
-    const IpAddress expected_address = ip(address);
+    const IpAddress address = ip(GENERATE("10.244.1.7", "fd00:244::7"));
     // Without IPVS_DEST_ATTR_ADDR_FAMILY (kernels before 4.x), the real
     // server has its virtual server's family.
+    const Changes changes =
+        GENERATE(Changes{}, Changes{{IPVS_DEST_ATTR_ADDR_FAMILY, std::nullopt}});
     auto destination =
-        parse_destination(destination_reply(reply, expected_address, 8443, 0, with_family),
-                          expected_address.family());
+        parse_destination(destination_reply(address, 8443, changes).header(), address.family());
     REQUIRE(destination.ok());
-    CHECK(destination->address == expected_address);
+    CHECK(destination->address == address);
     CHECK(destination->port == 8443);
     CHECK(destination->weight == 5);
     CHECK(destination->active_connections == 3);
@@ -608,9 +566,8 @@ TEST_CASE("a listed real server is parsed with its weight and connection counts"
 }
 
 TEST_CASE("a listed real server's own address family wins over its virtual server's", "[netlink]") {
-    KernelReply reply(IPVS_CMD_NEW_DEST, IPVS_CMD_ATTR_DEST);
     auto destination =
-        parse_destination(destination_reply(reply, ip("10.0.0.5"), 80), IpFamily::kV6);
+        parse_destination(destination_reply(ip("10.0.0.5"), 80).header(), IpFamily::kV6);
     REQUIRE(destination.ok());
     CHECK(destination->address == ip("10.0.0.5"));
 }
@@ -619,21 +576,17 @@ TEST_CASE("a listed real server missing a required attribute is an error", "[net
     const int missing =
         GENERATE(as<int>{}, IPVS_DEST_ATTR_ADDR, IPVS_DEST_ATTR_PORT, IPVS_DEST_ATTR_WEIGHT,
                  IPVS_DEST_ATTR_ACTIVE_CONNS, IPVS_DEST_ATTR_INACT_CONNS);
-    KernelReply reply(IPVS_CMD_NEW_DEST, IPVS_CMD_ATTR_DEST);
-    auto destination =
-        parse_destination(destination_reply(reply, ip("10.0.0.5"), 80, missing), IpFamily::kV4);
-    REQUIRE_FALSE(destination.ok());
-    CHECK(destination.error().code == ErrorCode::kKernel);
-    CHECK_THAT(destination.error().message, Catch::Contains("malformed real server"));
+    check_malformed(parse_destination(
+        destination_reply(ip("10.0.0.5"), 80, {{missing, std::nullopt}}).header(), IpFamily::kV4));
 }
 
-TEST_CASE("a listed real server of an unknown address family is an error", "[netlink]") {
-    KernelReply reply(IPVS_CMD_NEW_DEST, IPVS_CMD_ATTR_DEST);
-    reply.bytes(IPVS_DEST_ATTR_ADDR, inet_addr(ip("10.0.0.5")))
-        .bytes(IPVS_DEST_ATTR_PORT, network_port(80))
-        .u32(IPVS_DEST_ATTR_WEIGHT, 1)
-        .u32(IPVS_DEST_ATTR_ACTIVE_CONNS, 0)
-        .u32(IPVS_DEST_ATTR_INACT_CONNS, 0)
-        .u16(IPVS_DEST_ATTR_ADDR_FAMILY, AF_UNIX);
-    CHECK_FALSE(parse_destination(reply.done(), IpFamily::kV4).ok());
+TEST_CASE("a listed real server with a short attribute or an unknown family is an error",
+          "[netlink]") {
+    const Changes change =
+        GENERATE(Changes{{IPVS_DEST_ATTR_ADDR, Bytes{10, 0, 0, 5}}},
+                 Changes{{IPVS_DEST_ATTR_PORT, Bytes{0}}}, Changes{{IPVS_DEST_ATTR_WEIGHT, u16(1)}},
+                 Changes{{IPVS_DEST_ATTR_ACTIVE_CONNS, Bytes{}}},
+                 Changes{{IPVS_DEST_ATTR_ADDR_FAMILY, u16(AF_UNIX)}});
+    check_malformed(
+        parse_destination(destination_reply(ip("10.0.0.5"), 80, change).header(), IpFamily::kV4));
 }
