@@ -158,7 +158,7 @@ Delta update_model(Model& model, const std::vector<FragmentChange>& changes) {
 }
 
 std::string to_nft_text(const Delta& d, const Model& desired) {
-    const std::string table = std::string("inet ") + kTableName;
+    const std::string table = "inet " + desired.table;
     std::string out = "add table " + table + "\n";
     auto elements = [&](const char* verb, const std::vector<ElementId>& ids) {
         for (const auto& [set_name, key] : ids) {

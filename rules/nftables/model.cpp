@@ -384,7 +384,7 @@ std::string to_nft_text(const Rule& rule) {
 }
 
 std::string to_nft_text(const Model& model) {
-    std::string out = fmt::format("table inet {} {{\n", kTableName);
+    std::string out = fmt::format("table inet {} {{\n", model.table);
     for (const auto& [name, set] : model.sets) {
         const bool is_map = !is_plain_set(set.layout);
         out +=

@@ -163,6 +163,9 @@ struct Set {
 };
 
 struct Model {
+    // The `inet` table the model is: switchboard's own, or a small table of
+    // another part (the IPVS mode's helper rules, rules/ipvs/helper_rules.h).
+    std::string table = kTableName;
     std::map<std::string, Chain> chains;
     // How many service-port fragments use each shared chain (not kernel state).
     std::map<std::string, uint32_t> chain_refs;

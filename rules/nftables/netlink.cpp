@@ -9,14 +9,16 @@
 
 namespace sb::rules::nftables {
 
-NetlinkSocket::NetlinkSocket(rules::NetlinkSocket socket) : socket_(std::move(socket)) {}
+NetlinkSocket::NetlinkSocket(rules::NetlinkSocket socket, std::string table)
+    : socket_(std::move(socket)), table_(std::move(table)) {}
 
 NetlinkSocket::~NetlinkSocket() = default;
 
-Result<std::unique_ptr<NetlinkSocket>> NetlinkSocket::open() {
+Result<std::unique_ptr<NetlinkSocket>> NetlinkSocket::open(std::string table) {
     auto socket = rules::NetlinkSocket::open(NETLINK_NETFILTER, "nftables");
     if (!socket) return socket.error();
-    return std::unique_ptr<NetlinkSocket>(new NetlinkSocket(std::move(socket.value())));
+    return std::unique_ptr<NetlinkSocket>(
+        new NetlinkSocket(std::move(socket.value()), std::move(table)));
 }
 
 size_t NetlinkSocket::stale_answers() const {
@@ -24,11 +26,11 @@ size_t NetlinkSocket::stale_answers() const {
 }
 
 Result<std::optional<Model>> NetlinkSocket::read_table() {
-    return nftables::read_table(socket_);
+    return nftables::read_table(socket_, table_);
 }
 
 Result<ElementMap> NetlinkSocket::dump_elements(const Set& set) {
-    return nftables::dump_elements(socket_, set);
+    return nftables::dump_elements(socket_, table_, set);
 }
 
 Status NetlinkSocket::apply(const Delta& delta, const Model& desired) {
@@ -38,7 +40,7 @@ Status NetlinkSocket::apply(const Delta& delta, const Model& desired) {
 }
 
 Status NetlinkSocket::delete_table() {
-    return delete_table(kTableName);
+    return delete_table(table_);
 }
 
 Status NetlinkSocket::delete_table(const std::string& table) {

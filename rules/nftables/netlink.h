@@ -23,7 +23,9 @@ namespace sb::rules::nftables {
 
 class NetlinkSocket final : public Channel {
   public:
-    static Result<std::unique_ptr<NetlinkSocket>> open();
+    // A channel to `table` (of the inet family): read_table(), dump_elements()
+    // and delete_table() concern it; apply() writes the desired model's.
+    static Result<std::unique_ptr<NetlinkSocket>> open(std::string table = kTableName);
     ~NetlinkSocket() override;
     NetlinkSocket(const NetlinkSocket&) = delete;
     NetlinkSocket& operator=(const NetlinkSocket&) = delete;
@@ -43,8 +45,9 @@ class NetlinkSocket final : public Channel {
     Status delete_table(const std::string& table);
 
   private:
-    explicit NetlinkSocket(rules::NetlinkSocket socket);
+    NetlinkSocket(rules::NetlinkSocket socket, std::string table);
     rules::NetlinkSocket socket_;
+    std::string table_;
 };
 
 }  // namespace sb::rules::nftables

@@ -21,7 +21,7 @@ namespace {
 constexpr uint32_t kElementsPerMessage = 256;  // keeps a message's nested attribute < 64 KiB
 
 // `type`: NFT_MSG_NEWTABLE (created when missing) or NFT_MSG_DELTABLE.
-void put_table(Batch& b, const char* table = kTableName, uint16_t type = NFT_MSG_NEWTABLE) {
+void put_table(Batch& b, const char* table, uint16_t type = NFT_MSG_NEWTABLE) {
     nftnl_table* t = nftnl_table_alloc();
     nftnl_table_set_str(t, NFTNL_TABLE_NAME, table);
     nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, NFPROTO_INET);
@@ -31,7 +31,7 @@ void put_table(Batch& b, const char* table = kTableName, uint16_t type = NFT_MSG
 }
 
 void put_chain(Batch& b, uint16_t type, const std::string& name, const Hook* hook,
-               const char* table = kTableName) {
+               const char* table) {
     nftnl_chain* c = nftnl_chain_alloc();
     nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, table);
     nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, name.c_str());
@@ -46,9 +46,9 @@ void put_chain(Batch& b, uint16_t type, const std::string& name, const Hook* hoo
     b.commit();
 }
 
-void put_flush(Batch& b, const std::string& chain) {
+void put_flush(Batch& b, const char* table, const std::string& chain) {
     nftnl_rule* r = nftnl_rule_alloc();
-    nftnl_rule_set_str(r, NFTNL_RULE_TABLE, kTableName);
+    nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table);
     nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain.c_str());
     nftnl_rule_nlmsg_build_payload(b.header(NFT_MSG_DELRULE, 0), r);
     nftnl_rule_free(r);
@@ -56,15 +56,14 @@ void put_flush(Batch& b, const std::string& chain) {
 }
 
 // DELSETELEM without an element list flushes the set.
-void put_set_flush(Batch& b, const std::string& set) {
+void put_set_flush(Batch& b, const char* table, const std::string& set) {
     nlmsghdr* nlh = b.header(NFT_MSG_DELSETELEM, 0);
-    mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, kTableName);
+    mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, table);
     mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_SET, set.c_str());
     b.commit();
 }
 
-void put_rule(Batch& b, const std::string& chain, const Rule& rule,
-              const char* table = kTableName) {
+void put_rule(Batch& b, const char* table, const std::string& chain, const Rule& rule) {
     nftnl_rule* r = nftnl_rule_alloc();
     nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table);
     nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain.c_str());
@@ -75,9 +74,9 @@ void put_rule(Batch& b, const std::string& chain, const Rule& rule,
     b.commit();
 }
 
-void put_set(Batch& b, uint16_t type, const Set& set, uint32_t id) {
+void put_set(Batch& b, const char* table, uint16_t type, const Set& set, uint32_t id) {
     nftnl_set* s = nftnl_set_alloc();
-    nftnl_set_set_str(s, NFTNL_SET_TABLE, kTableName);
+    nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
     nftnl_set_set_str(s, NFTNL_SET_NAME, set.name.c_str());
     nftnl_set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_INET);
     if (type == NFT_MSG_NEWSET) {
@@ -119,12 +118,12 @@ void put_value(nftnl_set_elem* e, SetLayout layout, const Verdict& value) {
 // gives an element's key, by value (ElementMap's iterators yield temporaries). NEWSETELEM takes
 // each value from `set` (the desired model's; null when it has none).
 template <typename It, typename KeyOf>
-void put_set_elements(Batch& b, uint16_t type, const std::string& set_name, const Set* set,
-                      It first, It last, KeyOf key_of) {
+void put_set_elements(Batch& b, const char* table, uint16_t type, const std::string& set_name,
+                      const Set* set, It first, It last, KeyOf key_of) {
     const SetLayout layout = set ? set->layout : SetLayout::kAddrAddr;
     while (first != last) {
         nftnl_set* s = nftnl_set_alloc();
-        nftnl_set_set_str(s, NFTNL_SET_TABLE, kTableName);
+        nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
         nftnl_set_set_str(s, NFTNL_SET_NAME, set_name.c_str());
         for (uint32_t count = 0; first != last && count < kElementsPerMessage; ++first, ++count) {
             const ElementKey element = key_of(*first);
@@ -153,8 +152,9 @@ void put_elements(Batch& b, uint16_t type, const std::vector<ElementId>& ids, co
         auto last = std::find_if(first, ids.end(),
                                  [&](const ElementId& id) { return id.first != set_name; });
         auto set_it = model.sets.find(set_name);
-        put_set_elements(b, type, set_name, set_it == model.sets.end() ? nullptr : &set_it->second,
-                         first, last, [](const ElementId& id) -> ElementKey { return id.second; });
+        put_set_elements(b, model.table.c_str(), type, set_name,
+                         set_it == model.sets.end() ? nullptr : &set_it->second, first, last,
+                         [](const ElementId& id) -> ElementKey { return id.second; });
         first = last;
     }
 }
@@ -165,8 +165,8 @@ void put_filled_sets(Batch& b, const std::vector<std::string>& names, const Mode
         auto it = model.sets.find(name);
         if (it == model.sets.end()) continue;
         const Set& set = it->second;
-        put_set_elements(b, NFT_MSG_NEWSETELEM, name, &set, set.elements.begin(),
-                         set.elements.end(),
+        put_set_elements(b, model.table.c_str(), NFT_MSG_NEWSETELEM, name, &set,
+                         set.elements.begin(), set.elements.end(),
                          [](const auto& element) -> ElementKey { return element.first; });
     }
 }
@@ -174,30 +174,31 @@ void put_filled_sets(Batch& b, const std::vector<std::string>& names, const Mode
 }  // namespace
 
 void write_delta(Batch& b, const Delta& delta, const Model& desired) {
-    put_table(b);
-    for (const std::string& c : delta.flush_chains) put_flush(b, c);
-    for (const std::string& s : delta.flush_sets) put_set_flush(b, s);
+    const char* table = desired.table.c_str();
+    put_table(b, table);
+    for (const std::string& c : delta.flush_chains) put_flush(b, table, c);
+    for (const std::string& s : delta.flush_sets) put_set_flush(b, table, s);
     put_elements(b, NFT_MSG_DELSETELEM, delta.del_elements, desired);
-    for (const std::string& c : delta.del_chains) put_chain(b, NFT_MSG_DELCHAIN, c, nullptr);
+    for (const std::string& c : delta.del_chains) put_chain(b, NFT_MSG_DELCHAIN, c, nullptr, table);
     for (const std::string& s : delta.del_sets) {
         Set set;
         set.name = s;
-        put_set(b, NFT_MSG_DELSET, set, 0);
+        put_set(b, table, NFT_MSG_DELSET, set, 0);
     }
     uint32_t set_id = 1;
     for (const std::string& s : delta.add_sets) {
         auto it = desired.sets.find(s);
-        if (it != desired.sets.end()) put_set(b, NFT_MSG_NEWSET, it->second, set_id++);
+        if (it != desired.sets.end()) put_set(b, table, NFT_MSG_NEWSET, it->second, set_id++);
     }
     for (const std::string& c : delta.add_chains) {
         auto it = desired.chains.find(c);
         if (it == desired.chains.end()) continue;
-        put_chain(b, NFT_MSG_NEWCHAIN, c, it->second.hook ? &*it->second.hook : nullptr);
+        put_chain(b, NFT_MSG_NEWCHAIN, c, it->second.hook ? &*it->second.hook : nullptr, table);
     }
     for (const std::string& c : delta.fill_chains) {
         auto it = desired.chains.find(c);
         if (it == desired.chains.end()) continue;
-        for (const Rule& r : it->second.rules) put_rule(b, c, r);
+        for (const Rule& r : it->second.rules) put_rule(b, table, c, r);
     }
     put_filled_sets(b, delta.fill_sets, desired);
     put_elements(b, NFT_MSG_NEWSETELEM, delta.add_elements, desired);
@@ -212,7 +213,7 @@ void write_replacement(Batch& b, const std::string& table, const Model& model) {
         put_chain(b, NFT_MSG_NEWCHAIN, name, chain.hook ? &*chain.hook : nullptr, table.c_str());
     }
     for (const auto& [name, chain] : model.chains) {
-        for (const Rule& r : chain.rules) put_rule(b, name, r, table.c_str());
+        for (const Rule& r : chain.rules) put_rule(b, table.c_str(), name, r);
     }
 }
 

@@ -50,12 +50,13 @@ Set set_from(const nftnl_set* got) {
 
 }  // namespace
 
-Result<std::optional<Model>> read_table(rules::NetlinkSocket& socket) {
+Result<std::optional<Model>> read_table(rules::NetlinkSocket& socket, const std::string& table) {
     std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
     Model model;
+    model.table = table;
     {
         nftnl_table* t = nftnl_table_alloc();
-        nftnl_table_set_str(t, NFTNL_TABLE_NAME, kTableName);
+        nftnl_table_set_str(t, NFTNL_TABLE_NAME, table.c_str());
         nlmsghdr* nlh =
             nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETTABLE, NFPROTO_INET, 0, socket.next_seq());
         nftnl_table_nlmsg_build_payload(nlh, t);
@@ -68,7 +69,7 @@ Result<std::optional<Model>> read_table(rules::NetlinkSocket& socket) {
     }
     {
         nftnl_chain* c = nftnl_chain_alloc();
-        nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, kTableName);
+        nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, table.c_str());
         nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETCHAIN, NFPROTO_INET,
                                               NLM_F_DUMP, socket.next_seq());
         nftnl_chain_nlmsg_build_payload(nlh, c);
@@ -76,7 +77,7 @@ Result<std::optional<Model>> read_table(rules::NetlinkSocket& socket) {
         Status s = socket.query(nlh, "list chains", [&](const nlmsghdr* m) {
             nftnl_chain* got = nftnl_chain_alloc();
             if (nftnl_chain_nlmsg_parse(m, got) == 0 &&
-                std::strcmp(nftnl_chain_get_str(got, NFTNL_CHAIN_TABLE), kTableName) == 0) {
+                nftnl_chain_get_str(got, NFTNL_CHAIN_TABLE) == table) {
                 Chain chain = chain_from(got);
                 model.chains[chain.name] = std::move(chain);
             }
@@ -86,7 +87,7 @@ Result<std::optional<Model>> read_table(rules::NetlinkSocket& socket) {
     }
     {
         nftnl_set* set = nftnl_set_alloc();
-        nftnl_set_set_str(set, NFTNL_SET_TABLE, kTableName);
+        nftnl_set_set_str(set, NFTNL_SET_TABLE, table.c_str());
         nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETSET, NFPROTO_INET, NLM_F_DUMP,
                                               socket.next_seq());
         nftnl_set_nlmsg_build_payload(nlh, set);
@@ -104,14 +105,15 @@ Result<std::optional<Model>> read_table(rules::NetlinkSocket& socket) {
     return std::optional<Model>(std::move(model));
 }
 
-Result<ElementMap> dump_elements(rules::NetlinkSocket& socket, const Set& set) {
+Result<ElementMap> dump_elements(rules::NetlinkSocket& socket, const std::string& table,
+                                 const Set& set) {
     struct Scan {
         const Set* set;
         ElementMap elements;
     } scan{&set, {}};
     std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
     nftnl_set* req = nftnl_set_alloc();
-    nftnl_set_set_str(req, NFTNL_SET_TABLE, kTableName);
+    nftnl_set_set_str(req, NFTNL_SET_TABLE, table.c_str());
     nftnl_set_set_str(req, NFTNL_SET_NAME, set.name.c_str());
     nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETSETELEM, NFPROTO_INET, NLM_F_DUMP,
                                           socket.next_seq());

@@ -13,8 +13,10 @@
 
 namespace sb::rules::nftables {
 
-Result<std::optional<Model>> read_table(rules::NetlinkSocket& socket);
+// `table` of the inet family (Model::table of the result).
+Result<std::optional<Model>> read_table(rules::NetlinkSocket& socket, const std::string& table);
 
-Result<ElementMap> dump_elements(rules::NetlinkSocket& socket, const Set& set);
+Result<ElementMap> dump_elements(rules::NetlinkSocket& socket, const std::string& table,
+                                 const Set& set);
 
 }  // namespace sb::rules::nftables

@@ -37,12 +37,6 @@ const char* kFilterOutputPostDnat = "filter-output-post-dnat";
 const char* kNodeportEndpointsCheck = "nodeport-endpoints-check";
 const char* kMasquerading = "masquerading";
 
-// Marks for masquerade what is not local traffic (the name predates the
-// other --detect-local-mode modes; kept so upgrades replace nothing).
-std::string masq_outside_chain(IpFamily family) {
-    return family_name("masq-outside-cluster", family);
-}
-
 // Chain names carry 8 base32 characters (40 bits) of the service port id.
 constexpr size_t kHashChars = 8;
 
@@ -50,38 +44,6 @@ constexpr IpFamily kFamilies[] = {IpFamily::kV4, IpFamily::kV6};
 
 Prefix host_prefix(const IpAddress& address) {
     return Prefix(address, address.is_v4() ? 32 : 128);
-}
-
-// The conditions under which a destination is a NodePort address of the node,
-// one alternative per rule. kube-proxy's nftables mode skips loopback
-// (route_localnet is off, so DNAT of 127.0.0.0/8 would not route).
-std::vector<Rule> nodeport_address_conditions(const BackendOptions& options, IpFamily family) {
-    const Prefix loopback = family == IpFamily::kV4 ? Prefix(IpAddress::v4(0x7f000000), 8)
-                                                    : Prefix(*IpAddress::parse("::1"), 128);
-    std::vector<Rule> out;
-    if (options.nodeport_addresses.empty()) {
-        out.push_back({fib_daddr_local(), nfproto(family), daddr(loopback, true)});
-        return out;
-    }
-    for (const Prefix& p : of_family(options.nodeport_addresses, family)) {
-        if (loopback.contains(p.address()) && p.length() >= loopback.length()) continue;
-        out.push_back({fib_daddr_local(), nfproto(family), daddr(p)});
-    }
-    return out;
-}
-
-// The terms of one local-traffic match (rules/local_traffic.h), to which the
-// caller appends its verdict.
-Rule local_match_rule(const LocalMatch& match, IpFamily family) {
-    switch (match.kind) {
-        case LocalMatch::Kind::kSource:
-            return {nfproto(family), saddr(match.source)};
-        case LocalMatch::Kind::kInterface:
-            return {nfproto(family), iifname(match.interface)};
-        case LocalMatch::Kind::kInterfacePrefix:
-            return {nfproto(family), iifname_prefix(match.interface)};
-    }
-    return {};
 }
 
 // Local traffic goes to `chain` (the short circuit of externalTrafficPolicy
@@ -148,6 +110,41 @@ void add_endpoint_cascade(Chain& chain, IpFamily family, const ServicePortPlan& 
 }
 
 }  // namespace
+
+// The name predates the other --detect-local-mode modes; kept so upgrades
+// replace nothing.
+std::string masq_outside_chain(IpFamily family) {
+    return family_name("masq-outside-cluster", family);
+}
+
+// kube-proxy's nftables mode skips loopback (route_localnet is off, so DNAT
+// of 127.0.0.0/8 would not route).
+std::vector<Rule> nodeport_address_conditions(const BackendOptions& options, IpFamily family) {
+    const Prefix loopback = family == IpFamily::kV4 ? Prefix(IpAddress::v4(0x7f000000), 8)
+                                                    : Prefix(*IpAddress::parse("::1"), 128);
+    std::vector<Rule> out;
+    if (options.nodeport_addresses.empty()) {
+        out.push_back({fib_daddr_local(), nfproto(family), daddr(loopback, true)});
+        return out;
+    }
+    for (const Prefix& p : of_family(options.nodeport_addresses, family)) {
+        if (loopback.contains(p.address()) && p.length() >= loopback.length()) continue;
+        out.push_back({fib_daddr_local(), nfproto(family), daddr(p)});
+    }
+    return out;
+}
+
+Rule local_match_rule(const LocalMatch& match, IpFamily family) {
+    switch (match.kind) {
+        case LocalMatch::Kind::kSource:
+            return {nfproto(family), saddr(match.source)};
+        case LocalMatch::Kind::kInterface:
+            return {nfproto(family), iifname(match.interface)};
+        case LocalMatch::Kind::kInterfacePrefix:
+            return {nfproto(family), iifname_prefix(match.interface)};
+    }
+    return {};
+}
 
 std::string services_map(IpFamily f) {
     return family_name("services", f);

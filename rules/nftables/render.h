@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "rules/backend.h"
+#include "rules/local_traffic.h"
 #include "rules/nftables/model.h"
 #include "rules/plan.h"
 #include "rules/validate.h"
@@ -42,6 +43,17 @@ std::string cluster_ips_set(IpFamily family);  // cluster-ips4 / 6: every proxie
 // Endpoints by slot: backends4, local-backends4, np-backends4 (NodePorts, keyed
 // by port), np-local-backends4; the same with 6.
 std::string backends_map(IpFamily family, bool local, bool by_port);
+
+// Marks for masquerade what is not local traffic: masq-outside-cluster4 / 6.
+std::string masq_outside_chain(IpFamily family);
+
+// The conditions under which a destination is a NodePort address of the
+// node (--nodeport-addresses, never loopback), one alternative per rule.
+std::vector<Rule> nodeport_address_conditions(const BackendOptions& options, IpFamily family);
+
+// The terms of one local-traffic match (rules/local_traffic.h), to which the
+// caller appends its verdict.
+Rule local_match_rule(const LocalMatch& match, IpFamily family);
 
 // Chain names of a service port's own chains, deterministic from its id,
 // valid nft identifiers of at most 200 characters: KIND + family digit + "-"

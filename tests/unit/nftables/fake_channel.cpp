@@ -186,13 +186,15 @@ Status apply_to(Model& t, const Delta& d, const Model& desired) {
 
 class FakeChannel final : public Channel {
   public:
-    explicit FakeChannel(FakeKernel& kernel) : kernel_(kernel) {}
+    FakeChannel(FakeKernel& kernel, std::string table)
+        : kernel_(kernel), table_(std::move(table)) {}
 
     Result<std::optional<Model>> read_table() override {
-        const Model* t = kernel_.table();
+        const Model* t = kernel_.table(table_);
         if (!t) return std::optional<Model>();
         // As the netlink reader: names, hooks and types; no rules, no elements.
         Model out;
+        out.table = table_;
         for (const auto& [name, chain] : t->chains) {
             Chain& c = out.chains[name];
             c.name = name;
@@ -214,14 +216,16 @@ class FakeChannel final : public Channel {
             kernel_.fail_next_batch.reset();
             return refused("batch refused as the test asked", err);
         }
-        Model t = kernel_.table() ? *kernel_.table() : Model{};
+        // The batch writes the desired model's table (rules/nftables/netlink_batch.h).
+        Model t = kernel_.table(desired.table) ? *kernel_.table(desired.table) : Model{};
+        t.table = desired.table;
         if (Status s = apply_to(t, delta, desired); !s) return s;
-        kernel_.tables[kTableName] = std::move(t);
+        kernel_.tables[desired.table] = std::move(t);
         return {};
     }
 
     Result<ElementMap> dump_elements(const Set& set) override {
-        const Model* t = kernel_.table();
+        const Model* t = kernel_.table(table_);
         auto it = t ? t->sets.find(set.name) : std::map<std::string, Set>::const_iterator{};
         if (!t || it == t->sets.end()) {
             return make_error(ErrorCode::kNotFound, "fake nftables: not found");
@@ -230,7 +234,7 @@ class FakeChannel final : public Channel {
     }
 
     Status delete_table() override {
-        kernel_.tables.erase(kTableName);
+        kernel_.tables.erase(table_);
         return {};
     }
 
@@ -238,18 +242,19 @@ class FakeChannel final : public Channel {
 
   private:
     FakeKernel& kernel_;
+    std::string table_;
 };
 
 }  // namespace
 
-Model* FakeKernel::table() {
-    auto it = tables.find(kTableName);
+Model* FakeKernel::table(const std::string& name) {
+    auto it = tables.find(name);
     return it == tables.end() ? nullptr : &it->second;
 }
 
-ChannelOpener FakeKernel::opener() {
-    return [this]() -> Result<std::unique_ptr<Channel>> {
-        return std::unique_ptr<Channel>(std::make_unique<FakeChannel>(*this));
+ChannelOpener FakeKernel::opener(std::string table) {
+    return [this, table]() -> Result<std::unique_ptr<Channel>> {
+        return std::unique_ptr<Channel>(std::make_unique<FakeChannel>(*this, table));
     };
 }
 

@@ -27,10 +27,10 @@ struct FakeKernel {
     // What the channel reports as stale netlink answers skipped.
     size_t stale_answers = 0;
 
-    // switchboard's table; nullptr when absent.
-    Model* table();
-    // Channels on this state, for make_backend(options, opener()).
-    ChannelOpener opener();
+    // The table `name` (switchboard's by default); nullptr when absent.
+    Model* table(const std::string& name = kTableName);
+    // Channels to `table` on this state, for make_backend(options, opener()).
+    ChannelOpener opener(std::string table = kTableName);
 };
 
 // The kernel state of a model in `nft -f` syntax, for comparisons that
