@@ -14,11 +14,11 @@ Status apply(const std::vector<IpAddress>& addresses) {
     // The table first: the address never answers a query that conntrack
     // would then track.
     if (Status s = program_notrack(addresses); !s) return s;
-    return ensure_local_link(addresses);
+    return ensure_address_link(kLinkName, addresses);
 }
 
 Status cleanup() {
-    Status link = remove_local_link();
+    Status link = remove_address_link(kLinkName);
     Status table = program_notrack({});
     if (!link) return link;
     return table;

@@ -1,7 +1,8 @@
-// rtnetlink requests for kLinkName: find it, create it (dummy first, a
-// port-less bridge where the kernel has no dummy type), bring it up, add
-// and delete its addresses, delete it. A link of that name and another kind
-// is not ours and is never changed.
+// rtnetlink requests for one of switchboard's address links (sb-dns0,
+// sb-ipvs0): find it, create it (dummy first, a port-less bridge where the
+// kernel has no dummy type), bring it up, add and delete its addresses,
+// delete it. A link of that name and another kind is not ours and is never
+// changed.
 #include "rules/dns_local/local_link.h"
 
 #include <errno.h>
@@ -18,7 +19,6 @@
 
 #include <fmt/format.h>
 
-#include "rules/dns_local/dns_local.h"
 #include "rules/kube_proxy_cleanup/steps.h"
 #include "rules/netlink_socket.h"
 
@@ -27,8 +27,6 @@ namespace sb::rules::dns_local {
 namespace {
 
 using rules::NetlinkSocket;
-
-static_assert(std::char_traits<char>::length(kLinkName) < IFNAMSIZ);
 
 struct LinkState {
     int index = 0;
@@ -54,7 +52,7 @@ std::string link_kind(const nlattr* linkinfo) {
     return kind;
 }
 
-Result<std::optional<LinkState>> find_link(NetlinkSocket& socket) {
+Result<std::optional<LinkState>> find_link(NetlinkSocket& socket, const char* link_name) {
     std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE, 0);
     nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());
     nlh->nlmsg_type = RTM_GETLINK;
@@ -76,7 +74,7 @@ Result<std::optional<LinkState>> find_link(NetlinkSocket& socket) {
             if (mnl_attr_get_type(attr) == IFLA_IFNAME) name = mnl_attr_get_str(attr);
             if (mnl_attr_get_type(attr) == IFLA_LINKINFO) linkinfo = attr;
         }
-        if (name != kLinkName) return;
+        if (name != link_name) return;
         found = LinkState{ifi->ifi_index, linkinfo ? link_kind(linkinfo) : std::string(),
                           (ifi->ifi_flags & IFF_UP) != 0};
     });
@@ -88,15 +86,15 @@ bool is_ours(const LinkState& link) {
     return link.kind == "dummy" || link.kind == "bridge";
 }
 
-Error not_ours(const LinkState& link) {
+Error not_ours(const char* link_name, const LinkState& link) {
     return make_error(ErrorCode::kKernel,
                       fmt::format("link {} exists and is a {}, not switchboard's dummy or bridge: "
                                   "rename or remove it",
-                                  kLinkName, link.kind.empty() ? "link of no kind" : link.kind));
+                                  link_name, link.kind.empty() ? "link of no kind" : link.kind));
 }
 
 // Creates the link up, of `kind`; the kernel's errno tells a missing type.
-Status create_link(NetlinkSocket& socket, const char* kind) {
+Status create_link(NetlinkSocket& socket, const char* link_name, const char* kind) {
     std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE, 0);
     nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());
     nlh->nlmsg_type = RTM_NEWLINK;
@@ -108,7 +106,7 @@ Status create_link(NetlinkSocket& socket, const char* kind) {
     // DNS addresses (a bridge does) for groups nothing on it needs.
     ifi->ifi_flags = IFF_UP;
     ifi->ifi_change = IFF_UP | IFF_MULTICAST;
-    mnl_attr_put_strz(nlh, IFLA_IFNAME, kLinkName);
+    mnl_attr_put_strz(nlh, IFLA_IFNAME, link_name);
     nlattr* info = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
     mnl_attr_put_strz(nlh, IFLA_INFO_KIND, kind);
     mnl_attr_nest_end(nlh, info);
@@ -153,62 +151,70 @@ Status change_address(NetlinkSocket& socket, uint16_t type, int index, const IpA
     return socket.request(nlh);
 }
 
-Error failed(const std::string& what, const Status& status) {
-    return make_error(ErrorCode::kKernel, fmt::format("rtnetlink: {} {}", what, kLinkName),
+Error failed(const std::string& what, const char* link_name, const Status& status) {
+    return make_error(ErrorCode::kKernel, fmt::format("rtnetlink: {} {}", what, link_name),
                       status.error().errno_value);
 }
 
 }  // namespace
 
-Status ensure_local_link(const std::vector<IpAddress>& addresses) {
+Status ensure_address_link(const char* link_name, const std::vector<IpAddress>& addresses) {
+    if (std::char_traits<char>::length(link_name) >= IFNAMSIZ) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("link name {} is longer than 15 bytes", link_name));
+    }
     auto socket = open_route_socket();
     if (!socket) return socket.error();
-    auto link = find_link(*socket);
+    auto link = find_link(*socket, link_name);
     if (!link) return link.error();
-    if (*link && !is_ours(**link)) return not_ours(**link);
+    if (*link && !is_ours(**link)) return not_ours(link_name, **link);
     if (!*link) {
-        Status made = create_link(*socket, "dummy");
+        Status made = create_link(*socket, link_name, "dummy");
         // No dummy type in this kernel (the test machines): a bridge
         // without ports is just as inert a home for local addresses.
-        if (!made && made.error().errno_value == EOPNOTSUPP) made = create_link(*socket, "bridge");
-        if (!made) return failed("create link", made);
-        link = find_link(*socket);
+        if (!made && made.error().errno_value == EOPNOTSUPP) {
+            made = create_link(*socket, link_name, "bridge");
+        }
+        if (!made) return failed("create link", link_name, made);
+        link = find_link(*socket, link_name);
         if (!link) return link.error();
         if (!*link)
             return make_error(
                 ErrorCode::kKernel,
-                fmt::format("rtnetlink: link {} vanished after its creation", kLinkName));
+                fmt::format("rtnetlink: link {} vanished after its creation", link_name));
     } else if (!(*link)->up) {
-        if (Status s = set_up(*socket, (*link)->index); !s) return failed("set up link", s);
+        if (Status s = set_up(*socket, (*link)->index); !s) {
+            return failed("set up link", link_name, s);
+        }
     }
     const int index = (*link)->index;
 
-    auto present = kube_proxy_cleanup::link_addresses(kLinkName);
+    auto present = kube_proxy_cleanup::link_addresses(link_name);
     if (!present) return present.error();
     const std::vector<IpAddress> have = present->value_or(std::vector<IpAddress>());
     for (const IpAddress& address : have) {
         if (address.is_v6() && address.is_link_local()) continue;
         if (std::find(addresses.begin(), addresses.end(), address) != addresses.end()) continue;
         if (Status s = change_address(*socket, RTM_DELADDR, index, address); !s) {
-            return failed("delete address " + address.to_string() + " of", s);
+            return failed("delete address " + address.to_string() + " of", link_name, s);
         }
     }
     for (const IpAddress& address : addresses) {
         if (std::find(have.begin(), have.end(), address) != have.end()) continue;
         if (Status s = change_address(*socket, RTM_NEWADDR, index, address); !s) {
-            return failed("add address " + address.to_string() + " to", s);
+            return failed("add address " + address.to_string() + " to", link_name, s);
         }
     }
     return {};
 }
 
-Status remove_local_link() {
+Status remove_address_link(const char* link_name) {
     auto socket = open_route_socket();
     if (!socket) return socket.error();
-    auto link = find_link(*socket);
+    auto link = find_link(*socket, link_name);
     if (!link) return link.error();
     if (!*link) return {};
-    if (!is_ours(**link)) return not_ours(**link);
+    if (!is_ours(**link)) return not_ours(link_name, **link);
     std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE, 0);
     nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());
     nlh->nlmsg_type = RTM_DELLINK;
@@ -218,7 +224,9 @@ Status remove_local_link() {
     ifi->ifi_family = AF_UNSPEC;
     ifi->ifi_index = (*link)->index;
     Status deleted = socket->request(nlh);
-    if (!deleted && deleted.error().errno_value != ENODEV) return failed("delete link", deleted);
+    if (!deleted && deleted.error().errno_value != ENODEV) {
+        return failed("delete link", link_name, deleted);
+    }
     return {};
 }
 

@@ -1,5 +1,7 @@
-// The interface carrying the node-local DNS addresses, through rtnetlink.
-// Internal to rules/dns_local; dns_local.h states the contract.
+// An interface of switchboard's that carries host addresses: sb-dns0 for
+// the node-local DNS addresses (rules/dns_local/dns_local.h), sb-ipvs0 for
+// the IPVS mode's service addresses (rules/ipvs/ipvs_backend.h). Through
+// rtnetlink; each call opens its own socket. Not thread-safe per link name.
 #pragma once
 
 #include <vector>
@@ -9,12 +11,13 @@
 
 namespace sb::rules::dns_local {
 
-// The link exists (a dummy, else a port-less bridge), is up, and carries
-// exactly `addresses` as host addresses (IPv6 link-local ones the kernel
-// adds are left alone).
-Status ensure_local_link(const std::vector<IpAddress>& addresses);
+// The link `link_name` (at most 15 bytes) exists (a dummy, else a port-less
+// bridge), is up, and carries exactly `addresses` as host addresses (IPv6
+// link-local ones the kernel adds are left alone). A link of that name and
+// another kind is not switchboard's: an error, and nothing is changed.
+Status ensure_address_link(const char* link_name, const std::vector<IpAddress>& addresses);
 
 // Deletes the link; absent is success.
-Status remove_local_link();
+Status remove_address_link(const char* link_name);
 
 }  // namespace sb::rules::dns_local

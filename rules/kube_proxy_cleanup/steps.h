@@ -26,8 +26,15 @@ Status remove_nft_compat_chains(Removed& removed);
 // nftables_tables.cpp: the `ip kube-proxy` and `ip6 kube-proxy` tables.
 Status remove_nftables_tables(Removed& removed);
 
-// link.cpp: the addresses on interface `name`; nullopt when there is no such
-// interface.
+// link.cpp: every address of every interface (rtnetlink's address dump),
+// and the addresses on interface `name` (nullopt when there is no such
+// interface). Also used by rules/dns_local and rules/ipvs.
+struct InterfaceAddress {
+    unsigned interface_index = 0;
+    IpAddress address;
+};
+Result<std::vector<InterfaceAddress>> interface_addresses();
+
 Result<std::optional<std::vector<IpAddress>>> link_addresses(const char* name);
 
 // link.cpp: deletes interface `name`, whatever its type; absent is success.
