@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <initializer_list>
+#include <limits>
 
 #include "base/quote.h"
 #include "rules/dns_local/addresses.h"
@@ -174,6 +175,20 @@ Status store_conntrack_timeout(std::string_view text, ApplyContext& context) {
     return {};
 }
 
+// IPVS takes whole seconds (IPVS_CMD_ATTR_TIMEOUT_*, u32); a fraction is
+// rounded down, as kube-proxy's conversion does.
+template <uint32_t rules::BackendOptions::*member>
+Status store_ipvs_timeout(std::string_view text, ApplyContext& context) {
+    auto value = parse_period(text);
+    if (!value) return value.error();
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(*value).count();
+    if (seconds > std::numeric_limits<int32_t>::max()) {
+        return invalid(quote_for_message(text) + " is longer than IPVS keeps a timeout");
+    }
+    context.options.backend.*member = static_cast<uint32_t>(seconds);
+    return {};
+}
+
 Status store_min_sync_period(std::string_view text, ApplyContext& context) {
     auto value = parse_period(text);
     if (!value) return value.error();
@@ -226,7 +241,6 @@ OptionSpec ignored(std::vector<std::string_view> names, ValueKind kind, std::str
 
 constexpr std::string_view kNoLogging =
     "switchboard logs to stderr through spdlog; only -v sets its level";
-constexpr std::string_view kNoIpvsSetting = "switchboard's IPVS mode does not use this setting";
 
 std::vector<OptionSpec> build_table() {
     std::vector<OptionSpec> table;
@@ -439,6 +453,56 @@ std::vector<OptionSpec> build_table() {
             context.options.backend.ipvs_scheduler = text;
             return {};
         },
+    });
+    table.push_back({
+        .names = {"--ipvs-exclude-cidrs"},
+        .kind = ValueKind::kList,
+        .default_text = "",
+        .help = "CIDRs (comma-separated) whose IPVS virtual servers switchboard never touches",
+        .fields = {{.path = "ipvs.excludeCIDRs"}},
+        .apply = [](std::string_view text, ApplyContext& context) -> Status {
+            auto cidrs = parse_prefix_list(text);
+            if (!cidrs) return cidrs.error();
+            context.options.backend.ipvs_exclude_cidrs = std::move(*cidrs);
+            return {};
+        },
+    });
+    table.push_back({
+        .names = {"--ipvs-strict-arp"},
+        .kind = ValueKind::kBool,
+        .default_text = "false",
+        .help = "ipvs mode: set arp_ignore=1 and arp_announce=2 on all interfaces",
+        .fields = {{.path = "ipvs.strictARP"}},
+        .apply = [](std::string_view text, ApplyContext& context) -> Status {
+            auto value = parse_bool(text);
+            if (!value) return value.error();
+            context.options.backend.ipvs_strict_arp = *value;
+            return {};
+        },
+    });
+    table.push_back({
+        .names = {"--ipvs-tcp-timeout"},
+        .kind = ValueKind::kDuration,
+        .default_text = "0s",
+        .help = "ipvs mode: idle timeout of IPVS TCP connections; 0: the kernel's",
+        .fields = {{.path = "ipvs.tcpTimeout"}},
+        .apply = store_ipvs_timeout<&rules::BackendOptions::ipvs_tcp_timeout_seconds>,
+    });
+    table.push_back({
+        .names = {"--ipvs-tcpfin-timeout"},
+        .kind = ValueKind::kDuration,
+        .default_text = "0s",
+        .help = "ipvs mode: timeout of IPVS TCP connections after a FIN; 0: the kernel's",
+        .fields = {{.path = "ipvs.tcpFinTimeout"}},
+        .apply = store_ipvs_timeout<&rules::BackendOptions::ipvs_tcp_fin_timeout_seconds>,
+    });
+    table.push_back({
+        .names = {"--ipvs-udp-timeout"},
+        .kind = ValueKind::kDuration,
+        .default_text = "0s",
+        .help = "ipvs mode: timeout of IPVS UDP flows; 0: the kernel's",
+        .fields = {{.path = "ipvs.udpTimeout"}},
+        .apply = store_ipvs_timeout<&rules::BackendOptions::ipvs_udp_timeout_seconds>,
     });
     // --- when to sync: kube-proxy reads the pair of the mode in use. The
     // top-level syncPeriod / minSyncPeriod (v1alpha2's spelling) are read
@@ -881,16 +945,6 @@ std::vector<OptionSpec> build_table() {
     table.push_back(ignored({}, ValueKind::kBool,
                             "switchboard masquerades to the outgoing interface's address",
                             {{.path = "iptables.snatNodeInternalIP"}}));
-    table.push_back(ignored({"--ipvs-exclude-cidrs"}, ValueKind::kList, kNoIpvsSetting,
-                            {{.path = "ipvs.excludeCIDRs"}}));
-    table.push_back(ignored({"--ipvs-strict-arp"}, ValueKind::kBool, kNoIpvsSetting,
-                            {{.path = "ipvs.strictARP"}}));
-    table.push_back(ignored({"--ipvs-tcp-timeout"}, ValueKind::kDuration, kNoIpvsSetting,
-                            {{.path = "ipvs.tcpTimeout"}}));
-    table.push_back(ignored({"--ipvs-tcpfin-timeout"}, ValueKind::kDuration, kNoIpvsSetting,
-                            {{.path = "ipvs.tcpFinTimeout"}}));
-    table.push_back(ignored({"--ipvs-udp-timeout"}, ValueKind::kDuration, kNoIpvsSetting,
-                            {{.path = "ipvs.udpTimeout"}}));
     table.push_back(ignored({}, ValueKind::kString, "the user-space proxy is gone (kube-proxy too)",
                             {{.path = "portRange"}}));
     table.push_back(ignored({}, ValueKind::kMap, "Windows only", {{.path = "winkernel"}}));

@@ -46,6 +46,17 @@ struct BackendOptions {
     std::vector<IpAddress> node_ips;
     uint32_t masquerade_mark = 0x4000;  // --masquerade-bit as a mask
     std::string ipvs_scheduler = "rr";  // --ipvs-scheduler
+    // --ipvs-exclude-cidrs: IPVS virtual servers at these addresses are never
+    // changed or deleted (kube-proxy's meaning).
+    std::vector<Prefix> ipvs_exclude_cidrs;
+    // --ipvs-strict-arp: arp_ignore=1 and arp_announce=2 on all interfaces,
+    // so the node never answers ARP for the service addresses on sb-ipvs0.
+    bool ipvs_strict_arp = false;
+    // --ipvs-tcp-timeout, --ipvs-tcpfin-timeout, --ipvs-udp-timeout: IPVS's
+    // connection timeouts in whole seconds; 0 leaves the kernel's.
+    uint32_t ipvs_tcp_timeout_seconds = 0;
+    uint32_t ipvs_tcp_fin_timeout_seconds = 0;
+    uint32_t ipvs_udp_timeout_seconds = 0;
 };
 
 struct SyncStats {
@@ -62,6 +73,11 @@ struct SyncStats {
     // nftables: netlink answers to an earlier request found in the socket and
     // skipped (not charged to this sync's batch).
     size_t stale_netlink_messages = 0;
+    // ipvs: removed real servers still at weight 0 for their open
+    // connections. While any are, the caller must call sync() again (the
+    // next periodic sync will do) even when the plan did not change: that
+    // sync deletes the ones whose connections have ended.
+    size_t draining_real_servers = 0;
 };
 
 class Backend {

@@ -476,12 +476,34 @@ TEST_CASE("the deprecated port flags give the port of a bind address without one
           host_port("[::]:9001"));
 }
 
+TEST_CASE("the IPVS flags reach the backend options with kube-proxy's meanings") {
+    Options options = parse_ok({"--proxy-mode=ipvs", "--ipvs-scheduler=sh",
+                                "--ipvs-exclude-cidrs=10.0.0.0/8,fd00::/64", "--ipvs-strict-arp",
+                                "--ipvs-tcp-timeout=15m", "--ipvs-tcpfin-timeout=30s",
+                                "--ipvs-udp-timeout=1500ms"});
+    CHECK(options.warnings.empty());
+    CHECK(options.backend.ipvs_scheduler == "sh");
+    REQUIRE(options.backend.ipvs_exclude_cidrs.size() == 2);
+    CHECK(options.backend.ipvs_exclude_cidrs[1].to_string() == "fd00::/64");
+    CHECK(options.backend.ipvs_strict_arp);
+    CHECK(options.backend.ipvs_tcp_timeout_seconds == 900);
+    CHECK(options.backend.ipvs_tcp_fin_timeout_seconds == 30);
+    CHECK(options.backend.ipvs_udp_timeout_seconds == 1);  // whole seconds, rounded down
+    const Options defaults = parse_ok({"--proxy-mode=ipvs"});
+    CHECK(defaults.backend.ipvs_tcp_timeout_seconds == 0);  // 0: the kernel's
+    CHECK_FALSE(defaults.backend.ipvs_strict_arp);
+    CHECK(parse_error({"--ipvs-exclude-cidrs=10.0.0.0/33"}).rfind("--ipvs-exclude-cidrs: ", 0) ==
+          0);
+    CHECK(parse_error({"--ipvs-tcp-timeout=-1s"}).rfind("--ipvs-tcp-timeout: ", 0) == 0);
+}
+
 TEST_CASE("kube-proxy flags without meaning here are accepted with one warning each") {
-    Options options = parse_ok(
-        {"--feature-gates=Foo=true", "--profiling", "--kube-api-qps", "20", "--kube-api-burst=30",
-         "--kube-api-content-type=application/json", "--config-sync-period=1m",
-         "--show-hidden-metrics-for-version=1.30", "--ipvs-strict-arp", "--feature-gates=Bar=false",
-         "--log_dir=/var/log", "--alsologtostderr", "--proxy-mode=iptables"});
+    Options options =
+        parse_ok({"--feature-gates=Foo=true", "--profiling", "--kube-api-qps", "20",
+                  "--kube-api-burst=30", "--kube-api-content-type=application/json",
+                  "--config-sync-period=1m", "--show-hidden-metrics-for-version=1.30",
+                  "--iptables-localhost-nodeports", "--feature-gates=Bar=false",
+                  "--log_dir=/var/log", "--alsologtostderr", "--proxy-mode=iptables"});
     CHECK(options.proxy_mode == ProxyMode::kIptables);  // the flags after them still count
     std::vector<std::string> expected_flags{"--feature-gates",
                                             "--profiling",
@@ -490,7 +512,7 @@ TEST_CASE("kube-proxy flags without meaning here are accepted with one warning e
                                             "--kube-api-content-type",
                                             "--config-sync-period",
                                             "--show-hidden-metrics-for-version",
-                                            "--ipvs-strict-arp",
+                                            "--iptables-localhost-nodeports",
                                             "--log_dir",
                                             "--alsologtostderr"};
     REQUIRE(options.warnings.size() == expected_flags.size());  // --feature-gates twice: once

@@ -255,7 +255,7 @@ TEST_CASE("fields without meaning here: one warning naming them") {
     REQUIRE(options.warnings.size() == 1);
     CHECK(options.warnings[0] ==
           "c.conf: fields switchboard does not use, ignored: featureGates (line 3), "
-          "clientConnection.qps (line 6), ipvs.strictARP (line 10), logging.format (line 15)");
+          "clientConnection.qps (line 6), logging.format (line 15)");
 }
 
 TEST_CASE("unknown fields: one warning naming them, as kube-proxy's lenient decoding") {
