@@ -1,6 +1,6 @@
 // The kernel's IPVS table as the backend uses it: the listing, one change
 // at a time, and the connection timeouts. The real one talks to the IPVS
-// generic-netlink family through libnl-genl-3 (rules/ipvs/netlink.cpp; no
+// generic-netlink family through libnl-genl-3 (rules/ipvs/netlink_kernel.cpp; no
 // ipvsadm at run time); tests/unit/ipvs/fake_kernel.h keeps the table as
 // data, so the backend's diff and drain logic is tested without the
 // module. IPVS has no transactions: each Op is one request, applied in
@@ -36,7 +36,8 @@ class IpvsKernel {
     // The real servers of one virtual server, with their connection
     // counts (a draining server's, without listing the whole table).
     virtual Result<std::vector<RealServer>> list_destinations(const ServiceKey& key) = 0;
-    // One request; the kernel's refusal is an error carrying its errno
+    // One request; the kernel's refusal is an error naming the Op (model.h's
+    // describe()) and carrying its errno
     // (EEXIST for an add of what exists, ENOENT/ESRCH for what does not).
     virtual Status apply(const Op& op) = 0;
     // Sets the non-zero ones; nothing is sent when all are 0.

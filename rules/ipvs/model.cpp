@@ -43,6 +43,17 @@ const char* to_string(OpKind kind) {
     return "unknown";
 }
 
+std::string describe(const Op& op) {
+    std::string text =
+        fmt::format("{} {} {}", to_string(op.kind), protocol_name(op.server.key.protocol),
+                    HostPort{op.server.key.address, op.server.key.port}.to_string());
+    if (op.kind == OpKind::kAddDestination || op.kind == OpKind::kEditDestination ||
+        op.kind == OpKind::kDeleteDestination) {
+        text += " -> " + HostPort{op.destination.address, op.destination.port}.to_string();
+    }
+    return text;
+}
+
 const char* protocol_name(uint8_t protocol) {
     switch (protocol) {
         case IPPROTO_TCP:

@@ -79,6 +79,9 @@ struct Op {
     RealServer destination;  // the destination kinds only
 };
 
+// "add destination TCP 10.96.0.10:80 -> 10.244.1.7:8080", for errors and logs.
+std::string describe(const Op& op);
+
 // "TCP" / "UDP" / "SCTP" for ipvsadm's -t / -u / --sctp-service and logs.
 const char* protocol_name(uint8_t protocol);
 

@@ -39,35 +39,6 @@ using GenlSocket = std::unique_ptr<nl_sock, SocketFree>;
 // allocations there); a larger answer is reported, never read truncated.
 constexpr size_t kReceiveBufferSize = 64 << 10;
 
-// "add virtual server", "delete real server", as errors name an Op.
-const char* action_of(OpKind kind) {
-    switch (kind) {
-        case OpKind::kAddService:
-            return "add virtual server";
-        case OpKind::kEditService:
-            return "edit virtual server";
-        case OpKind::kDeleteService:
-            return "delete virtual server";
-        case OpKind::kAddDestination:
-            return "add real server";
-        case OpKind::kEditDestination:
-            return "edit real server";
-        case OpKind::kDeleteDestination:
-            return "delete real server";
-    }
-    return "change";
-}
-
-std::string describe(const Op& op) {
-    std::string text = fmt::format("{} {}", action_of(op.kind), service_text(op.server.key));
-    if (op.kind == OpKind::kAddDestination || op.kind == OpKind::kEditDestination ||
-        op.kind == OpKind::kDeleteDestination) {
-        text += fmt::format(" -> {}",
-                            HostPort{op.destination.address, op.destination.port}.to_string());
-    }
-    return text;
-}
-
 // IpvsKernel over one generic-netlink socket; see kernel.h for the contract.
 class NetlinkKernel final : public IpvsKernel {
   public:

@@ -39,18 +39,11 @@ constexpr uint32_t kMaxConfigTimeoutSeconds = INT_MAX / 1000;
 constexpr size_t kInetAddrSize = 16;
 
 // "TCP" / "UDP" / "SCTP"; nullptr for a protocol IPVS backends do not use.
-// (model.h's protocol_name lives in sb_ipvs, which this library sits below.)
 const char* protocol_text(uint64_t protocol) {
-    switch (protocol) {
-        case IPPROTO_TCP:
-            return "TCP";
-        case IPPROTO_UDP:
-            return "UDP";
-        case IPPROTO_SCTP:
-            return "SCTP";
-        default:
-            return nullptr;
+    if (protocol != IPPROTO_TCP && protocol != IPPROTO_UDP && protocol != IPPROTO_SCTP) {
+        return nullptr;
     }
+    return protocol_name(static_cast<uint8_t>(protocol));
 }
 
 Error invalid(const std::string& message) {

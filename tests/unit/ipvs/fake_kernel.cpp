@@ -50,11 +50,7 @@ Status FakeKernel::apply(const Op& op) {
 
 Status FakeKernel::refuse(const Op& op, int errno_value) {
     ++refused_;
-    return make_error(
-        ErrorCode::kKernel,
-        fmt::format("ipvs: {} {} {}:{}", to_string(op.kind), protocol_name(op.server.key.protocol),
-                    op.server.key.address.to_string(), op.server.key.port),
-        errno_value);
+    return make_error(ErrorCode::kKernel, "ipvs: " + describe(op), errno_value);
 }
 
 Status FakeKernel::change(const Op& op) {

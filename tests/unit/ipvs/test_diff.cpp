@@ -57,7 +57,7 @@ IpvsState state_of(std::vector<Service> services) {
 }
 
 // "add service 10.96.0.10:80", "edit destination 10.96.0.10:80 10.244.1.7:8080 w0".
-std::string describe(const Op& op) {
+std::string op_text(const Op& op) {
     std::string out = std::string(to_string(op.kind)) + " " + op.server.key.address.to_string() +
                       ":" + std::to_string(op.server.key.port);
     switch (op.kind) {
@@ -79,7 +79,7 @@ std::string describe(const Op& op) {
 
 std::vector<std::string> describe(const std::vector<Op>& ops) {
     std::vector<std::string> out;
-    for (const Op& op : ops) out.push_back(describe(op));
+    for (const Op& op : ops) out.push_back(op_text(op));
     return out;
 }
 
@@ -354,7 +354,7 @@ TEST_CASE("diff: applying the Ops to a kernel holding current reaches desired", 
         // within the bound, so three passes (weight 0, wait, delete) do.
         for (int pass = 0; pass < 3; ++pass) {
             for (const Op& op : diff(desired, *kernel.list(), drains, now, kBound)) {
-                INFO(describe(op));
+                INFO(op_text(op));
                 REQUIRE(kernel.apply(op));
             }
             now += kBound;

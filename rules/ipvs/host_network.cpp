@@ -1,0 +1,60 @@
+#include "rules/ipvs/host_network.h"
+
+#include <net/if.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "rules/dns_local/local_link.h"
+#include "rules/kube_proxy_cleanup/steps.h"
+
+namespace sb::rules::ipvs {
+
+namespace {
+
+class KernelHostNetwork final : public HostNetwork {
+  public:
+    Result<std::vector<IpAddress>> node_addresses() override {
+        auto all = kube_proxy_cleanup::interface_addresses();
+        if (!all) return all.error();
+        // 0 when the link does not exist: no interface has index 0.
+        const unsigned link = if_nametoindex(kLinkName);
+        std::vector<IpAddress> out;
+        for (const auto& entry : *all) {
+            if (entry.interface_index != link) out.push_back(entry.address);
+        }
+        return out;
+    }
+
+    Result<std::vector<IpAddress>> link_addresses() override {
+        auto present = kube_proxy_cleanup::link_addresses(kLinkName);
+        if (!present) return present.error();
+        return present->value_or(std::vector<IpAddress>());
+    }
+
+    Status ensure_link(const std::vector<IpAddress>& addresses) override {
+        return dns_local::ensure_address_link(kLinkName, addresses);
+    }
+
+    Status remove_link() override { return dns_local::remove_address_link(kLinkName); }
+
+    Status set_sysctl(const std::string& path, const std::string& value) override {
+        const std::string file = "/proc/sys/" + path;
+        std::ofstream out(file);
+        if (out) out << value << '\n';
+        out.close();
+        if (!out) {
+            return make_error(ErrorCode::kKernel, "write " + value + " to " + file, errno);
+        }
+        return {};
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<HostNetwork> make_host_network() {
+    return std::make_unique<KernelHostNetwork>();
+}
+
+}  // namespace sb::rules::ipvs
