@@ -17,6 +17,7 @@
 #include "rules/dns_local/dns_local.h"
 #include "rules/iptables/iptables_backend.h"
 #include "rules/iptables/iptc.h"
+#include "rules/ipvs/ipvs_backend.h"
 #include "rules/kube_proxy_cleanup/kube_proxy_cleanup.h"
 #include "rules/nftables/nftables_backend.h"
 #include "rules/plan_json.h"
@@ -60,8 +61,16 @@ Result<BackendFactory> backend_factory(ProxyMode mode) {
             return rules::iptables::make_backend(options);
         });
     }
-    return make_error(ErrorCode::kUnavailable,
-                      std::string("--proxy-mode=") + to_string(mode) + " is not available yet");
+    return BackendFactory(
+        [](const rules::BackendOptions& options) { return rules::ipvs::make_backend(options); });
+}
+
+ProxyMode mode_in_use(ProxyMode asked) {
+    if (asked != ProxyMode::kIpvs || rules::ipvs::ipvs_available()) return asked;
+    log::warn(
+        "--proxy-mode=ipvs: this kernel has no IPVS (no ip_vs module); running in nftables "
+        "mode");
+    return ProxyMode::kNftables;
 }
 
 std::vector<Prefix> primary_node_prefixes(const watch::Snapshot& snapshot,
@@ -520,7 +529,7 @@ Status Daemon::sync(bool full) {
         record_plan_metrics(*plan, changes);
         update_health_ports(*plan, changes);
     };
-    if (unchanged && !fresh_backend && !retry_conntrack_) {
+    if (unchanged && !fresh_backend && !sync_unchanged_plan_) {
         follow_plan();
         // The kernel already has this plan: the changes are programmed.
         const auto now = std::chrono::system_clock::now();
@@ -537,7 +546,9 @@ Status Daemon::sync(bool full) {
         return result.error();
     }
     applied_ = plan;
-    retry_conntrack_ = backend_metrics_.record(*result);
+    // A failed conntrack reconcile, or real servers left draining, need a
+    // sync even if nothing changes meanwhile.
+    sync_unchanged_plan_ = backend_metrics_.record(*result) || result->draining_real_servers > 0;
     for (const rules::ConntrackReconcile& r : result->conntrack) {
         if (!r.ok) log::warn("UDP conntrack reconcile failed (retried next sync): {}", r.error);
     }
@@ -761,9 +772,17 @@ int run(const Options& options) {
         if (!options.cleanup) return kExitOk;
     }
     if (options.cleanup) return run_cleanup(options);
-    auto factory = backend_factory(options.proxy_mode);
+    if (options.dry_run) {
+        // What the asked mode would program, whether or not this kernel
+        // could take it.
+        auto factory = backend_factory(options.proxy_mode);
+        if (!factory) return fail(factory.error());
+        return run_dry_run(options, *factory);
+    }
+    Options in_use = options;
+    in_use.proxy_mode = mode_in_use(options.proxy_mode);
+    auto factory = backend_factory(in_use.proxy_mode);
     if (!factory) return fail(factory.error());
-    if (options.dry_run) return run_dry_run(options, *factory);
 
     // kube-proxy's start-up node settings; --init-only stops after them.
     // The daemon applies them once it has started, so that a bad flag or
@@ -787,7 +806,7 @@ int run(const Options& options) {
                       status.error().describe());
         }
     }
-    Daemon daemon(options, *factory);
+    Daemon daemon(in_use, *factory);
     if (auto status = daemon.start(); !status) {
         daemon.stop();
         return fail(status.error());

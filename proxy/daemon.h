@@ -47,8 +47,13 @@ int exit_code_for(const Error& error);
 
 using BackendFactory = std::function<std::unique_ptr<rules::Backend>(const rules::BackendOptions&)>;
 // The backend of a proxy mode; an error (one line, exit 1) for modes that
-// are not built yet.
+// are not built.
 Result<BackendFactory> backend_factory(ProxyMode mode);
+
+// The mode the daemon runs in when `asked` is: ipvs on a kernel without IPVS
+// (no ip_vs module) runs nftables instead, with one warning line saying so;
+// /proxyMode and the metrics report the mode in use.
+ProxyMode mode_in_use(ProxyMode asked);
 
 // --nodeport-addresses=primary: this node's first InternalIP of each family
 // (from its Node object) as host prefixes; empty when the Node is unknown.
@@ -153,9 +158,10 @@ class Daemon {
     rules::BackendOptions backend_options_;        // what backend_ was made with
     std::shared_ptr<const rules::Plan> computed_;  // the last plan computed
     std::shared_ptr<const rules::Plan> applied_;   // the last plan the backend accepted
-    // The last sync's conntrack reconcile failed: the next sync reaches the
-    // backend even when the plan is unchanged, so the reconcile is retried.
-    bool retry_conntrack_ = false;
+    // The last sync's conntrack reconcile failed, or it left IPVS real
+    // servers draining: the next sync reaches the backend even when the plan
+    // is unchanged, so the reconcile is retried and the drains are finished.
+    bool sync_unchanged_plan_ = false;
     NoLocalEndpointCounts no_local_endpoints_;  // of computed_
     // The last health-check port update failed to open a port: the next one
     // runs even when no health-checked Service changed, so it is retried.

@@ -67,13 +67,56 @@ def test_proxy_mode_error_wording(switchboard_bin):
         'switchboard: --proxy-mode: "foo" is not one of nftables, iptables, ipvs'
 
 
-@pytest.mark.parametrize("mode", ["ipvs"])
-def test_modes_not_built_exit_1(switchboard_bin, tmp_path, mode):
+def test_ipvs_dry_run_prints_virtual_servers_then_helper_rules(switchboard_bin, tmp_path):
+    # IPVS mode's --dry-run needs no IPVS in this kernel: it touches nothing.
     source = tmp_path / "cluster.json"
     kube_objects.write_atomically(source, web_and_edge())
-    result = run(switchboard_bin, f"--proxy-mode={mode}", f"--source=file:{source}", "--dry-run")
-    assert result.returncode == 1
-    assert one_error_line(result) == f"switchboard: --proxy-mode={mode} is not available yet"
+    result = run(switchboard_bin, "--proxy-mode=ipvs", f"--source=file:{source}", "--dry-run",
+                 "--hostname-override=node-a", "--ipvs-scheduler=lc")
+    assert result.returncode == 0, result.stderr
+    servers, _, helper = result.stdout.partition("\n\n")
+    lines = servers.splitlines()
+    # ipvsadm -Sn's form: each virtual server, then its real servers.
+    web = lines.index("-A -t 10.96.0.10:80 -s lc")
+    assert lines[web + 1:web + 3] == ["-a -t 10.96.0.10:80 -r 10.244.1.10:8080 -m -w 1",
+                                      "-a -t 10.96.0.10:80 -r 10.244.1.11:8080 -m -w 1"]
+    assert "-A -t 10.96.0.20:443 -s lc" in lines
+    assert all(line.startswith(("-A ", "-a ")) for line in lines), servers
+    assert helper.startswith("table inet switchboard-ipvs {"), helper[:200]
+
+
+def test_ipvs_falls_back_to_nftables_without_ip_vs(switchboard_bin, daemon_factory, tmp_path):
+    # The build machines' kernel has no IPVS: the daemon says so once and runs nftables.
+    source = tmp_path / "cluster.json"
+    kube_objects.write_atomically(source, web_and_edge())
+    daemon = daemon_factory(source, "--proxy-mode=ipvs")
+    wait_for(lambda: daemon.get("/readyz")[0] == 200, "/readyz 200")
+    assert daemon.get("/proxyMode")[2] == "nftables"
+    tables = run_in(daemon.namespace, "nft", "list", "tables").stdout
+    assert "table inet switchboard\n" in tables
+    assert "switchboard-ipvs" not in tables
+    _, _, body = daemon.get("/metrics")
+    assert 'proxy_mode="nftables"' in body
+    notes = [line for line in daemon.stderr().splitlines() if "no IPVS" in line]
+    assert len(notes) == 1, daemon.stderr()
+    assert "running in nftables mode" in notes[0]
+
+
+def test_ipvs_cleanup_removes_the_link_and_helper_table(switchboard_bin, netns):
+    # What an IPVS-mode run leaves (here made by hand: this kernel has no IPVS).
+    assert run_in(netns, "ip", "link", "add", "sb-ipvs0", "type", "bridge").returncode == 0
+    assert run_in(netns, "ip", "addr", "add", "10.96.0.10/32", "dev", "sb-ipvs0").returncode == 0
+    assert run_in(netns, "nft", "add", "table", "inet", "switchboard-ipvs").returncode == 0
+    assert run_in(netns, "nft", "add", "table", "inet", "someone-else").returncode == 0
+
+    result = run_in(netns, switchboard_bin, "--proxy-mode=ipvs", "--cleanup")
+
+    assert result.returncode == 0, result.stderr
+    assert "sb-ipvs0" not in run_in(netns, "ip", "link", "show").stdout
+    tables = run_in(netns, "nft", "list", "tables").stdout
+    assert "switchboard-ipvs" not in tables
+    assert "someone-else" in tables
+    assert run_in(netns, switchboard_bin, "--cleanup").returncode == 0, "idempotent"
 
 
 def test_plan_prints_the_plan(switchboard_bin, tmp_path):
