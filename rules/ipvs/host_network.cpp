@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "rules/dns_local/dns_local.h"
 #include "rules/dns_local/local_link.h"
 #include "rules/kube_proxy_cleanup/steps.h"
 
@@ -18,11 +19,14 @@ class KernelHostNetwork final : public HostNetwork {
     Result<std::vector<IpAddress>> node_addresses() override {
         auto all = kube_proxy_cleanup::interface_addresses();
         if (!all) return all.error();
-        // 0 when the link does not exist: no interface has index 0.
-        const unsigned link = if_nametoindex(kLinkName);
+        // switchboard's own links carry service and DNS addresses, not the
+        // node's. 0 when a link does not exist: no interface has index 0.
+        const unsigned ipvs_link = if_nametoindex(kLinkName);
+        const unsigned dns_link = if_nametoindex(dns_local::kLinkName);
         std::vector<IpAddress> out;
         for (const auto& entry : *all) {
-            if (entry.interface_index != link) out.push_back(entry.address);
+            if (entry.interface_index == ipvs_link || entry.interface_index == dns_link) continue;
+            out.push_back(entry.address);
         }
         return out;
     }

@@ -21,7 +21,8 @@ inline constexpr const char* kLinkName = "sb-ipvs0";
 class HostNetwork {
   public:
     virtual ~HostNetwork() = default;
-    // Every address of the node's interfaces other than kLinkName.
+    // Every address of the node's interfaces other than switchboard's own
+    // (kLinkName, and sb-dns0 of --dns-local-address).
     virtual Result<std::vector<IpAddress>> node_addresses() = 0;
     // The addresses on kLinkName; empty when it does not exist.
     virtual Result<std::vector<IpAddress>> link_addresses() = 0;
