@@ -13,7 +13,8 @@ Pod and the client address it saw, and echoes what a held connection sends.
         Follows FILE (appended to by the scenario's shell): "open" opens one
         more connection and prints "open I POD"; "ping" sends a line on every
         open connection and prints "ping I POD" per echo or "ping I !ERROR";
-        "close I" closes connection I and prints "closed I"; "quit" ends.
+        "close I" closes connection I and prints "closed I"; "reset I" closes
+        it with a reset (SO_LINGER 0) and prints "reset I"; "quit" ends.
         Each output line is flushed at once, so the shell can wait for it.
     guest_client.py loop HOST PORT --stop-file FILE
         Connects every --interval seconds until FILE exists: a line per
@@ -28,6 +29,7 @@ import errno
 import json
 import os
 import socket
+import struct
 import sys
 import time
 
@@ -130,10 +132,13 @@ def hold(args):
                     print("ping", index, "echo" if echo == b"ping\n" else f"!{echo!r}", flush=True)
                 except OSError as error:
                     print("ping", index, "!" + _error_name(error), flush=True)
-        elif words[0] == "close":
+        elif words[0] in ("close", "reset"):
             index = int(words[1])
-            connections.pop(index).close()
-            print("closed", index, flush=True)
+            sock = connections.pop(index)
+            if words[0] == "reset":
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+            print("closed" if words[0] == "close" else "reset", index, flush=True)
         else:
             print("unknown command", command, file=sys.stderr, flush=True)
             return 2
