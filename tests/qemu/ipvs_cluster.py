@@ -23,16 +23,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 import kube_objects  # noqa: E402
 
 NODE = "node1"
-NODE_IP = "192.168.50.1"  # eth0, a veth to the "outside" namespace
-OUTSIDE_IP = "192.168.50.100"
-POD_CIDR = "10.244.1.0/24"  # cbr0 10.244.1.1, the Pods' bridge
-CLIENT_IP = "10.244.2.2"  # the "client" namespace, routed through the node
-CLIENT_SOURCES = tuple(f"10.244.2.{100 + i}" for i in range(6))  # more addresses of it
+# The node's own addresses and namespaces are made by ipvs_scenarios'
+# node_bed check: eth0 192.168.50.1 (a veth to "outside", 192.168.50.100),
+# cbr0 10.244.1.1 (the Pods' bridge), veth-client 10.244.2.1 (to "client",
+# 10.244.2.2 and the sources below).
+NODE_IP = "192.168.50.1"
+POD_CIDR = "10.244.1.0/24"
+CLIENT_SOURCES = tuple(f"10.244.2.{100 + i}" for i in range(6))  # six clients in one namespace
 POD_PORT_TCP = 8080
 POD_PORT_UDP = 5353
 SCHEDULER_ANNOTATION = "kube-proxy.kubernetes.io/ipvs-scheduler"
-DUMMY_LINK = "sb-ipvs0"
-HELPER_TABLE = "switchboard-ipvs"
+HELPER_TABLE = "switchboard-ipvs"  # the backend's name, which the reference takes
 
 PODS = {  # name -> (address, node)
     "pod-a": ("10.244.1.11", NODE),
@@ -93,10 +94,6 @@ STEPS = {
     "nq-add-b": ("sched-nq", ("pod-a", "pod-b")),
     "drain-remove-b": ("drain", ("pod-a",)),
 }
-
-
-def service(name: str) -> Service:
-    return next(s for s in SERVICES if s.name == name)
 
 
 def services_after(step: str | None) -> list[Service]:
