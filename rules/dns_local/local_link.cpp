@@ -191,16 +191,21 @@ Status ensure_address_link(const char* link_name, const std::vector<IpAddress>& 
 
     auto present = kube_proxy_cleanup::link_addresses(link_name);
     if (!present) return present.error();
-    const std::vector<IpAddress> have = present->value_or(std::vector<IpAddress>());
+    // Sorted copies: IPVS mode keeps every service address here (10k and
+    // more), so membership is a binary search, not a scan.
+    std::vector<IpAddress> have = present->value_or(std::vector<IpAddress>());
+    std::sort(have.begin(), have.end());
+    std::vector<IpAddress> wanted = addresses;
+    std::sort(wanted.begin(), wanted.end());
     for (const IpAddress& address : have) {
         if (address.is_v6() && address.is_link_local()) continue;
-        if (std::find(addresses.begin(), addresses.end(), address) != addresses.end()) continue;
+        if (std::binary_search(wanted.begin(), wanted.end(), address)) continue;
         if (Status s = change_address(*socket, RTM_DELADDR, index, address); !s) {
             return failed("delete address " + address.to_string() + " of", link_name, s);
         }
     }
-    for (const IpAddress& address : addresses) {
-        if (std::find(have.begin(), have.end(), address) != have.end()) continue;
+    for (const IpAddress& address : wanted) {
+        if (std::binary_search(have.begin(), have.end(), address)) continue;
         if (Status s = change_address(*socket, RTM_NEWADDR, index, address); !s) {
             return failed("add address " + address.to_string() + " to", link_name, s);
         }

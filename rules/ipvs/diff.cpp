@@ -9,8 +9,15 @@ namespace sb::rules::ipvs {
 
 namespace {
 
+// `addresses` sorted: a full sync at 10k Services looks up every listed
+// server's address among 10k link addresses.
 bool contains(const std::vector<IpAddress>& addresses, const IpAddress& address) {
-    return std::find(addresses.begin(), addresses.end(), address) != addresses.end();
+    return std::binary_search(addresses.begin(), addresses.end(), address);
+}
+
+std::vector<IpAddress> sorted(std::vector<IpAddress> addresses) {
+    std::sort(addresses.begin(), addresses.end());
+    return addresses;
 }
 
 // The timeout means something for a persistent service only (the kernel
@@ -92,6 +99,12 @@ class DestinationDiff {
 }  // namespace
 
 bool owned(const ServiceKey& key, const Ownership& ownership) {
+    const Ownership sorted_ownership{sorted(ownership.link_addresses),
+                                     sorted(ownership.node_port_addresses), ownership.excluded};
+    return owned_sorted(key, sorted_ownership);
+}
+
+bool owned_sorted(const ServiceKey& key, const Ownership& ownership) {
     if (!contains(ownership.link_addresses, key.address) &&
         !contains(ownership.node_port_addresses, key.address)) {
         return false;
@@ -101,9 +114,11 @@ bool owned(const ServiceKey& key, const Ownership& ownership) {
 }
 
 IpvsState owned_part(const IpvsState& listing, const Ownership& ownership) {
+    const Ownership sorted_ownership{sorted(ownership.link_addresses),
+                                     sorted(ownership.node_port_addresses), ownership.excluded};
     IpvsState out;
     for (const auto& [key, service] : listing) {
-        if (owned(key, ownership)) out.emplace_hint(out.end(), key, service);
+        if (owned_sorted(key, sorted_ownership)) out.emplace_hint(out.end(), key, service);
     }
     return out;
 }

@@ -38,6 +38,8 @@ struct Ownership {
 };
 
 bool owned(const ServiceKey& key, const Ownership& ownership);
+// The same when both address lists of `ownership` are sorted (binary search).
+bool owned_sorted(const ServiceKey& key, const Ownership& ownership);
 
 // The virtual servers of `listing` that owned() calls switchboard's.
 IpvsState owned_part(const IpvsState& listing, const Ownership& ownership);
