@@ -43,10 +43,6 @@ std::string proxied_map(IpFamily family) {
     return family == IpFamily::kV4 ? "proxied4" : "proxied6";
 }
 
-std::string service_ips_set(IpFamily family) {
-    return family == IpFamily::kV4 ? "service-ips4" : "service-ips6";
-}
-
 const Verdict kMarkForMasquerade{VerdictKind::kGoto, nftables::kMarkForMasqueradeChain, {}, 0};
 const Verdict kReject{VerdictKind::kGoto, nftables::kRejectChain, {}, 0};
 const Verdict kDrop{VerdictKind::kDrop, {}, {}, 0};
@@ -66,15 +62,18 @@ void add_set(Model& model, const std::string& name, SetLayout layout, IpFamily f
     set.family = family;
 }
 
-// The first value given for a key stays (two service ports may share an
-// external address and port; the IPVS render keeps the first, too).
-void add_element(Model& model, const std::string& set, const ElementKey& key,
+void add_element(nftables::Fragment& fragment, const std::string& set, const ElementKey& key,
                  const Verdict& value = {}) {
-    model.sets.at(set).elements.emplace(key, value);
+    fragment.elements.push_back(nftables::ElementRef{set, key, value});
 }
 
-// The fixed chains and the (empty) sets.
-Model render_base(const BackendOptions& options) {
+}  // namespace
+
+std::string service_ips_set(IpFamily family) {
+    return family == IpFamily::kV4 ? "service-ips4" : "service-ips6";
+}
+
+Model render_helper_base(const BackendOptions& options) {
     using namespace nftables;
     Model model;
     model.table = kHelperTable;
@@ -153,13 +152,16 @@ Model render_base(const BackendOptions& options) {
     return model;
 }
 
+namespace {
+
 const Verdict& refusal(const TrafficRoute& route) {
     return route.refusal == Refusal::kReject ? kReject : kDrop;
 }
 
 // What one family of one service port adds: elements, and a firewall chain
 // when it has loadBalancerSourceRanges.
-void add_family(Model& model, const ServicePortPlan& port, const FamilyPolicy& policy) {
+void add_family(nftables::Fragment& model, const ServicePortPlan& port,
+                const FamilyPolicy& policy) {
     using namespace nftables;
     const IpFamily f = policy.family;
     const uint8_t proto = ip_protocol_number(port.protocol);
@@ -205,12 +207,13 @@ void add_family(Model& model, const ServicePortPlan& port, const FamilyPolicy& p
 
     if (policy.firewall) {
         const std::string name = service_chain_name("fw", f, port);
-        Chain& chain = add_chain(model, name);
-        chain.rules.clear();
+        Chain chain;
+        chain.name = name;
         for (const Prefix& source : policy.allowed_sources) {
             chain.rules.push_back({nfproto(f), saddr(source), verdict(VerdictKind::kReturn)});
         }
         chain.rules.push_back({verdict(VerdictKind::kDrop)});
+        model.chains.push_back(std::move(chain));
         for (const IpAddress& ip : policy.load_balancer_ips) {
             add_element(model, firewall_map(f), ElementKey{ip, {}, proto, port.port},
                         Verdict{VerdictKind::kGoto, name, {}, 0});
@@ -229,17 +232,24 @@ void add_family(Model& model, const ServicePortPlan& port, const FamilyPolicy& p
 
 }  // namespace
 
+nftables::Fragment render_helper_port(const ServicePortPlan& port, const BackendOptions& options) {
+    nftables::Fragment fragment;
+    for (const FamilyPolicy& policy : service_policy(port, options).families) {
+        add_family(fragment, port, policy);
+    }
+    return fragment;
+}
+
 nftables::Model render_helper_rules(const Plan& plan, const BackendOptions& options,
                                     const std::vector<IpAddress>& service_addresses) {
-    Model model = render_base(options);
+    Model model = render_helper_base(options);
     for (const ServicePortPlan& port : plan.services) {
         if (!validate_service(port)) continue;
-        for (const FamilyPolicy& policy : service_policy(port, options).families) {
-            add_family(model, port, policy);
-        }
+        nftables::add_fragment(model, render_helper_port(port, options));
     }
     for (const IpAddress& address : service_addresses) {
-        add_element(model, service_ips_set(address.family()), ElementKey{address, {}, 0, 0});
+        model.sets.at(service_ips_set(address.family()))
+            .elements.emplace(ElementKey{address, {}, 0, 0}, Verdict{});
     }
     for (auto& [_, set] : model.sets) set.elements.compact();
     return model;

@@ -24,13 +24,28 @@
 #include "base/ip.h"
 #include "rules/backend.h"
 #include "rules/nftables/model.h"
+#include "rules/nftables/render.h"
 #include "rules/plan.h"
 
 namespace sb::rules::ipvs {
 
 inline constexpr const char* kHelperTable = "switchboard-ipvs";
 
-// The helper table for `plan`. `service_addresses`: the addresses on
+// The fixed chains and the (empty) sets of the table.
+nftables::Model render_helper_base(const BackendOptions& options);
+
+// What one service port adds, as a fragment the nftables model reference
+// counts (rules/nftables/render.h add_fragment: a key two ports bring stays
+// while one still does, with the first one's value). Precondition:
+// validate_service(port) succeeded.
+nftables::Fragment render_helper_port(const ServicePortPlan& port, const BackendOptions& options);
+
+// The set holding the service addresses of a family (service-ips4 / 6),
+// whose unknown ports are rejected.
+std::string service_ips_set(IpFamily family);
+
+// The helper table for `plan`: the base, every valid port's fragment and
+// `service_addresses`. `service_addresses`: the addresses on
 // switchboard's link (rules/ipvs/render.h's link_addresses), whose unknown
 // ports are rejected. Service ports that fail validate_service() are
 // skipped (the IPVS render counts them).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,11 +12,13 @@
 
 #include "base/log.h"
 #include "rules/conntrack_kernel.h"
+#include "rules/ipvs/desired_state.h"
 #include "rules/ipvs/diff.h"
 #include "rules/ipvs/helper_rules.h"
 #include "rules/ipvs/render.h"
 #include "rules/nftables/diff.h"
 #include "rules/nftables/netlink.h"
+#include "rules/port_changes.h"
 #include "rules/validate.h"
 
 namespace sb::rules::ipvs {
@@ -127,26 +130,36 @@ class IpvsBackend final : public Backend {
         prepare_node();
         auto node = host_->node_addresses();
         if (!node) return node.error();
+        const std::vector<IpAddress> node_sorted = sorted_unique(*node);
         const std::vector<IpAddress> node_ports = node_port_addresses(*node, options_);
-        Rendered rendered = render(plan, options_, node_ports);
-        // --ipvs-exclude-cidrs: never added there either.
-        std::erase_if(rendered.services, [&](const auto& entry) {
-            return std::any_of(
-                options_.ipvs_exclude_cidrs.begin(), options_.ipvs_exclude_cidrs.end(),
-                [&](const Prefix& prefix) { return prefix.contains(entry.first.address); });
-        });
+
+        // A partial sync re-renders the changed ports only; anything it
+        // cannot follow (no previous plan, a failure since, other NodePort
+        // addresses, a shared virtual server) renders the whole plan.
+        std::optional<DesiredState::Update> update;
+        if (previous && wanted_.built() && helper_known_ && ipvs_known_ &&
+            wanted_.node_ports() == node_ports) {
+            if (auto changes = changed_ports(*previous, plan)) {
+                update.emplace();
+                if (!wanted_.update(*changes, options_, helper_model_, *update)) update.reset();
+            }
+        }
+        if (!update) wanted_.rebuild(plan, options_, node_ports);
         const std::vector<IpAddress> wanted_link =
-            without(sorted_unique(rendered.link_addresses), sorted_unique(*node));
+            without(wanted_.service_addresses(), node_sorted);
 
         SyncStats stats;
-        stats.full = previous == nullptr || !ipvs_known_;
+        stats.full = !update;
         stats.services = plan.services.size();
-        if (Status s = add_link_addresses(wanted_link); !s) return s.error();
-        auto helper_objects = sync_helper_table(plan, wanted_link);
-        if (!helper_objects) return helper_objects.error();
-        auto ipvs_requests = sync_virtual_servers(rendered.services, node_ports, stats.full);
-        if (!ipvs_requests) return ipvs_requests.error();
-        if (Status s = set_link_addresses(wanted_link); !s) return s.error();
+        if (Status s = add_link_addresses(wanted_link); !s) return fail(s.error());
+        auto helper_objects = update ? apply_helper_update(*update, wanted_link)
+                                     : sync_helper_table(plan, wanted_link);
+        if (!helper_objects) return fail(helper_objects.error());
+        auto ipvs_requests = sync_virtual_servers(node_ports, update ? &update->touched : nullptr,
+                                                  previous == nullptr);
+        if (!ipvs_requests) return fail(ipvs_requests.error());
+        if (Status s = set_link_addresses(wanted_link); !s) return fail(s.error());
+        service_ips_ = wanted_link;
         stats.objects_sent = *helper_objects + *ipvs_requests;
         stats.draining_real_servers = drains_.started.size();
         stats.conntrack = conntrack_.reconcile(plan, previous);
@@ -287,6 +300,45 @@ class IpvsBackend final : public Backend {
         return objects;
     }
 
+    // The partial sync's helper change: the changed ports' elements (already
+    // in helper_model_) and the service addresses that came or went.
+    Result<size_t> apply_helper_update(DesiredState::Update& update,
+                                       const std::vector<IpAddress>& service_ips) {
+        nftables::Delta& delta = update.helper;
+        std::vector<IpAddress> gone = without(service_ips_, service_ips);
+        std::vector<IpAddress> came = without(service_ips, service_ips_);
+        for (const std::vector<IpAddress>* list : {&gone, &came}) {
+            for (const IpAddress& address : *list) {
+                const std::string set = service_ips_set(address.family());
+                const nftables::ElementKey key{address, {}, 0, 0};
+                auto& elements = helper_model_.sets.at(set).elements;
+                if (list == &gone) {
+                    elements.erase(key);
+                    delta.del_elements.emplace_back(set, key);
+                } else {
+                    elements.emplace(key, nftables::Verdict{});
+                    delta.add_elements.emplace_back(set, key);
+                }
+            }
+        }
+        const size_t objects = delta.objects(helper_model_);
+        if (!delta.empty()) {
+            if (Status s = helper_->apply(delta, helper_model_); !s) {
+                helper_known_ = false;
+                return s.error();
+            }
+        }
+        return objects;
+    }
+
+    // After a failed step the kernel may hold part of this sync: the next
+    // one renders everything and compares with what it reads back.
+    Error fail(Error error) {
+        wanted_.forget();
+        helper_known_ = false;  // a partial sync changed helper_model_ before the failure
+        return error;
+    }
+
     Ownership ownership(const std::vector<IpAddress>& node_ports) const {
         return Ownership{link_now_, node_ports, options_.ipvs_exclude_cidrs};
     }
@@ -294,13 +346,20 @@ class IpvsBackend final : public Backend {
     // The kernel's listing on a full sync (and after a failure), else the
     // state the last sync left; the draining real servers' connection
     // counts are read afresh either way.
-    Result<size_t> sync_virtual_servers(const IpvsState& desired,
-                                        const std::vector<IpAddress>& node_ports, bool full) {
-        if (full || !ipvs_known_) {
+    // Against the kernel's listing when `relist` (a sync without a previous
+    // plan: a start, a periodic resync) or after a failure, else against the
+    // state the last sync left, with the draining real servers' connection
+    // counts read afresh. `touched`: on a partial sync, the virtual servers
+    // its ports changed (only they, and the draining ones, are compared);
+    // nullptr compares all.
+    Result<size_t> sync_virtual_servers(const std::vector<IpAddress>& node_ports,
+                                        const std::set<ServiceKey>* touched, bool relist) {
+        if (relist || !ipvs_known_) {
             auto listing = kernel_->list();
             if (!listing) return listing.error();
             current_ = owned_part(*listing, ownership(node_ports));
             ipvs_known_ = true;
+            touched = nullptr;
         } else {
             for (const ServiceKey& key : draining(drains_)) {
                 auto it = current_.find(key);
@@ -313,7 +372,9 @@ class IpvsBackend final : public Backend {
                 it->second.destinations = std::move(*destinations);
             }
         }
-        const std::vector<Op> ops = diff(desired, current_, drains_, now_(), kDrainBound);
+        const std::vector<Op> ops =
+            touched ? diff_touched(*touched)
+                    : diff(wanted_.services(), current_, drains_, now_(), kDrainBound);
         for (const Op& op : ops) {
             if (Status s = kernel_->apply(op); !s) {
                 ipvs_known_ = false;
@@ -322,6 +383,34 @@ class IpvsBackend final : public Backend {
             apply_to_state(current_, op);
         }
         return ops.size();
+    }
+
+    // diff() of the touched and the draining virtual servers only; the
+    // drains of the others are kept as they are.
+    std::vector<Op> diff_touched(const std::set<ServiceKey>& touched) {
+        std::set<ServiceKey> keys = touched;
+        for (const ServiceKey& key : draining(drains_)) keys.insert(key);
+        IpvsState desired;
+        IpvsState current;
+        Drains drains;
+        for (const ServiceKey& key : keys) {
+            if (auto it = wanted_.services().find(key); it != wanted_.services().end()) {
+                desired.emplace(key, it->second);
+            }
+            if (auto it = current_.find(key); it != current_.end())
+                current.emplace(key, it->second);
+        }
+        for (auto it = drains_.started.begin(); it != drains_.started.end();) {
+            if (keys.count(it->first.server)) {
+                drains.started.insert(*it);
+                it = drains_.started.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        std::vector<Op> ops = diff(desired, current, drains, now_(), kDrainBound);
+        drains_.started.insert(drains.started.begin(), drains.started.end());
+        return ops;
     }
 
     // --cleanup: every virtual server of switchboard's; none when this
@@ -360,6 +449,8 @@ class IpvsBackend final : public Backend {
     std::function<std::chrono::steady_clock::time_point()> now_;
 
     std::unique_ptr<IpvsKernel> kernel_;
+    DesiredState wanted_;
+    std::vector<IpAddress> service_ips_;  // the helper table's service-ips, sorted
     std::unique_ptr<nftables::Channel> helper_;
     bool prepared_ = false;
     // What the kernel holds, as far as the last sync knows (false: read it).

@@ -100,4 +100,11 @@ Rendered render(const Plan& plan, const BackendOptions& options,
     return std::move(renderer).finish();
 }
 
+Rendered render_port(const ServicePortPlan& port, const BackendOptions& options,
+                     const std::vector<IpAddress>& node_port_addresses) {
+    Renderer renderer(options, node_port_addresses);
+    renderer.add_port(port);
+    return std::move(renderer).finish();
+}
+
 }  // namespace sb::rules::ipvs

@@ -49,4 +49,9 @@ struct Rendered {
 Rendered render(const Plan& plan, const BackendOptions& options,
                 const std::vector<IpAddress>& node_port_addresses);
 
+// What one service port renders (render() of a plan holding only it): the
+// backend's incremental sync re-renders the ports that changed.
+Rendered render_port(const ServicePortPlan& port, const BackendOptions& options,
+                     const std::vector<IpAddress>& node_port_addresses);
+
 }  // namespace sb::rules::ipvs
