@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 namespace sb::rules::ipvs {
@@ -58,7 +59,7 @@ class DestinationDiff {
 
     void append_to(std::vector<Op>& out) {
         for (std::vector<Op>* ops : {&adds_, &edits_, &deletes_}) {
-            out.insert(out.end(), ops->begin(), ops->end());
+            std::move(ops->begin(), ops->end(), std::back_inserter(out));
         }
     }
 
@@ -152,9 +153,12 @@ std::vector<Op> diff(const IpvsState& desired, const IpvsState& current, Drains&
         if (present) ++c;
     }
     drains = std::move(next);
+    // Moved, not copied: a first sync at 10k Services x 10 endpoints holds
+    // 110k Ops.
     std::vector<Op> out = std::move(service_deletes);
-    out.insert(out.end(), service_changes.begin(), service_changes.end());
-    out.insert(out.end(), destination_ops.begin(), destination_ops.end());
+    out.reserve(out.size() + service_changes.size() + destination_ops.size());
+    std::move(service_changes.begin(), service_changes.end(), std::back_inserter(out));
+    std::move(destination_ops.begin(), destination_ops.end(), std::back_inserter(out));
     return out;
 }
 
