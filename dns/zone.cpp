@@ -116,13 +116,8 @@ Result<std::string> child(std::string_view label, std::string_view parent) {
     return out;
 }
 
-struct ReadyAddress {
-    IpAddress address;
-    std::string host;  // endpoint hostname or the dashed address
-};
-
-// The name of a headless endpoint: its hostname, else (endpoint_pod_names)
-// its targetRef's name when that is a DNS label, else its dashed address.
+// The name of an endpoint: its hostname, else (endpoint_pod_names) its
+// targetRef's name when that is a DNS label, else its dashed address.
 std::string endpoint_host(const watch::Endpoint& endpoint, const IpAddress& address,
                           bool pod_names) {
     if (!endpoint.hostname.empty()) return endpoint.hostname;
@@ -132,40 +127,55 @@ std::string endpoint_host(const watch::Endpoint& endpoint, const IpAddress& addr
     return dashed_address(address);
 }
 
-void add_headless(Builder& b, const std::string& svc_name, const watch::ServiceEntry& entry,
-                  bool pod_names) {
-    const watch::Service& service = *entry.service;
-    std::vector<ReadyAddress> ready;
-    // SRV name -> (port, host) pairs.
-    std::map<std::string, std::set<std::pair<uint16_t, std::string>>> srv;
+// Calls f(slice, address, endpoint_name) for every address of every ready
+// endpoint of the entry's address slices, endpoint_name its wire name under
+// `svc_name`. Ready is the EndpointSlice condition, into which the
+// EndpointSlice controller already folds publishNotReadyAddresses. An
+// endpoint whose name is no valid DNS label is skipped (and logged when the
+// builder reports).
+template <typename F>
+void for_each_ready_address(const Builder& b, const std::string& svc_name,
+                            const watch::ServiceEntry& entry, bool pod_names, F&& f) {
     for (const auto& slice : entry.slices) {
         if (slice->address_type == watch::AddressType::kFQDN) continue;
         for (const auto& endpoint : slice->endpoints) {
             if (!endpoint.ready) continue;
             for (const auto& address : endpoint.addresses) {
-                std::string host = endpoint_host(endpoint, address, pod_names);
-                auto host_name = child(host, svc_name);
-                if (!host_name) {
+                auto endpoint_name = child(endpoint_host(endpoint, address, pod_names), svc_name);
+                if (!endpoint_name) {
                     if (b.report())
                         log::warn("dns: skipping endpoint {} of {}: {}", address.to_string(),
-                                  service.meta.key().to_string(), host_name.error().describe());
+                                  entry.service->meta.key().to_string(),
+                                  endpoint_name.error().describe());
                     continue;
                 }
-                ready.push_back({address, host});
-                b.add_address(svc_name, address);
-                b.add_address(*host_name, address);
-                b.add(reverse_name(address), type::kPTR, *host_name);
-                for (const auto& port : slice->ports) {
-                    if (port.name.empty() || !port.port) continue;
-                    auto proto = child(proto_label(port.protocol), svc_name);
-                    if (!proto) continue;
-                    auto srv_name = child("_" + port.name, *proto);
-                    if (!srv_name) continue;
-                    srv[*srv_name].insert({*port.port, *host_name});
-                }
+                f(*slice, address, *endpoint_name);
             }
         }
     }
+}
+
+// A headless Service: A/AAAA for the Service and each endpoint name, the
+// endpoints' PTRs, SRV per named port of the slices.
+void add_headless(Builder& b, const std::string& svc_name, const watch::ServiceEntry& entry,
+                  bool pod_names) {
+    // SRV name -> (port, host) pairs.
+    std::map<std::string, std::set<std::pair<uint16_t, std::string>>> srv;
+    for_each_ready_address(b, svc_name, entry, pod_names,
+                           [&](const watch::EndpointSlice& slice, const IpAddress& address,
+                               const std::string& endpoint_name) {
+                               b.add_address(svc_name, address);
+                               b.add_address(endpoint_name, address);
+                               b.add(reverse_name(address), type::kPTR, endpoint_name);
+                               for (const auto& port : slice.ports) {
+                                   if (port.name.empty() || !port.port) continue;
+                                   auto proto = child(proto_label(port.protocol), svc_name);
+                                   if (!proto) continue;
+                                   auto srv_name = child("_" + port.name, *proto);
+                                   if (!srv_name) continue;
+                                   srv[*srv_name].insert({*port.port, endpoint_name});
+                               }
+                           });
     for (const auto& [name, targets] : srv) {
         uint16_t weight = static_cast<uint16_t>(100 / targets.size());
         for (const auto& [port, target] : targets) {
@@ -201,6 +211,15 @@ void add_service(Builder& b, const std::string& svc_zone, const watch::ServiceEn
     for (const auto& ip : service.cluster_ips) {
         b.add_address(*svc_name, ip);
         b.add(reverse_name(ip), type::kPTR, *svc_name);
+    }
+    // The reverse names of its ready endpoints, as CoreDNS answers them; the
+    // endpoint names themselves are published for headless Services only.
+    if (config.endpoints) {
+        for_each_ready_address(b, *svc_name, entry, config.endpoint_pod_names,
+                               [&b](const watch::EndpointSlice&, const IpAddress& address,
+                                    const std::string& endpoint_name) {
+                                   b.add(reverse_name(address), type::kPTR, endpoint_name);
+                               });
     }
     for (const auto& port : service.ports) {
         if (port.name.empty()) continue;
