@@ -1,7 +1,9 @@
 #include "dns/zone.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "base/log.h"
@@ -336,15 +338,88 @@ Zone::Fragment Zone::service_fragment(const watch::ServiceEntry* entry, bool rep
     return b.finish();
 }
 
+// The reverse name of a whole address is keyed by a marker byte and the
+// address bytes (5 bytes, in place, for IPv4, instead of a wire name of 22
+// to 29 bytes on the heap; 17 for IPv6 instead of 74), since a zone holds
+// one per ClusterIP and endpoint address (reverse_key() gives that key, or
+// none for any other name, which is its own key). A wire name never starts
+// with 0xfe or 0xff (a label is at most 63 bytes), so keys cannot collide.
+constexpr char kV4ReverseKey = '\xff';
+constexpr char kV6ReverseKey = '\xfe';
+
+std::optional<std::string> Zone::reverse_key(std::string_view lower_name) {
+    if (!lower_name.ends_with(std::string_view("\4arpa\0", 6))) return std::nullopt;
+    // The labels (the address's least significant first, then in-addr.arpa
+    // or ip6.arpa); `rest` is the root when they were all of them.
+    std::array<std::string_view, 34> labels;
+    size_t count = 0;
+    std::string_view rest = lower_name;
+    while (rest.size() > 1 && count < labels.size()) {
+        size_t length = static_cast<uint8_t>(rest.front());
+        if (length + 1 > rest.size()) return std::nullopt;
+        labels[count++] = rest.substr(1, length);
+        rest.remove_prefix(length + 1);
+    }
+    if (rest.size() != 1) return std::nullopt;
+    if (count == 6 && labels[4] == "in-addr" && labels[5] == "arpa") {
+        uint8_t bytes[4];
+        for (int i = 0; i < 4; ++i) {
+            const std::string_view label = labels[static_cast<size_t>(3 - i)];
+            if (label.empty() || label.size() > 3 ||
+                label.find_first_not_of("0123456789") != label.npos) {
+                return std::nullopt;
+            }
+            int value = std::stoi(std::string(label));
+            if (value > 255) return std::nullopt;
+            bytes[i] = static_cast<uint8_t>(value);
+        }
+        IpAddress address = IpAddress::from_bytes(IpFamily::kV4, bytes);
+        // Only the canonical spelling (no leading zeros) is the address's name.
+        if (reverse_name(address) != lower_name) return std::nullopt;
+        return std::string(1, kV4ReverseKey) + std::string(reinterpret_cast<char*>(bytes), 4);
+    }
+    if (count == 34 && labels[32] == "ip6" && labels[33] == "arpa") {
+        static const std::string_view kHex = "0123456789abcdef";
+        uint8_t bytes[16];
+        for (int i = 0; i < 16; ++i) {
+            const std::string_view low = labels[static_cast<size_t>(30 - 2 * i)];
+            const std::string_view high = labels[static_cast<size_t>(31 - 2 * i)];
+            if (low.size() != 1 || high.size() != 1 || kHex.find(low[0]) == kHex.npos ||
+                kHex.find(high[0]) == kHex.npos) {
+                return std::nullopt;
+            }
+            bytes[i] = static_cast<uint8_t>(kHex.find(high[0]) << 4 | kHex.find(low[0]));
+        }
+        if (reverse_name(IpAddress::from_bytes(IpFamily::kV6, bytes)) != lower_name) {
+            return std::nullopt;
+        }
+        return std::string(1, kV6ReverseKey) + std::string(reinterpret_cast<char*>(bytes), 16);
+    }
+    return std::nullopt;
+}
+
+std::string Zone::name_of_key(const std::string& key) {
+    const auto* bytes = reinterpret_cast<const uint8_t*>(key.data() + 1);
+    if (key.size() == 5 && key[0] == kV4ReverseKey) {
+        return reverse_name(IpAddress::from_bytes(IpFamily::kV4, bytes));
+    }
+    if (key.size() == 17 && key[0] == kV6ReverseKey) {
+        return reverse_name(IpAddress::from_bytes(IpFamily::kV6, bytes));
+    }
+    return key;
+}
+
 // Adds (delta +1) or takes out (-1) a fragment; taking out is only ever
 // done with a fragment added before, so the counts never go below zero.
 void Zone::apply(const Fragment& fragment, int delta) {
     for (const auto& [name, node] : fragment) {
+        const std::optional<std::string> reverse = reverse_key(name);
+        const std::string& key = reverse ? *reverse : name;
         bool added = false;
-        Name& stored = names_.writable(name, added);
+        Name& stored = names_.writable(key, added);
         stored.owners += delta;
         if (stored.owners == 0) {
-            names_.erase(name);
+            names_.erase(key);
             continue;
         }
         if (added) {  // delta is +1: the fragment's records, each brought once
@@ -426,7 +501,8 @@ Record Zone::soa_for(std::string_view origin) const {
 }
 
 const Zone::Node* Zone::find(std::string_view lower_name) const {
-    const Name* name = names_.find(std::string(lower_name));
+    std::optional<std::string> reverse = reverse_key(lower_name);
+    const Name* name = names_.find(reverse ? *reverse : std::string(lower_name));
     return name ? &name->node : nullptr;
 }
 

@@ -96,6 +96,28 @@ TEST_CASE("zone ptr: every ready endpoint of a ClusterIP Service has a reverse n
     CHECK(zone->find(wire("db-0.web.a.svc.cluster.local")) == nullptr);
 }
 
+TEST_CASE("zone ptr: reverse names are listed and found by their wire names only") {
+    auto zone = *Zone::build(*web_cluster().build(), ZoneConfig{});
+    std::vector<std::string> reverse;
+    zone->for_each_name([&](const std::string& name, const Zone::Node&) {
+        if (name.ends_with(std::string_view("\4arpa\0", 6))) reverse.push_back(name_to_text(name));
+    });
+    std::sort(reverse.begin(), reverse.end());
+    CHECK(reverse == std::vector<std::string>{
+                         "10.0.96.10.in-addr.arpa.", "10.1.244.10.in-addr.arpa.",
+                         "7.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f."
+                         "ip6.arpa.",
+                         "7.1.244.10.in-addr.arpa.", "8.1.244.10.in-addr.arpa."});
+    CHECK(zone->find(wire("7.1.244.10.in-addr.arpa")) != nullptr);
+    // Other spellings of the same address are other names, none of ours.
+    CHECK(zone->find(wire("7.1.244.010.in-addr.arpa")) == nullptr);
+    CHECK(zone->find(wire("7.01.244.10.in-addr.arpa")) == nullptr);
+    CHECK(zone->find(wire("1.244.10.in-addr.arpa")) == nullptr);
+    CHECK(zone->find(wire("x.7.1.244.10.in-addr.arpa")) == nullptr);
+    CHECK(zone->find(reverse_name(ip("fd00::7"))) != nullptr);
+    CHECK(zone->find(reverse_name(ip("fd00::7")).substr(2)) == nullptr);
+}
+
 TEST_CASE("zone ptr: endpoint_pod_names names a ClusterIP endpoint after its Pod") {
     ZoneConfig config;
     config.endpoint_pod_names = true;
