@@ -1,7 +1,9 @@
 #include "dns/zone.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "base/log.h"
@@ -116,13 +118,8 @@ Result<std::string> child(std::string_view label, std::string_view parent) {
     return out;
 }
 
-struct ReadyAddress {
-    IpAddress address;
-    std::string host;  // endpoint hostname or the dashed address
-};
-
-// The name of a headless endpoint: its hostname, else (endpoint_pod_names)
-// its targetRef's name when that is a DNS label, else its dashed address.
+// The name of an endpoint: its hostname, else (endpoint_pod_names) its
+// targetRef's name when that is a DNS label, else its dashed address.
 std::string endpoint_host(const watch::Endpoint& endpoint, const IpAddress& address,
                           bool pod_names) {
     if (!endpoint.hostname.empty()) return endpoint.hostname;
@@ -132,40 +129,55 @@ std::string endpoint_host(const watch::Endpoint& endpoint, const IpAddress& addr
     return dashed_address(address);
 }
 
-void add_headless(Builder& b, const std::string& svc_name, const watch::ServiceEntry& entry,
-                  bool pod_names) {
-    const watch::Service& service = *entry.service;
-    std::vector<ReadyAddress> ready;
-    // SRV name -> (port, host) pairs.
-    std::map<std::string, std::set<std::pair<uint16_t, std::string>>> srv;
+// Calls f(slice, address, endpoint_name) for every address of every ready
+// endpoint of the entry's address slices, endpoint_name its wire name under
+// `svc_name`. Ready is the EndpointSlice condition, into which the
+// EndpointSlice controller already folds publishNotReadyAddresses. An
+// endpoint whose name is no valid DNS label is skipped (and logged when the
+// builder reports).
+template <typename F>
+void for_each_ready_address(const Builder& b, const std::string& svc_name,
+                            const watch::ServiceEntry& entry, bool pod_names, F&& f) {
     for (const auto& slice : entry.slices) {
         if (slice->address_type == watch::AddressType::kFQDN) continue;
         for (const auto& endpoint : slice->endpoints) {
             if (!endpoint.ready) continue;
             for (const auto& address : endpoint.addresses) {
-                std::string host = endpoint_host(endpoint, address, pod_names);
-                auto host_name = child(host, svc_name);
-                if (!host_name) {
+                auto endpoint_name = child(endpoint_host(endpoint, address, pod_names), svc_name);
+                if (!endpoint_name) {
                     if (b.report())
                         log::warn("dns: skipping endpoint {} of {}: {}", address.to_string(),
-                                  service.meta.key().to_string(), host_name.error().describe());
+                                  entry.service->meta.key().to_string(),
+                                  endpoint_name.error().describe());
                     continue;
                 }
-                ready.push_back({address, host});
-                b.add_address(svc_name, address);
-                b.add_address(*host_name, address);
-                b.add(reverse_name(address), type::kPTR, *host_name);
-                for (const auto& port : slice->ports) {
-                    if (port.name.empty() || !port.port) continue;
-                    auto proto = child(proto_label(port.protocol), svc_name);
-                    if (!proto) continue;
-                    auto srv_name = child("_" + port.name, *proto);
-                    if (!srv_name) continue;
-                    srv[*srv_name].insert({*port.port, *host_name});
-                }
+                f(*slice, address, *endpoint_name);
             }
         }
     }
+}
+
+// A headless Service: A/AAAA for the Service and each endpoint name, the
+// endpoints' PTRs, SRV per named port of the slices.
+void add_headless(Builder& b, const std::string& svc_name, const watch::ServiceEntry& entry,
+                  bool pod_names) {
+    // SRV name -> (port, host) pairs.
+    std::map<std::string, std::set<std::pair<uint16_t, std::string>>> srv;
+    for_each_ready_address(b, svc_name, entry, pod_names,
+                           [&](const watch::EndpointSlice& slice, const IpAddress& address,
+                               const std::string& endpoint_name) {
+                               b.add_address(svc_name, address);
+                               b.add_address(endpoint_name, address);
+                               b.add(reverse_name(address), type::kPTR, endpoint_name);
+                               for (const auto& port : slice.ports) {
+                                   if (port.name.empty() || !port.port) continue;
+                                   auto proto = child(proto_label(port.protocol), svc_name);
+                                   if (!proto) continue;
+                                   auto srv_name = child("_" + port.name, *proto);
+                                   if (!srv_name) continue;
+                                   srv[*srv_name].insert({*port.port, endpoint_name});
+                               }
+                           });
     for (const auto& [name, targets] : srv) {
         uint16_t weight = static_cast<uint16_t>(100 / targets.size());
         for (const auto& [port, target] : targets) {
@@ -201,6 +213,15 @@ void add_service(Builder& b, const std::string& svc_zone, const watch::ServiceEn
     for (const auto& ip : service.cluster_ips) {
         b.add_address(*svc_name, ip);
         b.add(reverse_name(ip), type::kPTR, *svc_name);
+    }
+    // The reverse names of its ready endpoints, as CoreDNS answers them; the
+    // endpoint names themselves are published for headless Services only.
+    if (config.endpoints) {
+        for_each_ready_address(b, *svc_name, entry, config.endpoint_pod_names,
+                               [&b](const watch::EndpointSlice&, const IpAddress& address,
+                                    const std::string& endpoint_name) {
+                                   b.add(reverse_name(address), type::kPTR, endpoint_name);
+                               });
     }
     for (const auto& port : service.ports) {
         if (port.name.empty()) continue;
@@ -317,15 +338,88 @@ Zone::Fragment Zone::service_fragment(const watch::ServiceEntry* entry, bool rep
     return b.finish();
 }
 
+// The reverse name of a whole address is keyed by a marker byte and the
+// address bytes (5 bytes, in place, for IPv4, instead of a wire name of 22
+// to 29 bytes on the heap; 17 for IPv6 instead of 74), since a zone holds
+// one per ClusterIP and endpoint address (reverse_key() gives that key, or
+// none for any other name, which is its own key). A wire name never starts
+// with 0xfe or 0xff (a label is at most 63 bytes), so keys cannot collide.
+constexpr char kV4ReverseKey = '\xff';
+constexpr char kV6ReverseKey = '\xfe';
+
+std::optional<std::string> Zone::reverse_key(std::string_view lower_name) {
+    if (!lower_name.ends_with(std::string_view("\4arpa\0", 6))) return std::nullopt;
+    // The labels (the address's least significant first, then in-addr.arpa
+    // or ip6.arpa); `rest` is the root when they were all of them.
+    std::array<std::string_view, 34> labels;
+    size_t count = 0;
+    std::string_view rest = lower_name;
+    while (rest.size() > 1 && count < labels.size()) {
+        size_t length = static_cast<uint8_t>(rest.front());
+        if (length + 1 > rest.size()) return std::nullopt;
+        labels[count++] = rest.substr(1, length);
+        rest.remove_prefix(length + 1);
+    }
+    if (rest.size() != 1) return std::nullopt;
+    if (count == 6 && labels[4] == "in-addr" && labels[5] == "arpa") {
+        uint8_t bytes[4];
+        for (int i = 0; i < 4; ++i) {
+            const std::string_view label = labels[static_cast<size_t>(3 - i)];
+            if (label.empty() || label.size() > 3 ||
+                label.find_first_not_of("0123456789") != label.npos) {
+                return std::nullopt;
+            }
+            int value = std::stoi(std::string(label));
+            if (value > 255) return std::nullopt;
+            bytes[i] = static_cast<uint8_t>(value);
+        }
+        IpAddress address = IpAddress::from_bytes(IpFamily::kV4, bytes);
+        // Only the canonical spelling (no leading zeros) is the address's name.
+        if (reverse_name(address) != lower_name) return std::nullopt;
+        return std::string(1, kV4ReverseKey) + std::string(reinterpret_cast<char*>(bytes), 4);
+    }
+    if (count == 34 && labels[32] == "ip6" && labels[33] == "arpa") {
+        static const std::string_view kHex = "0123456789abcdef";
+        uint8_t bytes[16];
+        for (int i = 0; i < 16; ++i) {
+            const std::string_view low = labels[static_cast<size_t>(30 - 2 * i)];
+            const std::string_view high = labels[static_cast<size_t>(31 - 2 * i)];
+            if (low.size() != 1 || high.size() != 1 || kHex.find(low[0]) == kHex.npos ||
+                kHex.find(high[0]) == kHex.npos) {
+                return std::nullopt;
+            }
+            bytes[i] = static_cast<uint8_t>(kHex.find(high[0]) << 4 | kHex.find(low[0]));
+        }
+        if (reverse_name(IpAddress::from_bytes(IpFamily::kV6, bytes)) != lower_name) {
+            return std::nullopt;
+        }
+        return std::string(1, kV6ReverseKey) + std::string(reinterpret_cast<char*>(bytes), 16);
+    }
+    return std::nullopt;
+}
+
+std::string Zone::name_of_key(const std::string& key) {
+    const auto* bytes = reinterpret_cast<const uint8_t*>(key.data() + 1);
+    if (key.size() == 5 && key[0] == kV4ReverseKey) {
+        return reverse_name(IpAddress::from_bytes(IpFamily::kV4, bytes));
+    }
+    if (key.size() == 17 && key[0] == kV6ReverseKey) {
+        return reverse_name(IpAddress::from_bytes(IpFamily::kV6, bytes));
+    }
+    return key;
+}
+
 // Adds (delta +1) or takes out (-1) a fragment; taking out is only ever
 // done with a fragment added before, so the counts never go below zero.
 void Zone::apply(const Fragment& fragment, int delta) {
     for (const auto& [name, node] : fragment) {
+        const std::optional<std::string> reverse = reverse_key(name);
+        const std::string& key = reverse ? *reverse : name;
         bool added = false;
-        Name& stored = names_.writable(name, added);
+        Name& stored = names_.writable(key, added);
         stored.owners += delta;
         if (stored.owners == 0) {
-            names_.erase(name);
+            names_.erase(key);
             continue;
         }
         if (added) {  // delta is +1: the fragment's records, each brought once
@@ -407,7 +501,8 @@ Record Zone::soa_for(std::string_view origin) const {
 }
 
 const Zone::Node* Zone::find(std::string_view lower_name) const {
-    const Name* name = names_.find(std::string(lower_name));
+    std::optional<std::string> reverse = reverse_key(lower_name);
+    const Name* name = names_.find(reverse ? *reverse : std::string(lower_name));
     return name ? &name->node : nullptr;
 }
 

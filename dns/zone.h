@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -148,7 +149,7 @@ class Zone {
     template <typename F>
     void for_each_name(F&& f) const {
         names_.for_each(
-            [&f](const std::string& name, const Name& stored) { f(name, stored.node); });
+            [&f](const std::string& key, const Name& stored) { f(name_of_key(key), stored.node); });
     }
 
   private:
@@ -182,6 +183,11 @@ class Zone {
     using ServiceEntryPtr = std::shared_ptr<const watch::ServiceEntry>;
     using SlicePtr = std::shared_ptr<const watch::EndpointSlice>;
 
+    // The key of a reverse name in names_ (none: the name is its own key),
+    // and any key's name (see zone.cpp).
+    static std::optional<std::string> reverse_key(std::string_view lower_name);
+    static std::string name_of_key(const std::string& key);
+
     Zone();
     Fragment apex_fragment() const;
     Fragment service_fragment(const watch::ServiceEntry* entry, bool report) const;
@@ -197,7 +203,7 @@ class Zone {
     bool synced_ = false;
     uint32_t serial_ = 0;
     Record soa_;
-    ShardedMap<std::string, Name> names_;
+    ShardedMap<std::string, Name> names_;  // by reverse_key() or the name
     // What the records were made from, per key: update() takes these out.
     ShardedMap<KeyRef, ServiceEntryPtr, KeyRefHash> services_;
     ShardedMap<KeyRef, SlicePtr, KeyRefHash> slices_;

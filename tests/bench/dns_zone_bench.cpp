@@ -3,8 +3,9 @@
 // zone after one Service changed, and how fast the resolver answers without
 // sockets. Prints figures; asserts nothing.
 //
-// Usage: dns_zone_bench [SERVICES] (default 10000; a tenth of them headless
-// with 10 ready endpoints each)
+// Usage: dns_zone_bench [SERVICES [ENDPOINTS]] (default 10000 Services, a
+// tenth of them headless with 10 ready endpoints each; the others ClusterIP
+// with ENDPOINTS ready endpoints each, default 0, which bring a PTR each)
 #include <malloc.h>
 
 #include <chrono>
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
     using namespace sb;
     using Clock = std::chrono::steady_clock;
     int services = argc > 1 ? std::stoi(argv[1]) : 10000;
+    int cluster_ip_endpoints = argc > 2 ? std::stoi(argv[2]) : 0;
     watch::SnapshotBuilder snapshot;
     snapshot.synced(true);
     for (int i = 0; i < services; ++i) {
@@ -45,6 +47,20 @@ int main(int argc, char** argv) {
             snapshot.add(slice);
         } else {
             s.cluster_ips = {IpAddress::v4(0x0a600000u + static_cast<uint32_t>(i))};
+            if (cluster_ip_endpoints > 0) {
+                watch::EndpointSlice slice;
+                slice.meta.ns = s.meta.ns;
+                slice.meta.name = s.meta.name + "-x";
+                slice.service_name = s.meta.name;
+                for (int k = 0; k < cluster_ip_endpoints; ++k) {
+                    watch::Endpoint e;
+                    e.addresses = {IpAddress::v4(
+                        0x0b000000u + static_cast<uint32_t>(i * cluster_ip_endpoints + k))};
+                    slice.endpoints.push_back(e);
+                }
+                slice.ports = {watch::EndpointPort{"http", watch::Protocol::kTCP, 8080}};
+                snapshot.add(slice);
+            }
         }
         snapshot.add(s);
     }
@@ -57,8 +73,10 @@ int main(int argc, char** argv) {
     if (!zone) return 1;
     double heap = static_cast<double>(mallinfo2().uordblks - heap_before) / 1e6;
     std::printf(
-        "zone build: %d services (%d headless x 10 endpoints), %zu names, %.1f ms, %.1f MB heap\n",
-        services, services / 10, (*zone)->name_count(), build * 1000, heap);
+        "zone build: %d services (%d headless x 10 endpoints, the others x %d), %zu names, %.1f "
+        "ms, "
+        "%.1f MB heap\n",
+        services, services / 10, cluster_ip_endpoints, (*zone)->name_count(), build * 1000, heap);
 
     // One Service changed, through a Store (its change list): a headless
     // one gains an endpoint, a ClusterIP one moves its address, in turn.

@@ -37,6 +37,7 @@ DEAD_UPSTREAM = "127.0.0.3"  # nothing listens there: the first attempt fails (p
 POD_RESOLV_CONF = ("search default.svc.cluster.local svc.cluster.local cluster.local\n"
                    f"nameserver {NODE_ADDR}\noptions ndots:5 timeout:2 attempts:2\n")
 HTTP = service_port(80, name="http", target=8080)
+TYPE_PTR = 12
 
 
 def upstream_answer(stub, query):
@@ -66,6 +67,11 @@ def headless(name):
 def cluster(extra=()):
     return cluster_list([
         service("web", ["10.96.0.10", "fd00:96::10"], [HTTP]),
+        endpoint_slice("web", [
+            endpoint("10.244.3.7"),
+            endpoint("10.244.3.8", hostname="api-0", pod="api-0"),
+            endpoint("10.244.3.9", ready=False),
+        ], name="web-v4"),
         headless("nginx"),
         endpoint_slice("nginx", [
             endpoint("10.244.0.17", hostname="web-0", pod="web-0"),
@@ -229,6 +235,19 @@ def test_ptr_records(bed):
     assert bed.dig("-x", "10.244.1.18", short=True).split() == [
         "web-1.nginx.default.svc.cluster.local."]
     assert bed.dig("-x", "fd00:96::10", short=True).split() == ["web.default.svc.cluster.local."]
+
+
+def test_ptr_records_of_clusterip_endpoints(bed):
+    # Every ready endpoint of a ClusterIP Service: its hostname, else its dashed address.
+    assert bed.dig("-x", "10.244.3.7", short=True).split() == [
+        "10-244-3-7.web.default.svc.cluster.local."]
+    assert bed.dig("-x", "10.244.3.8", short=True).split() == [
+        "api-0.web.default.svc.cluster.local."]
+    # A not-ready one is no name of ours: it falls through to the upstream, which has none.
+    assert status(bed.dig("-x", "10.244.3.9")) == "NXDOMAIN"
+    asked = bed.upstream.names(qtype=TYPE_PTR)
+    assert "9.3.244.10.in-addr.arpa" in asked
+    assert "7.3.244.10.in-addr.arpa" not in asked
 
 
 def test_dns_version_and_negative_answers_carry_the_soa(bed):

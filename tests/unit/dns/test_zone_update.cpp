@@ -46,6 +46,27 @@ std::vector<std::string> rdatas_of(const Zone::Rdatas& rdatas) {
 
 const std::vector<std::string> kNamespaces = {"a", "b", "c"};
 
+// How many PTR rdatas point at an endpoint name of a ClusterIP Service
+// (host.svc.ns.svc.cluster.local with svc not headless in `snapshot`).
+size_t cluster_ip_endpoint_ptrs(const Zone& zone, const watch::Snapshot& snapshot) {
+    size_t count = 0;
+    zone.for_each_name([&](const std::string&, const Zone::Node& node) {
+        const Zone::RRset* ptr = node.find(type::kPTR);
+        if (!ptr) return;
+        for (const auto& target : ptr->rdatas) {
+            std::vector<std::string> labels;
+            for (size_t pos = 0; pos < target.size() && target[pos] != 0;
+                 pos += static_cast<uint8_t>(target[pos]) + 1) {
+                labels.push_back(target.substr(pos + 1, static_cast<uint8_t>(target[pos])));
+            }
+            if (labels.size() != 6) continue;
+            const auto* entry = snapshot.services().find(watch::ObjectKey{labels[2], labels[1]});
+            if (entry && (*entry)->service && !(*entry)->service->headless) ++count;
+        }
+    });
+    return count;
+}
+
 IpAddress pool_address(std::mt19937& rng, bool v6) {
     // Small pools, so that reverse names are shared between Services.
     uint32_t n = rng() % 6;
@@ -148,15 +169,19 @@ TEST_CASE("zone update: random changes give the zone a full build gives") {
             pending.insert(pending.end(), changes.begin(), changes.end());
         });
         auto zone = *Zone::build(*store.snapshot(), config);
+        size_t endpoint_ptrs = 0;
         for (int round = 0; round < 400; ++round) {
             // One to a few writes per update, as a coalesced burst.
             for (uint32_t writes = 1 + rng() % 3; writes > 0; --writes) random_write(rng, store);
             auto snapshot = store.snapshot();
             zone = zone->update(*snapshot, std::exchange(pending, {}));
             require_same(*zone, **Zone::build(*snapshot, config));
+            endpoint_ptrs += cluster_ip_endpoint_ptrs(*zone, *snapshot);
         }
-        // The random walk reached Services of every kind sharing names.
+        // The random walk reached Services of every kind sharing names, and
+        // the reverse names of ClusterIP Services' endpoints.
         REQUIRE(zone->name_count() > 10);
+        REQUIRE(endpoint_ptrs > 0);
     }
 }
 
