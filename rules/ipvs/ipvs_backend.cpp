@@ -108,6 +108,23 @@ void apply_to_state(IpvsState& state, const Op& op) {
     }
 }
 
+// The time between successive marks, as "render 1.2 ms, link addresses ...".
+class PhaseClock {
+  public:
+    void mark(const char* phase) {
+        const auto now = std::chrono::steady_clock::now();
+        if (!text_.empty()) text_ += ", ";
+        text_ += fmt::format("{} {:.1f} ms", phase,
+                             std::chrono::duration<double, std::milli>(now - last_).count());
+        last_ = now;
+    }
+    const std::string& text() const { return text_; }
+
+  private:
+    std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+    std::string text_;
+};
+
 class IpvsBackend final : public Backend {
   public:
     IpvsBackend(BackendOptions options, BackendEdges edges)
@@ -125,6 +142,8 @@ class IpvsBackend final : public Backend {
     // (one transaction), the virtual servers (one request per change), then
     // the addresses nothing uses any more off the link.
     Result<SyncStats> sync(const Plan& plan, const Plan* previous) override {
+        // Where a sync's time goes, for -v=4 (docs/ipvs.md, "A sync").
+        PhaseClock phases;
         if (Status s = validate_options(options_); !s) return s.error();
         if (Status s = ensure_open(); !s) return s.error();
         prepare_node();
@@ -151,15 +170,22 @@ class IpvsBackend final : public Backend {
         SyncStats stats;
         stats.full = !update;
         stats.services = plan.services.size();
+        phases.mark("render");
         if (Status s = add_link_addresses(wanted_link); !s) return fail(s.error());
+        phases.mark("link addresses");
         auto helper_objects = update ? apply_helper_update(*update, wanted_link)
                                      : sync_helper_table(plan, wanted_link);
         if (!helper_objects) return fail(helper_objects.error());
+        phases.mark("helper table");
         auto ipvs_requests = sync_virtual_servers(node_ports, update ? &update->touched : nullptr,
                                                   previous == nullptr);
         if (!ipvs_requests) return fail(ipvs_requests.error());
+        phases.mark("virtual servers");
         if (Status s = set_link_addresses(wanted_link); !s) return fail(s.error());
+        phases.mark("stale addresses");
         service_ips_ = wanted_link;
+        log::debug("ipvs: {} sync, {} IPVS requests; {}", update ? "partial" : "full",
+                   *ipvs_requests, phases.text());
         stats.objects_sent = *helper_objects + *ipvs_requests;
         stats.draining_real_servers = drains_.started.size();
         stats.conntrack = conntrack_.reconcile(plan, previous);
