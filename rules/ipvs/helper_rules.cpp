@@ -17,6 +17,15 @@ namespace {
 using nftables::Chain;
 using nftables::ElementKey;
 using nftables::Hook;
+using nftables::kEndpointsCheck;
+using nftables::kFilterInput;
+using nftables::kFilterOutput;
+using nftables::kFirewallCheck;
+using nftables::kMasquerading;
+using nftables::kNatOutput;
+using nftables::kNatPostrouting;
+using nftables::kNatPrerouting;
+using nftables::kNodeportEndpointsCheck;
 using nftables::Model;
 using nftables::Rule;
 using nftables::Set;
@@ -26,18 +35,10 @@ using nftables::VerdictKind;
 
 constexpr IpFamily kFamilies[] = {IpFamily::kV4, IpFamily::kV6};
 
-// The same object names as the nftables backend's table where the job is
-// the same (rules/nftables/render.h), so the two read alike.
-const char* kFilterInput = "filter-input";
-const char* kFilterOutput = "filter-output";
-const char* kNatPrerouting = "nat-prerouting";
-const char* kNatOutput = "nat-output";
-const char* kNatPostrouting = "nat-postrouting";
-const char* kFirewallCheck = "firewall-check";
-const char* kEndpointsCheck = "endpoints-check";
-const char* kNodeportEndpointsCheck = "nodeport-endpoints-check";
+// The chains with a job of the nftables backend's table take its names
+// (rules/nftables/render.h), so the two read alike; this one is the helper
+// table's own.
 const char* kUnknownPortsCheck = "unknown-ports-check";
-const char* kMasquerading = "masquerading";
 
 std::string proxied_map(IpFamily family) {
     return family == IpFamily::kV4 ? "proxied4" : "proxied6";

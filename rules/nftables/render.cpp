@@ -24,18 +24,9 @@ std::string family_name(const char* base, IpFamily family) {
 }
 
 const char* kFilterPrerouting = "filter-prerouting";
-const char* kFilterInput = "filter-input";
 const char* kFilterForward = "filter-forward";
-const char* kFilterOutput = "filter-output";
-const char* kNatPrerouting = "nat-prerouting";
-const char* kNatOutput = "nat-output";
-const char* kNatPostrouting = "nat-postrouting";
-const char* kFirewallCheck = "firewall-check";
-const char* kEndpointsCheck = "endpoints-check";
 const char* kClusterIpsCheck = "cluster-ips-check";
 const char* kFilterOutputPostDnat = "filter-output-post-dnat";
-const char* kNodeportEndpointsCheck = "nodeport-endpoints-check";
-const char* kMasquerading = "masquerading";
 
 // Chain names carry 8 base32 characters (40 bits) of the service port id.
 constexpr size_t kHashChars = 8;

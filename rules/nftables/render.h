@@ -30,6 +30,17 @@ namespace sb::rules::nftables {
 inline constexpr const char* kServicesChain = "services";
 inline constexpr const char* kRejectChain = "reject-chain";
 inline constexpr const char* kMarkForMasqueradeChain = "mark-for-masquerade";
+// The base chains and the check chains they jump to; the IPVS mode's helper
+// table (rules/ipvs/helper_rules.h) names its chains of the same jobs so.
+inline constexpr const char* kFilterInput = "filter-input";
+inline constexpr const char* kFilterOutput = "filter-output";
+inline constexpr const char* kNatPrerouting = "nat-prerouting";
+inline constexpr const char* kNatOutput = "nat-output";
+inline constexpr const char* kNatPostrouting = "nat-postrouting";
+inline constexpr const char* kFirewallCheck = "firewall-check";
+inline constexpr const char* kEndpointsCheck = "endpoints-check";
+inline constexpr const char* kNodeportEndpointsCheck = "nodeport-endpoints-check";
+inline constexpr const char* kMasquerading = "masquerading";
 inline constexpr uint32_t kDefaultAffinitySeconds = 10800;  // Kubernetes' default
 
 std::string services_map(IpFamily family);      // services4 / services6
