@@ -22,6 +22,7 @@
 #include "rules/ipvs/helper_rules.h"
 #include "rules/ipvs/ipvs_backend.h"
 #include "rules/nftables/nftables_backend.h"
+#include "tests/bench/bench_plans.h"
 #include "tests/unit/fake_conntrack.h"
 #include "tests/unit/ipvs/fake_kernel.h"
 #include "tests/unit/nftables/fake_channel.h"
@@ -37,38 +38,6 @@ double cpu_ms() {
     getrusage(RUSAGE_SELF, &u);
     return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
            (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
-}
-
-// As bench_nftables: services in 10.96.0.0/12, one endpoint address each in
-// 10.128.0.0/9, every 10th with a NodePort.
-rules::Plan make_plan(int services, int endpoints) {
-    rules::Plan plan;
-    plan.node = "node-0";
-    for (int i = 0; i < services; ++i) {
-        rules::ServicePortPlan p;
-        p.ns = "ns-" + std::to_string(i % 50);
-        p.service = "svc-" + std::to_string(i);
-        p.port_name = "http";
-        p.cluster_ips = {IpAddress::v4(0x0a600000u + static_cast<uint32_t>(i) + 10)};
-        p.port = 80;
-        if (i % 10 == 0) p.node_port = static_cast<uint16_t>(30000 + (i / 10) % 2700);
-        for (int e = 0; e < endpoints; ++e) {
-            rules::Endpoint ep;
-            ep.ip = IpAddress::v4(0x0a800000u + static_cast<uint32_t>(i * endpoints + e) + 2);
-            ep.port = 8080;
-            ep.ready = ep.serving = true;
-            ep.is_local = e % 10 == 0;
-            p.cluster_endpoints.push_back(ep);
-            if (ep.is_local) p.local_endpoints.push_back(ep);
-        }
-        plan.services.push_back(std::move(p));
-    }
-    plan.services.sort([](const auto& a, const auto& b) {
-        return std::tie(a.ns, a.service, a.port_name, a.protocol) <
-               std::tie(b.ns, b.service, b.port_name, b.protocol);
-    });
-    plan.revision = rules::next_plan_revision();
-    return plan;
 }
 
 // The node's addresses and its link, as data.
@@ -144,7 +113,8 @@ Timing time_three(const rules::Plan& plan, const rules::Plan& changed, Make&& ma
 void bench(int services, int endpoints) {
     std::printf("== %d services x %d endpoints (CPU ms of the backend's own work)\n", services,
                 endpoints);
-    const rules::Plan plan = make_plan(services, endpoints);
+    rules::Plan plan = sb::bench::make_bench_plan(services, endpoints);
+    plan.revision = rules::next_plan_revision();
     rules::Plan changed = plan;
     changed.services[changed.services.size() / 2].cluster_endpoints.pop_back();
     changed.revision = rules::next_plan_revision();

@@ -28,6 +28,7 @@
 #include "rules/nftables/diff.h"
 #include "rules/nftables/nftables_backend.h"
 #include "rules/nftables/render.h"
+#include "tests/bench/bench_plans.h"
 
 namespace {
 
@@ -52,40 +53,6 @@ long peak_rss_kib(int who) {
     rusage u{};
     getrusage(who, &u);
     return u.ru_maxrss;
-}
-
-// Services 10.96.0.0/12, endpoints 10.128.0.0/9 (one address per endpoint,
-// so the hairpin set has services x endpoints elements); every 10th service
-// also has a NodePort.
-rules::Plan make_plan(int services, int endpoints, rules::Protocol protocol) {
-    rules::Plan plan;
-    plan.node = "node-0";
-    for (int i = 0; i < services; ++i) {
-        rules::ServicePortPlan p;
-        p.ns = "ns-" + std::to_string(i % 50);
-        p.service = "svc-" + std::to_string(i);
-        p.port_name = "http";
-        p.protocol = protocol;
-        p.cluster_ips = {IpAddress::v4(0x0a600000u + static_cast<uint32_t>(i) + 10)};
-        p.port = 80;
-        if (i % 10 == 0) p.node_port = static_cast<uint16_t>(30000 + (i / 10) % 2700);
-        for (int e = 0; e < endpoints; ++e) {
-            rules::Endpoint ep;
-            ep.ip = IpAddress::v4(0x0a800000u + static_cast<uint32_t>(i * endpoints + e) + 2);
-            ep.port = 8080;
-            ep.ready = ep.serving = true;
-            ep.node_name = "node-" + std::to_string(e % 10);
-            ep.is_local = e % 10 == 0;
-            p.cluster_endpoints.push_back(ep);
-            if (ep.is_local) p.local_endpoints.push_back(ep);
-        }
-        plan.services.push_back(std::move(p));
-    }
-    plan.services.sort([](const auto& a, const auto& b) {
-        return std::tie(a.ns, a.service, a.port_name, a.protocol) <
-               std::tie(b.ns, b.service, b.port_name, b.protocol);
-    });
-    return plan;
 }
 
 // Runs `nft -f path`; returns wall milliseconds, or -1 on failure.
@@ -113,7 +80,7 @@ int delete_table() {
 void bench(int services, int endpoints, rules::Protocol protocol) {
     std::printf("== %d services x %d endpoints, %s\n", services, endpoints,
                 rules::to_string(protocol));
-    rules::Plan plan = make_plan(services, endpoints, protocol);
+    rules::Plan plan = sb::bench::make_bench_plan(services, endpoints, protocol);
     plan.revision = rules::next_plan_revision();
     rules::Plan changed = plan;
     rules::ServicePortPlan& victim = changed.services[changed.services.size() / 2];
