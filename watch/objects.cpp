@@ -16,6 +16,20 @@ const char* to_string(Protocol protocol) {
     return "TCP";
 }
 
+const char* to_string(DnsPolicy policy) {
+    switch (policy) {
+        case DnsPolicy::kClusterFirst:
+            return "ClusterFirst";
+        case DnsPolicy::kClusterFirstWithHostNet:
+            return "ClusterFirstWithHostNet";
+        case DnsPolicy::kDefault:
+            return "Default";
+        case DnsPolicy::kNone:
+            return "None";
+    }
+    return "ClusterFirst";
+}
+
 const char* to_string(ServiceType type) {
     switch (type) {
         case ServiceType::kClusterIP:

@@ -216,4 +216,44 @@ struct Node {
     bool operator==(const Node&) const = default;
 };
 
+// spec.dnsPolicy. An absent policy is ClusterFirst (the API default).
+enum class DnsPolicy : uint8_t { kClusterFirst, kClusterFirstWithHostNet, kDefault, kNone };
+const char* to_string(DnsPolicy policy);  // "ClusterFirst", ...
+
+// spec.dnsConfig.options[]: a resolver option, `value` absent for a flag
+// such as `rotate`.
+struct PodDnsOption {
+    std::string name;
+    std::optional<std::string> value;
+    bool operator==(const PodDnsOption&) const = default;
+};
+
+// spec.dnsConfig.
+struct PodDnsConfig {
+    std::vector<std::string> nameservers;
+    std::vector<std::string> searches;
+    std::vector<PodDnsOption> options;
+    bool operator==(const PodDnsConfig&) const = default;
+};
+
+// status.phase: a Pod in a terminal phase has released its addresses,
+// which a new Pod may already have (its status.podIPs stay as they were).
+enum class PodPhase : uint8_t { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+
+// The fields of a Pod that name its DNS client: whom a query from its
+// address comes from, and which search path its resolver walks (issue 13).
+struct Pod {
+    ObjectMeta meta;
+    std::string node_name;  // spec.nodeName
+    bool host_network = false;
+    DnsPolicy dns_policy = DnsPolicy::kClusterFirst;
+    std::optional<PodDnsConfig> dns_config;  // absent: no spec.dnsConfig
+    std::vector<IpAddress> pod_ips;          // status.podIPs (else [status.podIP])
+    PodPhase phase = PodPhase::kPending;
+    // metadata.creationTimestamp: of two Pods with one address, the newer
+    // holds it.
+    std::chrono::system_clock::time_point created{};
+    bool operator==(const Pod&) const = default;
+};
+
 }  // namespace sb::watch
