@@ -92,6 +92,8 @@ ZoneConfig zone_config_for(const DnsOptions& options) {
     config.pods = options.pods;
     config.endpoint_pod_names = options.endpoint_pod_names;
     config.endpoints = options.endpoints;
+    config.publish_after_programming = options.publish_after_programming;
+    config.local_dns_addresses = options.local_dns_addresses;
     return config;
 }
 
@@ -160,6 +162,12 @@ struct DnsService::Impl {
     // The zone published last (guarded by zone_mutex): the base of the
     // next incremental rebuild.
     std::shared_ptr<const Zone> last_zone;
+    // What the proxy reported programmed, and the Services whose state
+    // changed since the last rebuild (both guarded by zone_mutex).
+    ProgrammedServices programmed;
+    std::vector<watch::Change> reprogrammed;
+    std::atomic<uint64_t> programmed_reports{0};
+    std::atomic<uint64_t> programmed_count{0};  // programmed.size(), for the metrics
     ZoneHolder zones;
     HostsHolder hosts;
     std::unique_ptr<HostsReloader> hosts_reloader;
@@ -200,12 +208,14 @@ struct DnsService::Impl {
             changes.swap(builder->pending);
             if (std::exchange(builder->full, false)) how = Rebuild::kFull;
         }
+        changes.insert(changes.end(), reprogrammed.begin(), reprogrammed.end());
+        reprogrammed.clear();
         auto snapshot = store->snapshot();
         std::shared_ptr<const Zone> zone;
         if (how == Rebuild::kChanged && last_zone && last_zone->config() == zone_config) {
-            zone = last_zone->update(*snapshot, changes);
+            zone = last_zone->update(*snapshot, changes, &programmed);
         } else {
-            auto built = Zone::build(*snapshot, zone_config);
+            auto built = Zone::build(*snapshot, zone_config, &programmed);
             if (!built) {
                 log::error("dns: cannot build the zone: {}", built.error().describe());
                 return;
@@ -449,6 +459,23 @@ Status DnsService::reconfigure(DnsOptions next) {
     return {};
 }
 
+void DnsService::report_programmed(const ProgrammedChanges& changes) {
+    {
+        std::lock_guard lock(impl_->zone_mutex);
+        const bool first = !impl_->programmed.reported();
+        for (watch::ObjectKey& key : impl_->programmed.apply(changes)) {
+            impl_->reprogrammed.push_back(watch::Change{watch::Kind::kService, key, key});
+        }
+        impl_->programmed_reports.fetch_add(1, std::memory_order_relaxed);
+        impl_->programmed_count = impl_->programmed.size();
+        if (!first && impl_->reprogrammed.empty()) return;
+    }
+    // On this thread, so that the caller's next step (a sync that removes
+    // rules) comes after the names are gone. A rebuild of the builder
+    // thread that takes the zone mutex first builds with this report too.
+    run_guarded("dns zone builder", [this] { impl_->rebuild(Impl::Rebuild::kChanged); });
+}
+
 std::vector<HostPort> DnsService::bound() const {
     return impl_->current_server()->bound();
 }
@@ -498,6 +525,13 @@ void DnsService::append_metrics(metrics::TextWriter& out) const {
     line("coredns_panics_total", Type::kCounter, "A metrics that counts the number of panics.",
          panics_total());
     impl_->latency->append_metrics(out);
+    line("switchboard_dns_programmed_services", Type::kGauge,
+         "Services whose rules the proxy reported programmed, so that their names are "
+         "published.",
+         impl_->programmed_count.load());
+    line("switchboard_dns_programmed_reports_total", Type::kCounter,
+         "Reports of programmed rules from the proxy (before and after its syncs).",
+         impl_->programmed_reports.load());
     line("switchboard_dns_zone_rebuilds_total", Type::kCounter,
          "Zones rebuilt after Store changes.", impl_->rebuilds.load());
     line("switchboard_dns_zone_names", Type::kGauge, "Names in the published zone.",

@@ -24,6 +24,7 @@
 #include "dns/cache_set.h"
 #include "dns/forward.h"
 #include "dns/hosts.h"
+#include "dns/programmed.h"
 #include "dns/query_log.h"
 #include "dns/resolver_policy.h"
 #include "dns/rrl.h"
@@ -67,6 +68,12 @@ struct DnsOptions {
     // --dns-rrl, --dns-rrl-slip, --dns-rrl-table-size: rate 0 is off. Read
     // at start only (a Corefile reload keeps the limiter).
     RrlSettings rrl;
+    // Set by the daemon, whose proxy programs this node: a Service it
+    // programs is published once report_programmed() says its rules are in
+    // (docs/dns.md, "Publish after programming"). --dns-local-address's
+    // ClusterIPs get no rules and wait for none.
+    bool publish_after_programming = false;
+    std::vector<IpAddress> local_dns_addresses;
 };
 
 // --dns-upstream: comma-separated ADDR[:PORT], IPv6 as [ADDR]:PORT, port 53 when omitted.
@@ -98,6 +105,15 @@ class DnsService {
     // stopped (at most ~10 s). On error (a bad cluster domain, a forwarder
     // that cannot start) nothing changed. Any thread; calls are serialised.
     Status reconfigure(DnsOptions next);
+
+    // What the kernel serves now of the Services whose state changed
+    // (dns/programmed.h): the daemon calls it before a sync with what the
+    // kernel keeps whatever the sync does (names go before their rules),
+    // and after an accepted sync with what the sync programmed. When it
+    // returns, the published zone reflects the report. The first call,
+    // after the first sync attempt, releases the zone (held back until then
+    // when publish_after_programming is set). Any thread.
+    void report_programmed(const ProgrammedChanges& changes);
 
     void append_metrics(metrics::TextWriter& out) const;
 

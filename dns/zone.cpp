@@ -186,9 +186,28 @@ void add_headless(Builder& b, const std::string& svc_name, const watch::ServiceE
     }
 }
 
-// Precondition: entry.service is set.
+// Whether `address` is one the node answers DNS on itself (no rules).
+bool answered_locally(const IpAddress& address, const ZoneConfig& config) {
+    const auto& local = config.local_dns_addresses;
+    return std::find(local.begin(), local.end(), address) != local.end();
+}
+
+// Whether the Service's names wait for its rules: the proxy programs it
+// (the planner's own test, watch::proxied_by_default_proxy) and it has
+// ports and a ClusterIP the node does not answer on itself.
+bool waits_for_rules(const watch::Service& service, const ZoneConfig& config) {
+    if (!config.publish_after_programming || !watch::proxied_by_default_proxy(service)) {
+        return false;
+    }
+    if (service.ports.empty()) return false;
+    return std::any_of(service.cluster_ips.begin(), service.cluster_ips.end(),
+                       [&](const IpAddress& ip) { return !answered_locally(ip, config); });
+}
+
+// Precondition: entry.service is set. `gated`: the Service's names wait
+// for its rules, of which the kernel serves `programmed` (null: none).
 void add_service(Builder& b, const std::string& svc_zone, const watch::ServiceEntry& entry,
-                 const ZoneConfig& config) {
+                 const ZoneConfig& config, bool gated, const ProgrammedService* programmed) {
     const watch::Service& service = *entry.service;
     auto ns_name = child(service.meta.ns, svc_zone);
     if (!ns_name) return;
@@ -211,12 +230,16 @@ void add_service(Builder& b, const std::string& svc_zone, const watch::ServiceEn
     }
     if (service.cluster_ips.empty()) return;  // not allocated yet: no name
     for (const auto& ip : service.cluster_ips) {
+        if (gated && !answered_locally(ip, config) &&
+            !(programmed && programmed->has_cluster_ip(ip))) {
+            continue;
+        }
         b.add_address(*svc_name, ip);
         b.add(reverse_name(ip), type::kPTR, *svc_name);
     }
     // The reverse names of its ready endpoints, as CoreDNS answers them; the
     // endpoint names themselves are published for headless Services only.
-    if (config.endpoints) {
+    if (config.endpoints && (!gated || programmed)) {
         for_each_ready_address(b, *svc_name, entry, config.endpoint_pod_names,
                                [&b](const watch::EndpointSlice&, const IpAddress& address,
                                     const std::string& endpoint_name) {
@@ -225,6 +248,7 @@ void add_service(Builder& b, const std::string& svc_zone, const watch::ServiceEn
     }
     for (const auto& port : service.ports) {
         if (port.name.empty()) continue;
+        if (gated && !(programmed && programmed->has_port(port))) continue;
         auto proto = child(proto_label(port.protocol), *svc_name);
         if (!proto) continue;
         auto srv_name = child("_" + port.name, *proto);
@@ -254,19 +278,36 @@ Zone::Zone()
       pods_(kObjectShards),
       namespaces_(kObjectShards) {}
 
+bool Zone::publishable(const watch::Snapshot& snapshot, const ZoneConfig& config,
+                       const ProgrammedServices* programmed) {
+    if (!snapshot.synced()) return false;
+    return !config.publish_after_programming || (programmed && programmed->reported());
+}
+
+Zone::AppliedService Zone::applied_service(const ServiceEntryPtr& entry,
+                                           const ProgrammedServices* programmed) const {
+    AppliedService applied{entry, nullptr};
+    if (programmed && waits_for_rules(*entry->service, config_)) {
+        applied.programmed = programmed->find(entry->service->meta.key());
+    }
+    return applied;
+}
+
 Result<std::shared_ptr<const Zone>> Zone::build(const watch::Snapshot& snapshot,
-                                                const ZoneConfig& config) {
+                                                const ZoneConfig& config,
+                                                const ProgrammedServices* programmed) {
     auto origin = name_from_text(config.domain);
     if (!origin) return origin.error();
     std::shared_ptr<Zone> zone(new Zone());
     zone->config_ = config;
     zone->origin_ = name_lower(*origin);
     zone->svc_zone_ = *child("svc", zone->origin_);
-    zone->set_serial(snapshot);
+    const bool publish = publishable(snapshot, config, programmed);
+    zone->set_serial(snapshot, publish);
     zone->apply(zone->apex_fragment(), +1);
-    if (!snapshot.synced()) return std::shared_ptr<const Zone>(std::move(zone));  // see zone.h
+    if (!publish) return std::shared_ptr<const Zone>(std::move(zone));  // see zone.h
     for (const auto& [key, entry] : snapshot.services()) {
-        if (entry->service) zone->apply_service(entry, +1, true);
+        if (entry->service) zone->apply_service(zone->applied_service(entry, programmed), +1, true);
     }
     // Every slice, labelled or not: each names its namespace and its Pods.
     for (const auto& [key, slice] : snapshot.endpoint_slices()) zone->apply_slice(key, slice, +1);
@@ -274,10 +315,13 @@ Result<std::shared_ptr<const Zone>> Zone::build(const watch::Snapshot& snapshot,
 }
 
 std::shared_ptr<const Zone> Zone::update(const watch::Snapshot& snapshot,
-                                         const std::vector<watch::Change>& changes) const {
+                                         const std::vector<watch::Change>& changes,
+                                         const ProgrammedServices* programmed) const {
     // An unsynced side holds only the apex: nothing to share with the
     // other, so the zone is built afresh (the domain was valid for this one).
-    if (!synced_ || !snapshot.synced()) return *build(snapshot, config_);
+    if (!synced_ || !publishable(snapshot, config_, programmed)) {
+        return *build(snapshot, config_, programmed);
+    }
     std::vector<watch::ObjectKey> services;
     std::vector<watch::ObjectKey> slices;
     for (const auto& change : changes) {
@@ -292,16 +336,17 @@ std::shared_ptr<const Zone> Zone::update(const watch::Snapshot& snapshot,
     // Copies shard pointers; the writes below copy the shards they touch.
     auto zone = std::make_shared<Zone>(*this);
     zone->apply(apex_fragment(), -1);
-    zone->set_serial(snapshot);
+    zone->set_serial(snapshot, true);
     zone->apply(zone->apex_fragment(), +1);
     for (const auto& key : services) {
-        const ServiceEntryPtr* applied = services_.find(KeyRef(key));
-        const ServiceEntryPtr before = applied ? *applied : nullptr;
+        const AppliedService* applied = services_.find(KeyRef(key));
+        const AppliedService before = applied ? *applied : AppliedService{};
         const ServiceEntryPtr* found = snapshot.services().find(key);
-        ServiceEntryPtr after = found && (*found)->service ? *found : nullptr;
+        const AppliedService after =
+            found && (*found)->service ? applied_service(*found, programmed) : AppliedService{};
         if (before == after) continue;
-        if (before) zone->apply_service(before, -1, false);
-        if (after) zone->apply_service(after, +1, true);
+        if (before.entry) zone->apply_service(before, -1, false);
+        if (after.entry) zone->apply_service(after, +1, true);
     }
     for (const auto& key : slices) {
         const SlicePtr* applied = slices_.find(KeyRef(key));
@@ -315,8 +360,8 @@ std::shared_ptr<const Zone> Zone::update(const watch::Snapshot& snapshot,
     return zone;
 }
 
-void Zone::set_serial(const watch::Snapshot& snapshot) {
-    synced_ = snapshot.synced();
+void Zone::set_serial(const watch::Snapshot& snapshot, bool publishable) {
+    synced_ = publishable;
     serial_ = static_cast<uint32_t>(snapshot.generation());
     soa_ = soa_for(origin_);
 }
@@ -332,9 +377,10 @@ Zone::Fragment Zone::apex_fragment() const {
     return b.finish();
 }
 
-Zone::Fragment Zone::service_fragment(const watch::ServiceEntry* entry, bool report) const {
+Zone::Fragment Zone::service_fragment(const AppliedService& applied, bool report) const {
     Builder b(origin_, report);
-    add_service(b, svc_zone_, *entry, config_);
+    add_service(b, svc_zone_, *applied.entry, config_,
+                waits_for_rules(*applied.entry->service, config_), applied.programmed.get());
     return b.finish();
 }
 
@@ -462,13 +508,14 @@ void Zone::count(ShardedMap<std::string, uint32_t>& counts, const std::string& k
     if (n == 0) counts.erase(key);
 }
 
-// Precondition: entry->service is set.
-void Zone::apply_service(const ServiceEntryPtr& entry, int delta, bool report) {
-    const watch::ObjectKey key = entry->service->meta.key();
-    apply(service_fragment(entry.get(), report), delta);
+// Precondition: applied.entry->service is set. Taking a Service out uses
+// what it was added with, so the fragment is the one added.
+void Zone::apply_service(const AppliedService& applied, int delta, bool report) {
+    const watch::ObjectKey key = applied.entry->service->meta.key();
+    apply(service_fragment(applied, report), delta);
     count(namespaces_, lower_text(key.ns), delta);
     services_.erase(KeyRef(key));
-    if (delta > 0) services_.set(KeyRef(entry->service->meta), entry);
+    if (delta > 0) services_.set(KeyRef(applied.entry->service->meta), applied);
 }
 
 void Zone::apply_slice(const watch::ObjectKey& key, const SlicePtr& slice, int delta) {

@@ -11,7 +11,9 @@
 // (dns/resolver.cpp), so its records would be built for nothing, and during
 // the first LIST each rebuild would copy most of the growing zone while
 // the previous one is still published (a second whole zone at the peak).
-// The first synced zone is then built in full from an apex-only one.
+// The first synced zone is then built in full from an apex-only one. Under
+// ZoneConfig::publish_after_programming a zone counts as synced only once
+// the proxy has reported its first sync too.
 //
 // A zone is either built in full or derived from the previous one by
 // update(), which recomputes only the Services and EndpointSlices a change
@@ -35,6 +37,7 @@
 
 #include "dns/dns_service.h"
 #include "dns/one_or_many.h"
+#include "dns/programmed.h"
 #include "dns/sharded_map.h"
 #include "dns/wire.h"
 #include "watch/store.h"
@@ -52,6 +55,14 @@ struct ZoneConfig {
     // false: CoreDNS's `noendpoints`: no record comes from EndpointSlices
     // (headless Services and their endpoint names do not exist).
     bool endpoints = true;
+    // The daemon's proxy programs this node's kernel: a Service it programs
+    // has its ClusterIP names (A/AAAA, their PTRs, SRV, its endpoints'
+    // PTRs) only for what ProgrammedServices says the kernel serves, and the
+    // zone is held back whole until the first report (dns/programmed.h).
+    bool publish_after_programming = false;
+    // --dns-local-address: ClusterIPs this node answers on itself, which
+    // get no rules and so wait for none.
+    std::vector<IpAddress> local_dns_addresses;
     bool operator==(const ZoneConfig&) const = default;
 };
 
@@ -110,17 +121,22 @@ class Zone {
         const RRset* find(uint16_t rtype) const;
     };
 
-    // Error only when the domain is not a valid DNS name.
-    static Result<std::shared_ptr<const Zone>> build(const watch::Snapshot& snapshot,
-                                                     const ZoneConfig& config);
+    // Error only when the domain is not a valid DNS name. `programmed` is
+    // read only under config.publish_after_programming (null: nothing is
+    // programmed or reported yet) and only during the call.
+    static Result<std::shared_ptr<const Zone>> build(
+        const watch::Snapshot& snapshot, const ZoneConfig& config,
+        const ProgrammedServices* programmed = nullptr);
     // The zone of `snapshot`, derived from this one: `changes` must name
     // every Service and EndpointSlice that differs between the snapshot this
     // zone was built from and `snapshot` (a key named needlessly costs only
     // time). Keys are compared with what this zone applied, not with the
     // previous snapshot, so a change the list names late is picked up by
-    // the update that names it. Same configuration as this zone.
+    // the update that names it. Same configuration as this zone. A Service
+    // whose programmed state changed must be named too (a kService change).
     std::shared_ptr<const Zone> update(const watch::Snapshot& snapshot,
-                                       const std::vector<watch::Change>& changes) const;
+                                       const std::vector<watch::Change>& changes,
+                                       const ProgrammedServices* programmed = nullptr) const;
 
     // `lower_name`: lower-cased wire form. Covers the cluster zone and the
     // reverse names (in-addr.arpa, ip6.arpa) of published addresses.
@@ -181,6 +197,13 @@ class Zone {
         }
     };
     using ServiceEntryPtr = std::shared_ptr<const watch::ServiceEntry>;
+    // What a Service's records were made from: its entry and, when its
+    // names wait for its rules, what the kernel served then.
+    struct AppliedService {
+        ServiceEntryPtr entry;
+        ProgrammedServicePtr programmed;
+        bool operator==(const AppliedService&) const = default;
+    };
     using SlicePtr = std::shared_ptr<const watch::EndpointSlice>;
 
     // The key of a reverse name in names_ (none: the name is its own key),
@@ -190,12 +213,18 @@ class Zone {
 
     Zone();
     Fragment apex_fragment() const;
-    Fragment service_fragment(const watch::ServiceEntry* entry, bool report) const;
+    Fragment service_fragment(const AppliedService& applied, bool report) const;
     void apply(const Fragment& fragment, int delta);
-    void apply_service(const ServiceEntryPtr& entry, int delta, bool report);
+    void apply_service(const AppliedService& applied, int delta, bool report);
+    // `entry` with what `programmed` says of it, when its names wait for rules.
+    AppliedService applied_service(const ServiceEntryPtr& entry,
+                                   const ProgrammedServices* programmed) const;
+    // Whether the zone may hold more than its apex for `snapshot` (zone.h's header).
+    static bool publishable(const watch::Snapshot& snapshot, const ZoneConfig& config,
+                            const ProgrammedServices* programmed);
     void apply_slice(const watch::ObjectKey& key, const SlicePtr& slice, int delta);
     void count(ShardedMap<std::string, uint32_t>& counts, const std::string& key, int delta);
-    void set_serial(const watch::Snapshot& snapshot);
+    void set_serial(const watch::Snapshot& snapshot, bool publishable);
 
     ZoneConfig config_;
     std::string origin_;
@@ -205,7 +234,7 @@ class Zone {
     Record soa_;
     ShardedMap<std::string, Name> names_;  // by reverse_key() or the name
     // What the records were made from, per key: update() takes these out.
-    ShardedMap<KeyRef, ServiceEntryPtr, KeyRefHash> services_;
+    ShardedMap<KeyRef, AppliedService, KeyRefHash> services_;
     ShardedMap<KeyRef, SlicePtr, KeyRefHash> slices_;
     // "ns/" + address bytes -> slices naming it; kVerified only.
     ShardedMap<std::string, uint32_t> pods_;

@@ -264,10 +264,7 @@ Status Daemon::start() {
 
     // Before the DNS listeners, which bind the node-local addresses too.
     ensure_dns_local_addresses(options_.dns_local_addresses);
-    dns::DnsOptions dns = options_.dns;
-    for (const IpAddress& address : options_.dns_local_addresses) {
-        dns.listen.push_back(HostPort{address, rules::dns_local::kDnsPort});
-    }
+    dns::DnsOptions dns = with_node_parts(options_.dns);
     if (!dns.listen.empty()) {
         // A DNS listener that cannot bind is retried on DNS's own thread
         // (docs/dns.md): it never stops the proxy. Only set-up errors end here.
@@ -347,6 +344,17 @@ void Daemon::stop() {
     retired_coredns_.clear();
 }
 
+dns::DnsOptions Daemon::with_node_parts(dns::DnsOptions dns) const {
+    for (const IpAddress& address : options_.dns_local_addresses) {
+        dns.listen.push_back(HostPort{address, rules::dns_local::kDnsPort});
+    }
+    // This process programs the node's Services: their names wait for the
+    // rules (docs/dns.md, "Publish after programming").
+    dns.publish_after_programming = true;
+    dns.local_dns_addresses = options_.dns_local_addresses;
+    return dns;
+}
+
 Result<std::optional<dns::ReloadConfig>> Daemon::apply_reloaded_corefile(const std::string& text) {
     dns::DnsOptions next = options_.dns_flags;
     dns::CorefileConfig typed;
@@ -355,9 +363,7 @@ Result<std::optional<dns::ReloadConfig>> Daemon::apply_reloaded_corefile(const s
                             !options_.dns_local_addresses.empty(), &typed);
     if (!warnings) return warnings.error();
     for (const auto& warning : *warnings) log::warn("{}", warning);
-    for (const IpAddress& address : options_.dns_local_addresses) {
-        next.listen.push_back(HostPort{address, rules::dns_local::kDnsPort});
-    }
+    next = with_node_parts(std::move(next));
     if (dns_) {
         if (auto status = dns_->reconfigure(std::move(next)); !status) {
             return make_error(status.error().code,
@@ -538,14 +544,26 @@ Status Daemon::sync(bool full) {
         return {};
     }
     const rules::Plan* previous = full || fresh_backend ? nullptr : applied_.get();
+    // Names go before their rules: what this sync may remove is withdrawn
+    // from DNS first, whatever the sync then does.
+    if (dns_) {
+        if (auto withdrawn = programmed_names_.before_sync(*plan); !withdrawn.empty()) {
+            dns_->report_programmed(withdrawn);
+        }
+    }
     auto result = backend_->sync(*plan, previous);
     const double seconds = Seconds(std::chrono::steady_clock::now() - started).count();
     follow_plan();
     if (!result) {
         metrics_.count_sync_failure(previous != nullptr);
+        // Nothing new is published; the first failure still releases the
+        // zone, so that names without rules to wait for are served.
+        if (dns_) dns_->report_programmed({});
         return result.error();
     }
     applied_ = plan;
+    // Names come after their rules.
+    if (dns_) dns_->report_programmed(programmed_names_.after_sync(*plan));
     // A failed conntrack reconcile, or real servers left draining, need a
     // sync even if nothing changes meanwhile.
     sync_unchanged_plan_ = backend_metrics_.record(*result) || result->draining_real_servers > 0;

@@ -26,6 +26,7 @@
 #include "proxy/http_server.h"
 #include "proxy/metrics.h"
 #include "proxy/no_local_endpoints.h"
+#include "proxy/programmed_names.h"
 #include "proxy/sync_runner.h"
 #include "rules/backend.h"
 #include "watch/file_source.h"
@@ -102,6 +103,9 @@ class Daemon {
     Result<std::optional<dns::ReloadConfig>> apply_reloaded_corefile(const std::string& text);
     // Opens `config`'s endpoints in place of the current ones, unless equal.
     void replace_coredns_endpoints(CorednsEndpointsConfig config);
+    // `dns` with the node-local listen addresses and the proxy's ordering
+    // of names after rules.
+    dns::DnsOptions with_node_parts(dns::DnsOptions dns) const;
     // The Store holds a complete initial state: syncs may start.
     void on_store_ready();
     Status sync(bool full);  // the runner's SyncFunction
@@ -163,6 +167,7 @@ class Daemon {
     // is unchanged, so the reconcile is retried and the drains are finished.
     bool sync_unchanged_plan_ = false;
     NoLocalEndpointCounts no_local_endpoints_;  // of computed_
+    ProgrammedNames programmed_names_;          // what DNS may publish: of applied_
     // The last health-check port update failed to open a port: the next one
     // runs even when no health-checked Service changed, so it is retried.
     bool retry_health_ports_ = false;

@@ -28,19 +28,6 @@ rules::TrafficPolicy to_rules(watch::TrafficPolicy policy) {
                                                   : rules::TrafficPolicy::kCluster;
 }
 
-bool has_label(const watch::ObjectMeta& meta, const char* label) {
-    return meta.labels.find(label) != meta.labels.end();
-}
-
-// kube-proxy's ShouldSkipService plus the label selector its informers use
-// (service-proxy-name and headless must not exist).
-bool is_proxied(const watch::Service& service) {
-    if (service.headless || service.cluster_ips.empty()) return false;
-    if (service.type == ServiceType::kExternalName) return false;
-    return !has_label(service.meta, kServiceProxyNameLabel) &&
-           !has_label(service.meta, kHeadlessLabel);
-}
-
 // apiservice.ExternallyAccessible: reachable other than by a cluster IP.
 bool externally_accessible(const watch::Service& service) {
     return service.type == ServiceType::kNodePort || service.type == ServiceType::kLoadBalancer ||
@@ -260,7 +247,7 @@ bool service_port_less(const rules::ServicePortPlan& a, const rules::ServicePort
 bool slice_usable(const watch::EndpointSlice& slice, const watch::Service& service) {
     if (slice.address_type == watch::AddressType::kFQDN) return false;
     if (slice.meta.ns != service.meta.ns || slice.service_name != service.meta.name) return false;
-    return !has_label(slice.meta, kServiceProxyNameLabel) && !has_label(slice.meta, kHeadlessLabel);
+    return !watch::left_to_another_proxy(slice.meta);
 }
 
 }  // namespace
@@ -270,7 +257,7 @@ std::vector<rules::ServicePortPlan> plan_service(
     const std::vector<std::shared_ptr<const watch::EndpointSlice>>& slices, const watch::Node* node,
     const PlannerOptions& options) {
     std::vector<rules::ServicePortPlan> plans;
-    if (!is_proxied(service)) return plans;
+    if (!watch::proxied_by_default_proxy(service)) return plans;
     // docs/dns.md, "Node-local addresses": the node answers these itself.
     std::vector<IpAddress> cluster_ips;
     for (const IpAddress& ip : service.cluster_ips) {

@@ -29,11 +29,6 @@ struct PlannerOptions {
     std::vector<IpAddress> local_dns_addresses = {};
 };
 
-// Label values that take a Service away from the default proxy, as in
-// kube-proxy (any value of the label counts).
-inline constexpr const char* kServiceProxyNameLabel = "service.kubernetes.io/service-proxy-name";
-inline constexpr const char* kHeadlessLabel = "service.kubernetes.io/headless";
-
 // Pure and deterministic (sorted output, see rules/plan.h). With `reuse`
 // (the plan computed before), a port equal to reuse's port of the same
 // identity takes reuse's shared entry instead of a new copy, so a full

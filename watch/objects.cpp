@@ -16,6 +16,16 @@ const char* to_string(Protocol protocol) {
     return "TCP";
 }
 
+bool left_to_another_proxy(const ObjectMeta& meta) {
+    return meta.labels.count(kServiceProxyNameLabel) > 0 || meta.labels.count(kHeadlessLabel) > 0;
+}
+
+bool proxied_by_default_proxy(const Service& service) {
+    if (service.headless || service.cluster_ips.empty()) return false;
+    if (service.type == ServiceType::kExternalName) return false;
+    return !left_to_another_proxy(service.meta);
+}
+
 const char* to_string(DnsPolicy policy) {
     switch (policy) {
         case DnsPolicy::kClusterFirst:

@@ -110,6 +110,20 @@ struct Service {
     bool operator==(const Service&) const = default;
 };
 
+// Labels that take a Service (and its EndpointSlices) away from the default
+// proxy, as in kube-proxy (any value of the label counts).
+inline constexpr const char* kServiceProxyNameLabel = "service.kubernetes.io/service-proxy-name";
+inline constexpr const char* kHeadlessLabel = "service.kubernetes.io/headless";
+
+// Whether `meta` carries one of the labels above.
+bool left_to_another_proxy(const ObjectMeta& meta);
+
+// Whether the default proxy (kube-proxy, switchboard) programs rules for the
+// Service: kube-proxy's ShouldSkipService plus the label selector its
+// informers use. The planner plans exactly these; the DNS zone holds their
+// names back until the rules are in (docs/dns.md, "Publish after programming").
+bool proxied_by_default_proxy(const Service& service);
+
 enum class AddressType : uint8_t { kIPv4, kIPv6, kFQDN };
 const char* to_string(AddressType type);
 

@@ -456,6 +456,49 @@ TEST_CASE("server: an on_late_bind that throws is counted and the retries go on"
           static_cast<uint8_t>(Rcode::kNoError));
 }
 
+TEST_CASE("dns service: a programmed Service's name follows the proxy's reports at once") {
+    watch::Store store;
+    watch::Service web;
+    web.meta.ns = "default";
+    web.meta.name = "web";
+    web.cluster_ips = {*IpAddress::parse("10.96.1.1")};
+    web.ports.push_back(watch::ServicePort{"http", watch::Protocol::kTCP, 80, {}, 0});
+    store.upsert(web);
+    store.set_synced(true);
+    DnsOptions options;
+    options.listen = {HostPort{*IpAddress::parse("127.0.0.1"), 0}};
+    options.workers = 1;
+    options.resolv_conf = "/nonexistent";
+    options.publish_after_programming = true;
+    auto service = DnsService::start(options, store);
+    REQUIRE(service);
+    DnsService& dns = **service;
+    const HostPort address = dns.bound().at(0);
+    auto rcode = [&address] {
+        return static_cast<Rcode>(
+            udp_ask(address, query_bytes(9, "web.default.svc.cluster.local")).header.rcode);
+    };
+    // Before the proxy's first sync: held back (SERVFAIL, try again), not NXDOMAIN.
+    CHECK(rcode() == Rcode::kServFail);
+    dns.report_programmed({});  // the first sync failed
+    CHECK(rcode() == Rcode::kNXDomain);
+    auto programmed = std::make_shared<ProgrammedService>();
+    programmed->cluster_ips = web.cluster_ips;
+    programmed->ports = {ProgrammedPort{"http", watch::Protocol::kTCP, 80}};
+    dns.report_programmed({{{"default", "web"}, programmed}});
+    // No wait: the zone is published when the report returns.
+    Message answer = udp_ask(address, query_bytes(10, "web.default.svc.cluster.local"));
+    REQUIRE(answer.answers.size() == 1);
+    CHECK(answer.answers[0].rdata == std::string("\x0a\x60\x01\x01", 4));
+    dns.report_programmed({{{"default", "web"}, nullptr}});
+    CHECK(rcode() == Rcode::kNXDomain);
+    sb::metrics::TextWriter writer;
+    dns.append_metrics(writer);
+    CHECK(sample_value(writer.text(), "switchboard_dns_programmed_reports_total") == 3);
+    CHECK(sample_value(writer.text(), "switchboard_dns_programmed_services") == 0);
+    dns.stop();
+}
+
 TEST_CASE("dns service: reconfigure serves the new zone settings on the same listeners") {
     watch::Store store;
     store.set_synced(true);

@@ -268,9 +268,9 @@ TEST_CASE("slices of another Service, or labelled headless or for another proxy,
     auto other = make_slice("api-1", {{"10.244.3.1"}}, {{"http", watch::Protocol::kTCP, 8080}},
                             watch::AddressType::kIPv4, "api");
     auto headless = std::make_shared<watch::EndpointSlice>(*make_slice("web-1", {{"10.244.3.2"}}));
-    headless->meta.labels[proxy::kHeadlessLabel] = "";
+    headless->meta.labels[watch::kHeadlessLabel] = "";
     auto elsewhere = std::make_shared<watch::EndpointSlice>(*make_slice("web-2", {{"10.244.3.3"}}));
-    elsewhere->meta.labels[proxy::kServiceProxyNameLabel] = "other-proxy";
+    elsewhere->meta.labels[watch::kServiceProxyNameLabel] = "other-proxy";
     auto result = plan_one(make_service(),
                            {other, headless, elsewhere, make_slice("web-3", {{"10.244.3.4"}})});
     CHECK(ips(result.cluster_endpoints) == Strings{"10.244.3.4"});
@@ -397,13 +397,13 @@ TEST_CASE("ExternalName Services are not proxied") {
 
 TEST_CASE("Services labelled service.kubernetes.io/service-proxy-name are not proxied") {
     auto service = make_service();
-    service.meta.labels[proxy::kServiceProxyNameLabel] = "cilium";
+    service.meta.labels[watch::kServiceProxyNameLabel] = "cilium";
     CHECK(plan(service, {make_slice("web-1", {{"10.244.1.5"}})}).empty());
 }
 
 TEST_CASE("Services labelled service.kubernetes.io/headless are not proxied") {
     auto service = make_service();
-    service.meta.labels[proxy::kHeadlessLabel] = "";
+    service.meta.labels[watch::kHeadlessLabel] = "";
     CHECK(plan(service, {make_slice("web-1", {{"10.244.1.5"}})}).empty());
 }
 
