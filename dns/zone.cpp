@@ -325,7 +325,7 @@ std::shared_ptr<const Zone> Zone::update(const watch::Snapshot& snapshot,
     std::vector<watch::ObjectKey> services;
     std::vector<watch::ObjectKey> slices;
     for (const auto& change : changes) {
-        if (change.kind == watch::Kind::kNode) continue;
+        if (change.kind == watch::Kind::kNode || change.kind == watch::Kind::kPod) continue;
         if (!change.service.name.empty()) services.push_back(change.service);
         if (change.kind == watch::Kind::kEndpointSlice) slices.push_back(change.key);
     }

@@ -35,6 +35,8 @@ bool ChangeTracker::record(const std::vector<watch::Change>& changes) {
     bool relevant = false;
     std::lock_guard lock(mutex_);
     for (const auto& change : changes) {
+        // Pods feed the DNS search path only: no rule depends on them.
+        if (change.kind == watch::Kind::kPod) continue;
         if (change.kind == watch::Kind::kNode) {
             if (change.key.name == node_name_) {
                 node_dirty_ = true;

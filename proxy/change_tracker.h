@@ -57,7 +57,8 @@ class ChangeTracker {
     ChangeTracker(std::string node_name, time_point started);
 
     // The Store listener's body: records keys only. Returns true when the
-    // batch concerned the proxy (a Service, a slice of one, this Node).
+    // batch concerned the proxy (a Service, a slice of one, this Node; never
+    // a Pod).
     bool record(const std::vector<watch::Change>& changes);
 
     struct Batch {

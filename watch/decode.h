@@ -24,27 +24,29 @@ namespace sb::watch {
 
 struct DecodeError {
     std::string object;  // "namespace/name", "name" (Node) or "<unknown>"
-    std::string kind;    // "Service", "EndpointSlice", "Node" or "" when unknown
+    std::string kind;    // "Service", "EndpointSlice", "Node", "Pod" or "" when unknown
     std::string path;    // JSON path of the field, e.g. "spec.ports[0].port"
     std::string message;
     // "Service default/web: spec.ports[0].port: port 0 out of range 1-65535"
     std::string describe() const;
 };
 
-using AnyObject = std::variant<Service, EndpointSlice, Node>;
+// In the order of watch::Kind.
+using AnyObject = std::variant<Service, EndpointSlice, Node, Pod>;
 
 // Single objects; `value` is the object itself (with or without "kind").
 // On failure the Error's message is DecodeError::describe().
 Result<Service> decode_service(const rapidjson::Value& value);
 Result<EndpointSlice> decode_endpoint_slice(const rapidjson::Value& value);
 Result<Node> decode_node(const rapidjson::Value& value);
-// Dispatches on "kind" (Service, EndpointSlice, Node); other kinds are an
-// error with path "kind".
+Result<Pod> decode_pod(const rapidjson::Value& value);
+// Dispatches on "kind" (Service, EndpointSlice, Node, Pod); other kinds are
+// an error with path "kind".
 Result<AnyObject> decode_object(const rapidjson::Value& value);
 
 // A whole document: one object, or a List / ServiceList / EndpointSliceList /
-// NodeList (as `kubectl get ... -o json` prints). Items of kinds switchboard
-// does not use (Pods, ConfigMaps...) are ignored silently. Fails only when
+// NodeList / PodList (as `kubectl get ... -o json` prints). Items of kinds
+// switchboard does not use (ConfigMaps, Deployments...) are ignored silently. Fails only when
 // the text is not JSON or not a Kubernetes object or list at all.
 struct DecodedDocument {
     Store::Objects objects;

@@ -1,5 +1,5 @@
 // The kind table and the single-object decoders (decode_service,
-// decode_endpoint_slice, decode_node, decode_object) that read it.
+// decode_endpoint_slice, decode_node, decode_pod, decode_object) that read it.
 #include "watch/decode_kinds.h"
 
 #include <type_traits>
@@ -53,9 +53,15 @@ void append_to(const Value& value, DecodedDocument& out) {
 }
 
 template <typename T, std::vector<T> Store::Objects::*objects>
-constexpr KindInfo row(std::string_view name, bool namespaced, NameRule name_rule) {
-    return KindInfo{name,           namespaced,        name_rule,
-                    &decode_any<T>, &metadata_only<T>, &append_to<T, objects>};
+constexpr KindInfo row(std::string_view name, bool namespaced, NameRule name_rule,
+                       bool keeps_labels = true) {
+    return KindInfo{name,
+                    namespaced,
+                    name_rule,
+                    keeps_labels,
+                    &decode_any<T>,
+                    &metadata_only<T>,
+                    &append_to<T, objects>};
 }
 
 constexpr std::array<KindInfo, kKindCount> kKinds = {
@@ -63,6 +69,7 @@ constexpr std::array<KindInfo, kKindCount> kKinds = {
     row<EndpointSlice, &Store::Objects::endpoint_slices>("EndpointSlice", true,
                                                          NameRule::kDnsSubdomain),
     row<Node, &Store::Objects::nodes>("Node", false, NameRule::kDnsSubdomain),
+    row<Pod, &Store::Objects::pods>("Pod", true, NameRule::kDnsSubdomain, false),
 };
 
 }  // namespace
@@ -101,6 +108,10 @@ Result<EndpointSlice> decode_endpoint_slice(const Value& value) {
 
 Result<Node> decode_node(const Value& value) {
     return decoding::decode_one<Node>(value);
+}
+
+Result<Pod> decode_pod(const Value& value) {
+    return decoding::decode_one<Pod>(value);
 }
 
 Result<AnyObject> decode_object(const Value& value) {

@@ -1,5 +1,5 @@
 // The kinds switchboard decodes, in one table (private to watch/decode*):
-// everything that differs between Service, EndpointSlice and Node for the
+// everything that differs between Service, EndpointSlice, Node and Pod for the
 // code that dispatches on a kind (decode_object, the items of documents and
 // lists, watch events) and for the Decoder's metadata rules. A new kind is
 // one row here, one alternative of AnyObject and one Decoder::decode.
@@ -28,6 +28,10 @@ struct KindInfo {
     std::string_view name;  // the JSON "kind"
     bool namespaced;        // metadata.namespace is read (and defaults to "default")
     NameRule name_rule;
+    // metadata.labels and .annotations are read (and validated) and kept.
+    // Pods' are not: nothing reads them, and a node holds up to hundreds of
+    // Pods whose labels would cost more than the rest of the Pod.
+    bool keeps_labels;
     // The whole object, or the DecodeError's describe() as the Error.
     Result<AnyObject> (*decode)(const Value& value);
     // Only the object's key and labels (what a deletion needs); nullopt when
@@ -46,7 +50,7 @@ const std::array<KindInfo, kKindCount>& kinds();
 // The row named `name`; nullptr for a kind switchboard does not decode.
 const KindInfo* find_kind(std::string_view name);
 
-// The row of the object type T (Service, EndpointSlice, Node).
+// The row of the object type T (Service, EndpointSlice, Node, Pod).
 template <typename T, size_t I = 0>
 const KindInfo& kind_info() {
     if constexpr (std::is_same_v<T, std::variant_alternative_t<I, AnyObject>>) {
@@ -56,7 +60,7 @@ const KindInfo& kind_info() {
     }
 }
 
-// "Service, EndpointSlice or Node", for messages.
+// "Service, EndpointSlice, Node or Pod", for messages.
 std::string kind_names();
 
 }  // namespace sb::watch::decoding

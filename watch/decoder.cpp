@@ -71,6 +71,7 @@ bool Decoder::decode_meta(const Value& value, ObjectMeta& out) {
     text = {};
     if (!get_string(*metadata, path, "resourceVersion", text)) return false;
     out.resource_version = std::string(text);
+    if (!kind_.keeps_labels) return true;
     if (!get_string_map(*metadata, path, "labels", out.labels)) return false;
     if (!get_string_map(*metadata, path, "annotations", out.annotations)) return false;
     // kubectl's bookkeeping copy of the whole object: often the largest

@@ -1,8 +1,8 @@
 // The Decoder (private to watch/decode*): decodes one object of a known kind,
 // field by field, with the typed readers every kind's decoder uses. Its
 // per-kind decode() methods are in decode_service.cpp,
-// decode_endpoint_slice.cpp and decode_node.cpp; the metadata, shared by
-// every kind, in decoder.cpp.
+// decode_endpoint_slice.cpp, decode_node.cpp and decode_pod.cpp; the
+// metadata, shared by every kind, in decoder.cpp.
 #pragma once
 
 #include <limits>
@@ -56,9 +56,10 @@ class Decoder {
     bool decode(const Value& value, Service& out);
     bool decode(const Value& value, EndpointSlice& out);
     bool decode(const Value& value, Node& out);
-    // The metadata (the key, uid, resourceVersion, labels, annotations) with
-    // the name and namespace rules of the kind. Alone, it is what a DELETED
-    // event needs.
+    bool decode(const Value& value, Pod& out);
+    // The metadata (the key, uid, resourceVersion, and the labels and
+    // annotations of a kind that keeps them) with the name and namespace
+    // rules of the kind. Alone, it is what a DELETED event needs.
     bool decode_meta(const Value& value, ObjectMeta& out);
 
   private:
@@ -242,6 +243,8 @@ class Decoder {
     bool endpoint(const Value& value, const Path& path, AddressType type, Endpoint& out);
     bool endpoint_hints(const Value& value, const Path& path, Endpoint& out);
     bool endpoint_ports(const Value& value, EndpointSlice& out);
+    bool pod_dns_config(const Value& value, const Path& path, PodDnsConfig& out);
+    bool pod_ips(const Value& status, const Path& path, Pod& out);
 
     const KindInfo& kind_;
     std::string object_ = kUnknownObject;

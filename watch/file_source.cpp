@@ -210,6 +210,8 @@ Status FileSource::read_file(const std::string& file, FileState& state, bool& ch
             ++rejected_slices_;
         } else if (error.kind == "Node") {
             ++rejected_nodes_;
+        } else if (error.kind == "Pod") {
+            ++rejected_pods_;
         } else {
             ++rejected_unknown_;
         }
@@ -228,14 +230,16 @@ Status FileSource::read_file(const std::string& file, FileState& state, bool& ch
 
 void FileSource::push_union() {
     Store::Objects all;
-    std::map<ObjectKey, size_t> services, slices, nodes;
+    std::map<ObjectKey, size_t> services, slices, nodes, pods;
     for (const auto& [file, state] : files_) {
         merge(all.services, services, state.objects.services, "Service", file);
         merge(all.endpoint_slices, slices, state.objects.endpoint_slices, "EndpointSlice", file);
         merge(all.nodes, nodes, state.objects.nodes, "Node", file);
+        merge(all.pods, pods, state.objects.pods, "Pod", file);
     }
-    log::debug("file source: {} services, {} endpoint slices, {} nodes from {}",
-               all.services.size(), all.endpoint_slices.size(), all.nodes.size(), path_);
+    log::debug("file source: {} services, {} endpoint slices, {} nodes, {} pods from {}",
+               all.services.size(), all.endpoint_slices.size(), all.nodes.size(), all.pods.size(),
+               path_);
     store_.replace(std::move(all));
     pushed_ = true;
     ++reloads_;
@@ -356,6 +360,7 @@ void FileSource::append_metrics(metrics::TextWriter& out) const {
     out.sample({"Service"}, rejected_services_.load());
     out.sample({"EndpointSlice"}, rejected_slices_.load());
     out.sample({"Node"}, rejected_nodes_.load());
+    out.sample({"Pod"}, rejected_pods_.load());
     out.sample({"unknown"}, rejected_unknown_.load());
     out.family(kFileErrors);
     out.sample({}, file_errors_.load());

@@ -1,7 +1,8 @@
 // FileSource: feeds the Store from Kubernetes JSON on disk (--source file:PATH).
 //
 // PATH is one JSON file or a folder of *.json files, each a single object or a
-// List as `kubectl get services,endpointslices,nodes -A -o json` prints it.
+// List as `kubectl get services,endpointslices,nodes,pods -A -o json` prints
+// it.
 // The Store always holds the union of every file's objects (Store::replace).
 // A file that cannot be read or is not JSON keeps its last good objects in
 // force (logged once per change, counted); a deleted file drops its objects.
@@ -79,6 +80,7 @@ class FileSource {
     std::atomic<uint64_t> rejected_services_{0};
     std::atomic<uint64_t> rejected_slices_{0};
     std::atomic<uint64_t> rejected_nodes_{0};
+    std::atomic<uint64_t> rejected_pods_{0};
     std::atomic<uint64_t> rejected_unknown_{0};
     std::atomic<uint64_t> file_errors_{0};
     std::atomic<uint64_t> reloads_{0};

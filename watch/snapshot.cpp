@@ -11,6 +11,15 @@ bool same(const std::shared_ptr<const T>& a, const std::shared_ptr<const T>& b) 
     return a == b || (a && b && *a == *b);
 }
 
+// Writes an object outside the Service index (a Node, a Pod).
+template <typename T, typename Map>
+bool put_unindexed(Map& objects, std::shared_ptr<const T> object) {
+    const ObjectKey key = object->meta.key();
+    if (const auto* old = objects.find(key); old && same(*old, object)) return false;
+    objects.set(key, std::move(object));
+    return true;
+}
+
 bool slice_key_less(const std::shared_ptr<const EndpointSlice>& slice, const std::string& name) {
     return slice->meta.name < name;
 }
@@ -115,14 +124,19 @@ bool Snapshot::erase_slice(const ObjectKey& key, const Touched& touched) {
 }
 
 bool Snapshot::put(std::shared_ptr<const Node> node) {
-    const ObjectKey key = node->meta.key();
-    if (const auto* old = nodes_.find(key); old && same(*old, node)) return false;
-    nodes_.set(key, std::move(node));
-    return true;
+    return put_unindexed(nodes_, std::move(node));
+}
+
+bool Snapshot::put(std::shared_ptr<const Pod> pod) {
+    return put_unindexed(pods_, std::move(pod));
 }
 
 bool Snapshot::erase_node(const ObjectKey& key) {
     return nodes_.erase(key);
+}
+
+bool Snapshot::erase_pod(const ObjectKey& key) {
+    return pods_.erase(key);
 }
 
 }  // namespace sb::watch

@@ -71,6 +71,8 @@ class Snapshot {
     const ByKey<Node>& nodes() const { return nodes_; }
     // The Node called `name`; nullptr when absent.
     const Node* node(const std::string& name) const;
+    // Every Pod the sources deliver (the API source: this node's only).
+    const ByKey<Pod>& pods() const { return pods_; }
 
     // Increases with every change that reached the store.
     uint64_t generation() const { return generation_; }
@@ -89,14 +91,16 @@ class Snapshot {
     // The writes, index included. Each returns whether anything changed
     // (writing an object equal to the stored one changes nothing), and
     // reports the Service keys it touched through `touched` (the old and the
-    // new one when a slice's label moved; none for a Node).
+    // new one when a slice's label moved; none for a Node or a Pod).
     using Touched = std::function<void(const ObjectKey& service)>;
     bool put(std::shared_ptr<const Service> service, const Touched& touched);
     bool put(std::shared_ptr<const EndpointSlice> slice, const Touched& touched);
     bool put(std::shared_ptr<const Node> node);
+    bool put(std::shared_ptr<const Pod> pod);
     bool erase_service(const ObjectKey& key, const Touched& touched);
     bool erase_slice(const ObjectKey& key, const Touched& touched);
     bool erase_node(const ObjectKey& key);
+    bool erase_pod(const ObjectKey& key);
 
     // Rewrites the entry of `key` with `edit`; drops it when left empty.
     template <typename Edit>
@@ -106,6 +110,7 @@ class Snapshot {
     size_t service_count_ = 0;
     ByKey<EndpointSlice> slices_;
     ByKey<Node> nodes_;
+    ByKey<Pod> pods_;
     uint64_t generation_ = 0;
     bool synced_ = false;
 };

@@ -25,6 +25,11 @@ SnapshotBuilder& SnapshotBuilder::add(Node node) {
     return *this;
 }
 
+SnapshotBuilder& SnapshotBuilder::add(Pod pod) {
+    state_.put(std::make_shared<const Pod>(std::move(pod)));
+    return *this;
+}
+
 SnapshotBuilder& SnapshotBuilder::remove_service(const ObjectKey& key) {
     state_.erase_service(key, ignore);
     return *this;

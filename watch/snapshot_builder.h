@@ -18,6 +18,7 @@ class SnapshotBuilder {
     SnapshotBuilder& add(Service service);
     SnapshotBuilder& add(EndpointSlice slice);
     SnapshotBuilder& add(Node node);
+    SnapshotBuilder& add(Pod pod);
     // Removes the Service `key` (its slices stay, as in the Store).
     SnapshotBuilder& remove_service(const ObjectKey& key);
     SnapshotBuilder& synced(bool synced = true);

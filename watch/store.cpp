@@ -7,6 +7,10 @@ namespace sb::watch {
 
 namespace {
 
+// The Store keeps Nodes and Pods outside the Service index.
+template <typename T>
+constexpr bool kUnindexed = std::is_same_v<T, Node> || std::is_same_v<T, Pod>;
+
 // Turns the Service keys a write touched into Changes of object `key`.
 struct ChangeRecorder {
     std::vector<Change>& changes;
@@ -46,16 +50,25 @@ void Store::upsert(EndpointSlice slice) {
     notify(changes);
 }
 
-void Store::upsert(Node node) {
+template <typename T>
+void Store::upsert_unindexed(Kind kind, T object) {
     std::vector<Change> changes;
     {
         std::lock_guard lock(mutex_);
-        ObjectKey key = node.meta.key();
-        if (!state_.put(std::make_shared<const Node>(std::move(node)))) return;
-        changes.push_back({Kind::kNode, std::move(key), {}});
+        ObjectKey key = object.meta.key();
+        if (!state_.put(std::make_shared<const T>(std::move(object)))) return;
+        changes.push_back({kind, std::move(key), {}});
         advance();
     }
     notify(changes);
+}
+
+void Store::upsert(Node node) {
+    upsert_unindexed(Kind::kNode, std::move(node));
+}
+
+void Store::upsert(Pod pod) {
+    upsert_unindexed(Kind::kPod, std::move(pod));
 }
 
 void Store::remove(Kind kind, const ObjectKey& key) {
@@ -73,6 +86,9 @@ void Store::remove(Kind kind, const ObjectKey& key) {
             case Kind::kNode:
                 if (state_.erase_node(key)) changes.push_back({kind, key, {}});
                 break;
+            case Kind::kPod:
+                if (state_.erase_pod(key)) changes.push_back({kind, key, {}});
+                break;
         }
         if (changes.empty()) return;
         advance();
@@ -89,7 +105,7 @@ void Store::replace_kind(Kind kind, std::vector<T>& wanted, std::vector<Change>&
         kept.push_back(key);
         ChangeRecorder touched{changes, kind, key};
         auto stored = std::make_shared<const T>(std::move(object));
-        if constexpr (std::is_same_v<T, Node>) {
+        if constexpr (kUnindexed<T>) {
             if (state_.put(std::move(stored))) changes.push_back({kind, key, {}});
         } else {
             state_.put(std::move(stored), touched);
@@ -111,8 +127,10 @@ void Store::replace_kind(Kind kind, std::vector<T>& wanted, std::vector<Change>&
         }
     } else if constexpr (std::is_same_v<T, EndpointSlice>) {
         collect(state_.endpoint_slices());
-    } else {
+    } else if constexpr (std::is_same_v<T, Node>) {
         collect(state_.nodes());
+    } else {
+        collect(state_.pods());
     }
     for (const auto& key : gone) {
         ChangeRecorder touched{changes, kind, key};
@@ -120,8 +138,10 @@ void Store::replace_kind(Kind kind, std::vector<T>& wanted, std::vector<Change>&
             state_.erase_service(key, touched);
         } else if constexpr (std::is_same_v<T, EndpointSlice>) {
             state_.erase_slice(key, touched);
-        } else {
+        } else if constexpr (std::is_same_v<T, Node>) {
             if (state_.erase_node(key)) changes.push_back({kind, key, {}});
+        } else {
+            if (state_.erase_pod(key)) changes.push_back({kind, key, {}});
         }
     }
 }
@@ -133,6 +153,7 @@ void Store::replace(Objects objects) {
         replace_kind(Kind::kService, objects.services, changes);
         replace_kind(Kind::kEndpointSlice, objects.endpoint_slices, changes);
         replace_kind(Kind::kNode, objects.nodes, changes);
+        replace_kind(Kind::kPod, objects.pods, changes);
         if (changes.empty()) return;
         advance();
     }
@@ -152,6 +173,9 @@ void Store::replace(Kind kind, Objects objects) {
                 break;
             case Kind::kNode:
                 replace_kind(kind, objects.nodes, changes);
+                break;
+            case Kind::kPod:
+                replace_kind(kind, objects.pods, changes);
                 break;
         }
         if (changes.empty()) return;

@@ -19,12 +19,14 @@
 
 namespace sb::watch {
 
-enum class Kind : uint8_t { kService, kEndpointSlice, kNode };
+// In the order of watch::AnyObject's alternatives (watch/decode.h).
+enum class Kind : uint8_t { kService, kEndpointSlice, kNode, kPod };
 
 // One changed object. `service` is the Service the change affects: the
 // object itself for a Service, the labelled Service for an EndpointSlice
 // (both the old and the new one, as two changes, when the label moved),
-// empty for a Node.
+// empty for a Node and a Pod (they feed no Service: the proxy ignores Pod
+// changes; the DNS search path reads Pods).
 struct Change {
     Kind kind;
     ObjectKey key;
@@ -40,6 +42,7 @@ class Store {
     void upsert(Service service);
     void upsert(EndpointSlice slice);
     void upsert(Node node);
+    void upsert(Pod pod);
     void remove(Kind kind, const ObjectKey& key);
 
     // Replaces every object of the given kinds with `objects` (a relist, or a
@@ -48,6 +51,7 @@ class Store {
         std::vector<Service> services;
         std::vector<EndpointSlice> endpoint_slices;
         std::vector<Node> nodes;
+        std::vector<Pod> pods;
     };
     void replace(Objects objects);
     // Replaces only the objects of `kind` with the matching vector of
@@ -66,6 +70,9 @@ class Store {
   private:
     template <typename T>
     void replace_kind(Kind kind, std::vector<T>& wanted, std::vector<Change>& changes);
+    // A Node or a Pod: an object outside the Service index.
+    template <typename T>
+    void upsert_unindexed(Kind kind, T object);
     // After a write under mutex_ that changed something.
     void advance();
     void notify(const std::vector<Change>& changes);

@@ -38,6 +38,13 @@ RESOURCES = {
     "/apis/discovery.k8s.io/v1/endpointslices": (
         "endpointslices", "EndpointSlice", "EndpointSliceList", "discovery.k8s.io/v1"),
     "/api/v1/nodes": ("nodes", "Node", "NodeList", "v1"),
+    "/api/v1/pods": ("pods", "Pod", "PodList", "v1"),
+}
+# The field selectors the server understands, by resource: the JSON path of
+# the field each names.
+FIELD_SELECTORS = {
+    "nodes": {"metadata.name": ("metadata", "name")},
+    "pods": {"spec.nodeName": ("spec", "nodeName")},
 }
 KIND_TO_RESOURCE = {kind: res for res, kind, _, _ in RESOURCES.values()}
 
@@ -160,7 +167,7 @@ class FakeApiServer:
         self.lock.notify_all()
 
     def apply(self, obj):
-        """Adds or replaces an object (a Service, EndpointSlice or Node dict)."""
+        """Adds or replaces an object (a Service, EndpointSlice, Node or Pod dict)."""
         resource = KIND_TO_RESOURCE[obj["kind"]]
         obj = copy.deepcopy(obj)
         meta = obj.setdefault("metadata", {})
@@ -223,7 +230,7 @@ class FakeApiServer:
         object, then carry on), stall (headers, then silence until the
         client gives up), short (a 200 whose stream ends at once, with no
         event), 500, 429 (with Retry-After), 401.
-        resource: "services", "endpointslices", "nodes" or None for any.
+        resource: "services", "endpointslices", "nodes", "pods" or None for any.
         watch_only: apply to WATCH requests only (else to LISTs too).
         """
         assert kind in FAULTS, kind
@@ -417,8 +424,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not selector:
             return objects
         field, _, value = selector.partition("=")
-        assert field == "metadata.name", selector
-        return [o for o in objects if o["metadata"]["name"] == value]
+        outer, inner = FIELD_SELECTORS[resource][field]
+        return [o for o in objects if o.get(outer, {}).get(inner, "") == value]
 
     def _list(self, path, query):
         api = self.server_api

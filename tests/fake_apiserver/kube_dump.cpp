@@ -2,10 +2,12 @@
 // Store into a JSON file, so tests can watch the client converge without the
 // daemon. Usage:
 //   kube_dump --out FILE [--kubeconfig PATH] [--master URL] [--node NAME]
+//             [--watch-pods true]
 // FILE is rewritten atomically (rename) whenever the Store, ready() or the
 // metrics change; FILE holds {"synced", "ready", "services": {"ns/name":
 // {"rv", "ports"}}, "endpointslices": {"ns/name": {"rv", "service",
-// "addresses"}}, "nodes": {"name": {"rv"}}, "metrics": "..."}.
+// "addresses"}}, "nodes": {"name": {"rv"}}, "pods": {"ns/name": {"rv",
+// "node", "ips"}}, "metrics": "..."}.
 // Exit: 2 when create() fails (message on stderr), 0 on SIGTERM/SIGINT.
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -82,6 +84,22 @@ std::string render(const sb::watch::Snapshot& snapshot, bool ready, const std::s
         out.EndObject();
     }
     out.EndObject();
+    out.Key("pods");
+    out.StartObject();
+    for (const auto& [key, pod] : snapshot.pods()) {
+        out.Key(key.to_string().c_str());
+        out.StartObject();
+        out.Key("rv");
+        out.String(pod->meta.resource_version.c_str());
+        out.Key("node");
+        out.String(pod->node_name.c_str());
+        out.Key("ips");
+        out.StartArray();
+        for (const auto& address : pod->pod_ips) out.String(address.to_string().c_str());
+        out.EndArray();
+        out.EndObject();
+    }
+    out.EndObject();
     out.Key("metrics");
     out.String(metrics.c_str());
     out.EndObject();
@@ -102,6 +120,8 @@ int main(int argc, char** argv) {
             options.master = value;
         } else if (flag == "--node") {
             options.node_name = value;
+        } else if (flag == "--watch-pods") {
+            options.watch_pods = value == "true";
         } else if (flag == "--out") {
             out_path = value;
         } else {

@@ -1,8 +1,8 @@
 // libFuzzer target: the Kubernetes JSON decoder (watch/decode.h), as a whole
 // document (a LIST response or a file source) and as one watch event line.
 // Invariants checked: nothing crashes, hangs or reads out of bounds
-// (ASan/UBSan); every error is one line; a single Service, EndpointSlice or
-// Node decodes to the same object whether it comes as a document or inside
+// (ASan/UBSan); every error is one line; a single Service, EndpointSlice,
+// Node or Pod decodes to the same object whether it comes as a document or inside
 // an ADDED watch event; one the document refuses is, inside an event, an
 // error or an event marked rejected.
 #include <rapidjson/document.h>
@@ -33,14 +33,16 @@ std::string kind_of(std::string_view text) {
 watch::AnyObject only_object(const watch::Store::Objects& objects) {
     if (!objects.services.empty()) return objects.services.front();
     if (!objects.endpoint_slices.empty()) return objects.endpoint_slices.front();
-    return objects.nodes.front();
+    if (!objects.nodes.empty()) return objects.nodes.front();
+    return objects.pods.front();
 }
 
 void check_same_as_event(std::string_view text, const watch::DecodedDocument& document) {
     const std::string kind = kind_of(text);
-    if (kind != "Service" && kind != "EndpointSlice" && kind != "Node") return;
+    if (kind != "Service" && kind != "EndpointSlice" && kind != "Node" && kind != "Pod") return;
     const size_t objects = document.objects.services.size() +
-                           document.objects.endpoint_slices.size() + document.objects.nodes.size();
+                           document.objects.endpoint_slices.size() + document.objects.nodes.size() +
+                           document.objects.pods.size();
     FUZZ_REQUIRE(objects + document.errors.size() == 1);
     auto event =
         watch::decode_watch_event("{\"type\":\"ADDED\",\"object\":" + std::string(text) + "}");

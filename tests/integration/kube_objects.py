@@ -2,7 +2,7 @@
 daemon, as `kubectl get ... -o json` prints them (the file source reads a
 List of them; the fake API server serves the same shapes).
 
-Every test builds its Services, EndpointSlices, Nodes and Lists here, so a
+Every test builds its Services, EndpointSlices, Nodes, Pods and Lists here, so a
 field the API server adds is added once. Defaults are the API server's
 (single-stack IPv4, ClusterIP, Cluster traffic policies, no affinity);
 `spec` keywords pass camelCase fields through unchanged for what the named
@@ -147,6 +147,27 @@ def node(name, addresses, *, pod_cidrs=(), hostname=True, **spec):
         "spec": body,
         "status": {"addresses": status},
     }
+
+
+def pod(name, namespace, ips, *, node="node-a", dns_policy="ClusterFirst", dns_config=None,
+        host_network=False, phase="Running", created="2026-01-01T00:00:00Z", labels=None):
+    """A Pod scheduled to `node` with status.podIPs `ips` (and podIP the first), as a
+    Deployment's Pod looks (a container, the usual status); `dns_config` is
+    spec.dnsConfig as a dict; dns_policy None leaves spec.dnsPolicy out."""
+    meta = _meta("Pod", name, namespace, labels or {"app": name.split("-")[0]})
+    meta["creationTimestamp"] = created
+    spec = {"containers": [{"name": "app", "image": "registry.example/app:1"}],
+            "nodeName": node, "restartPolicy": "Always"}
+    if dns_policy is not None:
+        spec["dnsPolicy"] = dns_policy
+    if dns_config is not None:
+        spec["dnsConfig"] = dns_config
+    if host_network:
+        spec["hostNetwork"] = True
+    status = {"phase": phase, "podIPs": [{"ip": ip} for ip in ips]}
+    if ips:
+        status["podIP"] = ips[0]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
 def cluster_list(items):

@@ -113,15 +113,35 @@ def test_kubeadm_manifest_reuses_kubeadms_configmaps_and_service_account():
     # The coredns ConfigMap kubeadm made, mounted as CoreDNS's Pods mount it.
     assert volume_of(ds, "/etc/coredns", main)["configMap"] == {
         "name": "coredns", "items": [{"key": "Corefile", "path": "Corefile"}]}
-    # Nothing but the DaemonSet: kubeadm already made the RBAC and the ConfigMap.
-    assert [doc["kind"] for doc in documents(MANIFESTS["kubeadm"])] == ["DaemonSet"]
+    # Nothing but the DaemonSet and the Pod reader: kubeadm already made the
+    # rest of the RBAC and the ConfigMap.
+    docs = documents(MANIFESTS["kubeadm"])
+    assert sorted(doc["kind"] for doc in docs) == ["ClusterRole", "ClusterRoleBinding", "DaemonSet"]
+    assert_pod_reader(docs, "kube-proxy")
 
 
-def test_standalone_manifest_binds_system_node_proxier_and_nothing_more():
+def assert_pod_reader(docs, service_account):
+    """The manifest's one role of its own: list and watch Pods, bound to
+    `service_account`, and nothing more."""
+    roles = [doc for doc in docs if doc["kind"] in ("ClusterRole", "Role")]
+    assert len(roles) == 1
+    assert roles[0]["metadata"]["name"] == "switchboard:pod-reader"
+    assert roles[0]["rules"] == [{"apiGroups": [""], "resources": ["pods"],
+                                  "verbs": ["list", "watch"]}]
+    bindings = [doc for doc in docs if doc["kind"] in ("ClusterRoleBinding", "RoleBinding")
+                and doc["roleRef"]["name"] == "switchboard:pod-reader"]
+    assert len(bindings) == 1
+    assert bindings[0]["kind"] == "ClusterRoleBinding"
+    assert bindings[0]["roleRef"]["kind"] == "ClusterRole"
+    assert bindings[0]["subjects"] == [{"kind": "ServiceAccount", "name": service_account,
+                                        "namespace": "kube-system"}]
+
+
+def test_standalone_manifest_binds_system_node_proxier_and_a_pod_reader_and_nothing_more():
     docs = documents(MANIFESTS["standalone"])
-    kinds = [doc["kind"] for doc in docs]
-    assert "ClusterRole" not in kinds and "Role" not in kinds
-    bindings = [doc for doc in docs if doc["kind"] in ("ClusterRoleBinding", "RoleBinding")]
+    assert_pod_reader(docs, "switchboard")
+    bindings = [doc for doc in docs if doc["kind"] in ("ClusterRoleBinding", "RoleBinding")
+                and doc["roleRef"]["name"] != "switchboard:pod-reader"]
     assert len(bindings) == 1
     assert bindings[0]["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                       "name": "system:node-proxier"}

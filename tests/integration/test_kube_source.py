@@ -77,13 +77,13 @@ def api(pki):
 class Dump:
     """A running kube_dump and the state it mirrors."""
 
-    def __init__(self, binary, kubeconfig, folder):
+    def __init__(self, binary, kubeconfig, folder, extra=()):
         self.out = os.path.join(folder, f"state-{uuid.uuid4().hex}.json")
         self.log_path = self.out + ".log"
         self.log = open(self.log_path, "w")
         env = dict(os.environ, SWITCHBOARD_KUBE_TUNING=TUNING)
         self.process = subprocess.Popen(
-            [str(binary), "--kubeconfig", kubeconfig, "--node", NODE, "--out", self.out],
+            [str(binary), "--kubeconfig", kubeconfig, "--node", NODE, "--out", self.out, *extra],
             stdout=self.log, stderr=subprocess.STDOUT, env=env)
 
     def state(self):
@@ -134,8 +134,8 @@ class Dump:
 def run_dump(kube_dump_bin, tmp_path):
     started = []
 
-    def run(kubeconfig):
-        dump = Dump(kube_dump_bin, kubeconfig, str(tmp_path))
+    def run(kubeconfig, extra=()):
+        dump = Dump(kube_dump_bin, kubeconfig, str(tmp_path), extra)
         started.append(dump)
         return dump
 
@@ -173,6 +173,7 @@ def watch_requests(api, resource_path):
 
 SERVICES = "/api/v1/services"
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
+PODS = "/api/v1/pods"
 
 
 # ---- auth and TLS ----------------------------------------------------------
@@ -332,6 +333,36 @@ def test_not_synced_until_every_first_list_is_complete(api, pki, run_dump, tmp_p
     assert state["endpointslices"] == {}
     # The stalled LIST times out (request_timeout_s=3) and is retried.
     dump.wait(mirrors(api), timeout=30, what="sync after the stalled list")
+
+
+def test_this_nodes_pods_are_watched_only_when_asked_with_a_field_selector(api, pki, run_dump,
+                                                                          tmp_path):
+    api.apply(kube_objects.pod("web-1", "shop", ["10.244.0.21", "fd00:10:244::21"]))
+    api.apply(kube_objects.pod("web-2", "shop", ["10.244.1.22"], node="node-b"))
+    plain = run_dump(token_kubeconfig(tmp_path, api, pki))
+    plain.wait(mirrors(api), what="sync without Pods")
+    plain.stop()
+    with api.lock:
+        assert not [r for r in api.requests if r[1] == PODS]
+
+    dump = run_dump(token_kubeconfig(tmp_path, api, pki), ("--watch-pods", "true"))
+    state = dump.wait(lambda s: mirrors(api)(s) and s["pods"], what="sync with this node's Pods")
+    assert state["pods"] == {"shop/web-1": {"rv": api.versions()["Pod"]["shop/web-1"],
+                                            "node": NODE,
+                                            "ips": ["10.244.0.21", "fd00:10:244::21"]}}
+    with api.lock:
+        pod_requests = [r for r in api.requests if r[1] == PODS]
+    assert pod_requests and all(r[2]["fieldSelector"] == f"spec.nodeName={NODE}"
+                                for r in pod_requests)
+    dump.wait(lambda s: watch_requests(api, PODS), what="a Pod watch")
+
+    api.apply(kube_objects.pod("web-3", "shop", ["10.244.0.23"]))
+    api.apply(kube_objects.pod("web-4", "shop", ["10.244.1.24"], node="node-b"))
+    api.delete("Pod", "shop", "web-1")
+    state = dump.wait(lambda s: set(s["pods"]) == {"shop/web-3"}, what="Pod events applied")
+    assert state["pods"]["shop/web-3"]["ips"] == ["10.244.0.23"]
+    assert dump.metric("switchboard_watch_events_total", resource="pods", type="ADDED") >= 1
+    assert dump.metric("switchboard_watch_events_total", resource="pods", type="DELETED") == 1
 
 
 def test_bookmarks_advance_the_resource_version(api, pki, run_dump, tmp_path):

@@ -1,8 +1,8 @@
 // The wiring of the API client: credentials and TLS, one event-loop thread
-// (an io_context) running the reflector's loop for each resource (Services,
-// EndpointSlices, this Node), each loop with its own Beast transport and
-// connection. The reflector (reflector.h) decides what to request; the
-// transport (beast_transport.h) carries it.
+// (an io_context) running the reflector's loop for each resource
+// (resources.h), each loop with its own Beast transport and connection. The
+// reflector (reflector.h) decides what to request; the transport
+// (beast_transport.h) carries it.
 #include "watch/kube/kube_source.h"
 
 #include <atomic>
@@ -20,6 +20,7 @@
 #include "watch/kube/beast_transport.h"
 #include "watch/kube/credentials.h"
 #include "watch/kube/reflector.h"
+#include "watch/kube/resources.h"
 
 namespace sb::watch::kube {
 
@@ -59,12 +60,8 @@ class KubeSource::Impl {
                          const ResourceSpec&) {
                          return make_beast_transport(io_, credentials_, *tls_, timeout);
                      }) {
-        reflector_.add_resource(ResourceSpec{"services", Kind::kService, "/api/v1/services", ""});
-        reflector_.add_resource(ResourceSpec{"endpointslices", Kind::kEndpointSlice,
-                                             "/apis/discovery.k8s.io/v1/endpointslices", ""});
-        if (!options.node_name.empty()) {
-            reflector_.add_resource(ResourceSpec{"nodes", Kind::kNode, "/api/v1/nodes",
-                                                 "metadata.name=" + options.node_name});
+        for (auto& spec : kube_resources(options.node_name, options.watch_pods)) {
+            reflector_.add_resource(std::move(spec));
         }
     }
 

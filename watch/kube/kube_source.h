@@ -2,8 +2,9 @@
 // HTTPS), as kube-proxy's informers do.
 //
 // Credentials come from a kubeconfig (--kubeconfig) or, when none is given,
-// from the in-cluster service account. Services, EndpointSlices and this
-// node's Node object are LISTed (paginated) and then WATCHed from the list's
+// from the in-cluster service account. Services, EndpointSlices, this
+// node's Node object and, when asked (watch_pods), the Pods scheduled to this
+// node are LISTed (paginated) and then WATCHed from the list's
 // resourceVersion; 410 Gone relists and applies the difference; other
 // failures reconnect with jittered exponential backoff. The Store is marked
 // synced only once the first full LIST of every resource is in.
@@ -30,7 +31,11 @@ inline constexpr const char* kServiceAccountDirEnv = "SWITCHBOARD_SERVICEACCOUNT
 struct KubeSourceOptions {
     std::string kubeconfig;  // --kubeconfig; empty: in-cluster
     std::string master;      // --master; overrides the server
-    std::string node_name;   // this node, for the Node watch
+    std::string node_name;   // this node, for the Node and Pod watches
+    // Watch the Pods of this node (spec.nodeName=node_name; the DNS search
+    // path maps a query's source address to its Pod). Needs node_name, and
+    // RBAC list/watch on pods; the Store is synced only once they are listed.
+    bool watch_pods = false;
     // Root of the in-cluster service account files (token, ca.crt); tests
     // point it elsewhere. Empty: $SWITCHBOARD_SERVICEACCOUNT_DIR, else
     // /var/run/secrets/kubernetes.io/serviceaccount.

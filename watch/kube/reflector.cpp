@@ -62,7 +62,7 @@ template <Kind kind, typename T>
 constexpr bool kind_is =
     std::is_same_v<std::variant_alternative_t<static_cast<size_t>(kind), AnyObject>, T>;
 static_assert(kind_is<Kind::kService, Service> && kind_is<Kind::kEndpointSlice, EndpointSlice> &&
-              kind_is<Kind::kNode, Node>);
+              kind_is<Kind::kNode, Node> && kind_is<Kind::kPod, Pod>);
 
 bool holds_kind(const AnyObject& object, Kind kind) {
     return object.index() == static_cast<size_t>(kind);
@@ -268,6 +268,7 @@ awaitable<Reflector::Outcome> Reflector::list(Resource& resource, ApiTransport& 
         take(objects.services, document->objects.services);
         take(objects.endpoint_slices, document->objects.endpoint_slices);
         take(objects.nodes, document->objects.nodes);
+        take(objects.pods, document->objects.pods);
         continue_token = document->continue_token;
         resource_version = document->resource_version;
     } while (!continue_token.empty());

@@ -1,6 +1,6 @@
 // The reflector: keeps the Store equal to what the API server holds for a
-// set of resources (Services, EndpointSlices, this Node), as client-go's
-// tools/cache reflector does. Per resource, a loop: LIST (paginated with
+// set of resources (Services, EndpointSlices, this Node, this node's Pods),
+// as client-go's tools/cache reflector does. Per resource, a loop: LIST (paginated with
 // `continue`) -> Store::replace(kind) -> WATCH from the list's
 // resourceVersion -> apply the events; a watch the server ended resumes from
 // the last resourceVersion (bookmarks move it too); 410 Gone relists (the
@@ -48,10 +48,10 @@ class Clock {
 };
 
 struct ResourceSpec {
-    std::string name;  // metrics label and log name: services, endpointslices, nodes
+    std::string name;  // metrics label and log name: services, endpointslices, nodes, pods
     Kind kind;
     std::string path;            // /api/v1/services
-    std::string field_selector;  // "" or metadata.name=NODE
+    std::string field_selector;  // "", metadata.name=NODE or spec.nodeName=NODE (not encoded)
 };
 
 class Reflector {

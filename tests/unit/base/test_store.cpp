@@ -1,4 +1,5 @@
 #include <catch.hpp>
+#include <set>
 
 #include "watch/snapshot_builder.h"
 #include "watch/store.h"
@@ -58,14 +59,14 @@ TEST_CASE("a slice change names its service, and both services when the label mo
 
 TEST_CASE("replace diffs against the stored objects and snapshots are immutable") {
     Store store;
-    store.replace({{make_service("a", "one"), make_service("a", "two")}, {}, {}});
+    store.replace({{make_service("a", "one"), make_service("a", "two")}, {}, {}, {}});
     auto before = store.snapshot();
     CHECK(before->service_count() == 2);
     std::vector<Change> seen;
     store.subscribe([&](const std::vector<Change>& changes) {
         seen.insert(seen.end(), changes.begin(), changes.end());
     });
-    store.replace({{make_service("a", "two"), make_service("b", "three")}, {}, {}});
+    store.replace({{make_service("a", "two"), make_service("b", "three")}, {}, {}, {}});
     REQUIRE(seen.size() == 2);  // a/three added, a/one deleted; a/two unchanged
     CHECK(before->service_count() == 2);
     CHECK(before->find_service({"a", "one"}) != nullptr);
@@ -98,6 +99,7 @@ TEST_CASE("the index holds each Service with its labelled slices in its namespac
                    {make_slice("a", "web-2", "web"), make_slice("a", "web-1", "web"),
                     make_slice("a", "api-1", "api"), make_slice("b", "web-1", "web"),
                     make_slice("a", "loose", "")},
+                   {},
                    {}});
     store.upsert(make_service("a", "web"));
     auto snapshot = store.snapshot();
@@ -193,4 +195,80 @@ TEST_CASE("set_synced is reflected in snapshots and notifies") {
     CHECK(notified == 1);
     store.set_synced(true);
     CHECK(notified == 1);
+}
+
+namespace {
+
+Pod make_pod(const std::string& ns, const std::string& name, const char* ip) {
+    Pod pod;
+    pod.meta.ns = ns;
+    pod.meta.name = name;
+    pod.node_name = "node-a";
+    pod.pod_ips = {*sb::IpAddress::parse(ip)};
+    return pod;
+}
+
+}  // namespace
+
+TEST_CASE("Pods are kept by key, notified with no Service, and feed no Service entry") {
+    Store store;
+    std::vector<Change> seen;
+    store.subscribe([&](const std::vector<Change>& changes) {
+        seen.insert(seen.end(), changes.begin(), changes.end());
+    });
+    store.upsert(make_pod("a", "web-1", "10.244.1.7"));
+    store.upsert(make_pod("a", "web-1", "10.244.1.7"));  // equal: no change
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0].kind == Kind::kPod);
+    CHECK(seen[0].key == ObjectKey{"a", "web-1"});
+    CHECK(seen[0].service == ObjectKey{});
+    auto snapshot = store.snapshot();
+    REQUIRE(snapshot->pods().size() == 1);
+    CHECK((*snapshot->pods().find(ObjectKey{"a", "web-1"}))->pod_ips[0] ==
+          *sb::IpAddress::parse("10.244.1.7"));
+    CHECK(snapshot->services().empty());
+
+    store.upsert(make_pod("a", "web-1", "10.244.1.8"));
+    REQUIRE(seen.size() == 2);
+    CHECK((*store.snapshot()->pods().find(ObjectKey{"a", "web-1"}))->pod_ips[0] ==
+          *sb::IpAddress::parse("10.244.1.8"));
+    // The earlier snapshot still holds the Pod as it was.
+    CHECK((*snapshot->pods().find(ObjectKey{"a", "web-1"}))->pod_ips[0] ==
+          *sb::IpAddress::parse("10.244.1.7"));
+
+    store.remove(Kind::kPod, {"a", "web-1"});
+    store.remove(Kind::kPod, {"a", "web-1"});
+    REQUIRE(seen.size() == 3);
+    CHECK(seen[2].kind == Kind::kPod);
+    CHECK(store.snapshot()->pods().empty());
+}
+
+TEST_CASE("replace diffs Pods too, and a built snapshot holds them") {
+    Store store;
+    Store::Objects first;
+    first.pods = {make_pod("a", "one", "10.244.1.1"), make_pod("a", "two", "10.244.1.2")};
+    first.services = {make_service("a", "web")};
+    store.replace(std::move(first));
+    std::vector<Change> seen;
+    store.subscribe([&](const std::vector<Change>& changes) {
+        seen.insert(seen.end(), changes.begin(), changes.end());
+    });
+    Store::Objects second;
+    second.pods = {make_pod("a", "two", "10.244.1.2"), make_pod("b", "three", "10.244.2.3")};
+    second.services = {make_service("a", "web")};
+    store.replace(std::move(second));
+    // b/three added, a/one deleted; a/two and the Service unchanged.
+    REQUIRE(seen.size() == 2);
+    std::set<ObjectKey> keys;
+    for (const auto& change : seen) {
+        CHECK(change.kind == Kind::kPod);
+        CHECK(change.service.name.empty());
+        keys.insert(change.key);
+    }
+    CHECK(keys == std::set<ObjectKey>{{"a", "one"}, {"b", "three"}});
+    CHECK(store.snapshot()->pods().size() == 2);
+
+    auto built = SnapshotBuilder().add(make_pod("a", "one", "10.244.1.1")).build();
+    CHECK(built->pods().size() == 1);
+    CHECK(built->services().empty());
 }

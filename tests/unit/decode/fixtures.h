@@ -149,6 +149,42 @@ inline const char* const kNode = R"({
   }
 })";
 
+// A dual-stack Pod of a Deployment as `kubectl get pod -o json` prints it
+// (containers cut short), with the labels and annotations real Pods carry.
+inline const char* const kPod = R"({
+  "apiVersion": "v1",
+  "kind": "Pod",
+  "metadata": {
+    "annotations": {"kubectl.kubernetes.io/restartedAt": "2024-05-01T09:00:00Z"},
+    "creationTimestamp": "2024-05-02T10:11:12Z",
+    "generateName": "web-7d4b9c-",
+    "labels": {"app": "web", "pod-template-hash": "7d4b9c"},
+    "name": "web-7d4b9c-abcde",
+    "namespace": "shop",
+    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7d4b9c",
+                         "uid": "rs-1", "controller": true, "blockOwnerDeletion": true}],
+    "resourceVersion": "5150",
+    "uid": "p-1"
+  },
+  "spec": {
+    "containers": [{"name": "web", "image": "nginx:1.25", "ports": [{"containerPort": 80}]}],
+    "dnsPolicy": "ClusterFirst",
+    "enableServiceLinks": true,
+    "nodeName": "node-1",
+    "restartPolicy": "Always",
+    "schedulerName": "default-scheduler"
+  },
+  "status": {
+    "conditions": [{"type": "Ready", "status": "True"}],
+    "hostIP": "192.168.49.2",
+    "phase": "Running",
+    "podIP": "10.244.1.7",
+    "podIPs": [{"ip": "10.244.1.7"}, {"ip": "fd00:10:244:1::7"}],
+    "qosClass": "BestEffort",
+    "startTime": "2024-05-02T10:11:12Z"
+  }
+})";
+
 inline rapidjson::Document parse(const std::string& json) {
     rapidjson::Document document;
     document.Parse(json.c_str());

@@ -270,18 +270,23 @@ TEST_CASE("decode_object dispatches on kind") {
     auto node = decode_object(fixtures::parse(fixtures::kNode));
     REQUIRE(node.ok());
     CHECK(std::holds_alternative<Node>(*node));
-    auto pod = decode_object(fixtures::parse(R"({"kind":"Pod","metadata":{"name":"p"}})"));
-    REQUIRE_FALSE(pod.ok());
-    CHECK(pod.error().message ==
-          "p: kind: unsupported kind \"Pod\" (want Service, EndpointSlice or Node)");
+    auto pod = decode_object(fixtures::parse(fixtures::kPod));
+    REQUIRE(pod.ok());
+    CHECK(std::holds_alternative<Pod>(*pod));
+    auto config_map =
+        decode_object(fixtures::parse(R"({"kind":"ConfigMap","metadata":{"name":"c"}})"));
+    REQUIRE_FALSE(config_map.ok());
+    CHECK(config_map.error().message ==
+          "c: kind: unsupported kind \"ConfigMap\" (want Service, EndpointSlice, Node or Pod)");
 }
 
 TEST_CASE("a kubectl List mixes kinds, ignores others and skips bad items") {
     const std::string bad_service = fixtures::to_json(fixtures::edited(
         fixtures::kService, {{"/metadata/name", R"("api")"}, {"/spec/ports/0/port", "0"}}));
     const std::string json = wrap_list(
-        "List", {fixtures::kService, R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}})",
-                 bad_service, fixtures::kSlice, fixtures::kNode, fixtures::kLoadBalancer});
+        "List",
+        {fixtures::kService, R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}})",
+         bad_service, fixtures::kSlice, fixtures::kNode, fixtures::kLoadBalancer, fixtures::kPod});
     auto document = decode_document(json);
     REQUIRE(document.ok());
     CHECK(document->resource_version == "4242");
@@ -290,6 +295,8 @@ TEST_CASE("a kubectl List mixes kinds, ignores others and skips bad items") {
     CHECK(document->objects.services[1].meta.name == "shop");
     CHECK(document->objects.endpoint_slices.size() == 1);
     CHECK(document->objects.nodes.size() == 1);
+    REQUIRE(document->objects.pods.size() == 1);
+    CHECK(document->objects.pods[0].meta.name == "web-7d4b9c-abcde");
     REQUIRE(document->errors.size() == 1);
     CHECK(document->errors[0].describe() ==
           "Service default/api: spec.ports[0].port: port 0 out of range 1-65535");
@@ -311,7 +318,15 @@ TEST_CASE("typed lists from the API server carry no item kind") {
     auto pods = decode_document(wrap_list("PodList", {R"({"metadata":{"name":"x"}})"}));
     REQUIRE(pods.ok());
     CHECK(pods->errors.empty());
-    CHECK(pods->objects.services.empty());
+    REQUIRE(pods->objects.pods.size() == 1);
+    CHECK(pods->objects.pods[0].meta.key() == ObjectKey{"default", "x"});
+
+    auto config_maps =
+        decode_document(wrap_list("ConfigMapList", {R"({"metadata":{"name":"x"}})"}));
+    REQUIRE(config_maps.ok());
+    CHECK(config_maps->errors.empty());
+    CHECK(config_maps->objects.services.empty());
+    CHECK(config_maps->objects.pods.empty());
 }
 
 TEST_CASE("a single object document and an ignored kind") {

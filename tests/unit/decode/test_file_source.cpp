@@ -127,6 +127,32 @@ TEST_CASE("bad objects in a good file are skipped and counted") {
     CHECK_THAT(text, Contains("switchboard_source_file_errors_total 0\n"));
 }
 
+TEST_CASE("Pods in a List and in a PodList are read, a bad one skipped and counted") {
+    TempDir dir;
+    const std::string bad =
+        fixtures::to_json(fixtures::edited(fixtures::kPod, {{"/metadata/name", R"("bad")"},
+                                                            {"/status/podIP", R"("10.244.1.300")"},
+                                                            {"/status/podIPs", nullptr}}));
+    write_in_place(dir.file("cluster.json"), list_of({service_named("web"), fixtures::kPod, bad}));
+    const std::string other = fixtures::to_json(
+        fixtures::edited(fixtures::kPod, {{"/metadata/name", R"("db-0")"}, {"/kind", nullptr}}));
+    write_in_place(dir.file("pods.json"),
+                   R"({"apiVersion":"v1","kind":"PodList","items":[)" + other + "]}");
+    Store store;
+    FileSource source(dir.path(), store);
+    REQUIRE(source.load().ok());
+    auto snapshot = store.snapshot();
+    CHECK(snapshot->service_count() == 1);
+    REQUIRE(snapshot->pods().size() == 2);
+    const auto* pod = snapshot->pods().find(ObjectKey{"shop", "web-7d4b9c-abcde"});
+    REQUIRE(pod);
+    CHECK((*pod)->pod_ips.size() == 2);
+    CHECK(snapshot->pods().find(ObjectKey{"shop", "db-0"}));
+    CHECK_FALSE(snapshot->pods().find(ObjectKey{"shop", "bad"}));
+    CHECK_THAT(metrics(source),
+               Contains("switchboard_source_objects_rejected_total{kind=\"Pod\"} 1\n"));
+}
+
 TEST_CASE("an unreadable path is an error naming it") {
     TempDir dir;
     Store store;

@@ -18,6 +18,7 @@
 #include "tests/unit/exposition.h"
 #include "tests/unit/kube/fake_api.h"
 #include "watch/kube/reflector.h"
+#include "watch/kube/resources.h"
 
 using namespace sb;
 using namespace sb::watch;
@@ -346,4 +347,88 @@ TEST_CASE("the Store is synced only once every resource has listed") {
     CHECK(bed.store.snapshot()->synced());
     // No watch stayed established: not ready, although synced.
     CHECK_FALSE(bed.reflector.ready());
+}
+
+namespace {
+
+std::string pod(const std::string& name, const std::string& rv, const std::string& ip) {
+    return R"({"kind":"Pod","metadata":{"name":")" + name +
+           R"(","namespace":"shop","resourceVersion":")" + rv +
+           R"(","labels":{"app":"web"}},"spec":{"nodeName":"node-a"},)"
+           R"("status":{"phase":"Running","podIPs":[{"ip":")" +
+           ip + R"("}]}})";
+}
+
+std::string pod_list(const std::string& rv, const std::vector<std::string>& items) {
+    std::string out =
+        R"({"kind":"PodList","metadata":{"resourceVersion":")" + rv + R"("},"items":[)";
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
+    return out + "]}";
+}
+
+const ResourceSpec* find_resource(const std::vector<ResourceSpec>& specs, const std::string& name) {
+    for (const auto& spec : specs) {
+        if (spec.name == name) return &spec;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("the Pods of this node are watched only when asked, and only with a node name") {
+    auto without = kube_resources("node-a", false);
+    CHECK(without.size() == 3);
+    CHECK_FALSE(find_resource(without, "pods"));
+
+    auto with = kube_resources("node-a", true);
+    const ResourceSpec* pods = find_resource(with, "pods");
+    REQUIRE(pods);
+    CHECK(pods->kind == Kind::kPod);
+    CHECK(pods->path == "/api/v1/pods");
+    CHECK(pods->field_selector == "spec.nodeName=node-a");
+    const ResourceSpec* nodes = find_resource(with, "nodes");
+    REQUIRE(nodes);
+    CHECK(nodes->field_selector == "metadata.name=node-a");
+
+    // Without a node name the selector would select every Pod of the cluster.
+    auto nameless = kube_resources("", true);
+    CHECK_FALSE(find_resource(nameless, "pods"));
+    CHECK_FALSE(find_resource(nameless, "nodes"));
+}
+
+TEST_CASE("the pods resource lists and watches with its field selector into the Store") {
+    const ResourceSpec pods = *find_resource(kube_resources("node-a", true), "pods");
+    Bed bed({kServices, pods});
+    bool synced_before_pods_listed = true;
+    Step listed = list_page(pod_list("40", {pod("web-1", "38", "10.244.1.7")}));
+    listed.before = [&] { synced_before_pods_listed = bed.store.snapshot()->synced(); };
+    bed.api("services").script({list_page(service_list("10", {service("a", "3")}))});
+    bed.api("pods").script({
+        answer(Step::Request::kList, 503, "starting"),
+        listed,
+        watch_stream({event("ADDED", pod("web-2", "41", "10.244.1.8")),
+                      event("DELETED", pod("web-1", "42", "10.244.1.7")),
+                      event("MODIFIED", pod("web-2", "43", "10.244.1.300"))}),
+    });
+    bed.run();
+
+    auto& api = bed.api("pods");
+    REQUIRE(api.requests.size() >= 3);
+    CHECK(api.requests[1] == "LIST /api/v1/pods?limit=500&fieldSelector=spec.nodeName%3Dnode-a");
+    CHECK(has(api.requests[2], "WATCH /api/v1/pods?watch=true&allowWatchBookmarks=true"));
+    CHECK(has(api.requests[2], "&resourceVersion=40&fieldSelector=spec.nodeName%3Dnode-a"));
+    CHECK_FALSE(synced_before_pods_listed);
+    CHECK(bed.store.snapshot()->synced());
+    // web-1 listed then deleted; web-2 added, then dropped for its bad address.
+    CHECK(bed.store.snapshot()->pods().empty());
+    std::vector<ObjectKey> pod_changes;
+    for (const auto& change : bed.changes) {
+        if (change.kind == Kind::kPod) pod_changes.push_back(change.key);
+    }
+    CHECK(pod_changes ==
+          std::vector<ObjectKey>{
+              {"shop", "web-1"}, {"shop", "web-2"}, {"shop", "web-1"}, {"shop", "web-2"}});
+    CHECK(bed.metric(R"(switchboard_apiserver_requests_total{resource="pods",code="200"})") == 2);
+    CHECK(bed.metric(R"(switchboard_watch_events_total{resource="pods",type="ADDED"})") == 1);
+    CHECK(bed.metric(R"(switchboard_watch_decode_errors_total{resource="pods"})") == 1);
 }

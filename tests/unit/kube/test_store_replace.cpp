@@ -92,3 +92,24 @@ TEST_CASE("per-kind replace of nodes") {
     CHECK(store.snapshot()->nodes().empty());
     CHECK(store.snapshot()->service_count() == 1);
 }
+
+TEST_CASE("per-kind replace of pods keeps the other kinds and reports Pod changes") {
+    Store store;
+    store.upsert(service("svc", 80));
+    store.upsert(object<Pod>("old", [](Pod&) {}));
+    std::vector<Change> seen;
+    store.subscribe([&](const std::vector<Change>& changes) {
+        seen.insert(seen.end(), changes.begin(), changes.end());
+    });
+    Store::Objects relisted;
+    relisted.pods = {object<Pod>("new", [](Pod& p) { p.node_name = "node-a"; })};
+    relisted.services = {service("ignored", 81)};  // not of the replaced kind
+    store.replace(Kind::kPod, std::move(relisted));
+    auto snapshot = store.snapshot();
+    CHECK(snapshot->pods().size() == 1);
+    CHECK(snapshot->pods().find(ObjectKey{"default", "new"}));
+    CHECK(snapshot->service_count() == 1);
+    CHECK_FALSE(snapshot->find_service({"default", "ignored"}));
+    REQUIRE(seen.size() == 2);
+    for (const auto& change : seen) CHECK(change.kind == Kind::kPod);
+}

@@ -138,6 +138,31 @@ TEST_CASE("record() tells whether a batch concerns the proxy") {
     CHECK_FALSE(tracker.record({}));
 }
 
+TEST_CASE("Pod changes never concern the proxy") {
+    ChangeTracker tracker("node-a", kStarted);
+    // Even one naming a Service or this node's name: Pods feed DNS only.
+    CHECK_FALSE(tracker.record({{watch::Kind::kPod, {"ns", "a"}, {"ns", "a"}}}));
+    CHECK_FALSE(tracker.record({{watch::Kind::kPod, {"", "node-a"}, {}}}));
+    CHECK(tracker.pending().services == 0);
+
+    Fixture f;
+    f.store.upsert(make_service("ns", "a", "10.0.0.1"));
+    f.take();
+    bool relevant = true;
+    f.store.subscribe(
+        [&](const std::vector<watch::Change>& changes) { relevant = f.tracker.record(changes); });
+    watch::Pod pod;
+    pod.meta.ns = "ns";
+    pod.meta.name = "a";
+    pod.node_name = "node-a";
+    pod.pod_ips = {*IpAddress::parse("10.1.0.1")};
+    f.store.upsert(pod);
+    CHECK_FALSE(relevant);
+    auto batch = f.take();
+    CHECK(batch.services.empty());
+    CHECK_FALSE(batch.node_changed);
+}
+
 TEST_CASE("a full take resets the baseline and lists nothing") {
     Fixture f;
     f.store.upsert(make_service("ns", "a", "10.0.0.1"));
