@@ -34,7 +34,8 @@ struct KubeSourceOptions {
     std::string node_name;   // this node, for the Node and Pod watches
     // Watch the Pods of this node (spec.nodeName=node_name; the DNS search
     // path maps a query's source address to its Pod). Needs node_name, and
-    // RBAC list/watch on pods; the Store is synced only once they are listed.
+    // RBAC list/watch on pods; the Store's synced and ready() do not wait
+    // for them (reflector.h, ResourceSpec::gates_sync).
     bool watch_pods = false;
     // Root of the in-cluster service account files (token, ca.crt); tests
     // point it elsewhere. Empty: $SWITCHBOARD_SERVICEACCOUNT_DIR, else

@@ -113,7 +113,7 @@ void Reflector::add_resource(ResourceSpec spec) {
 bool Reflector::ready() const {
     if (!synced_) return false;
     for (const auto& resource : resources_) {
-        if (!resource->connected) return false;
+        if (resource->spec.gates_sync && !resource->connected) return false;
     }
     return true;
 }
@@ -162,7 +162,7 @@ void Reflector::mark_listed(Resource& resource) {
     resource.listed = true;
     if (synced_) return;
     for (const auto& other : resources_) {
-        if (!other->listed) return;
+        if (other->spec.gates_sync && !other->listed) return;
     }
     synced_ = true;
     store_.set_synced(true);

@@ -52,6 +52,11 @@ struct ResourceSpec {
     Kind kind;
     std::string path;            // /api/v1/services
     std::string field_selector;  // "", metadata.name=NODE or spec.nodeName=NODE (not encoded)
+    // Whether the Store's synced and ready() wait for this resource. Not for
+    // the Pods: they only refine DNS answers (the search path), so a Pod
+    // watch that cannot list, e.g. RBAC without pods, must not hold back the
+    // proxy; until they are listed every client gets plain answers.
+    bool gates_sync = true;
 };
 
 class Reflector {

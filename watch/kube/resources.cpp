@@ -13,7 +13,7 @@ std::vector<ResourceSpec> kube_resources(const std::string& node_name, bool watc
         out.push_back({"nodes", Kind::kNode, "/api/v1/nodes", "metadata.name=" + node_name});
     }
     if (watch_pods && !node_name.empty()) {
-        out.push_back({"pods", Kind::kPod, "/api/v1/pods", "spec.nodeName=" + node_name});
+        out.push_back({"pods", Kind::kPod, "/api/v1/pods", "spec.nodeName=" + node_name, false});
     } else if (watch_pods) {
         log::warn("kubernetes source: no node name, so no Pod watch (it would be the cluster's)");
     }
