@@ -12,6 +12,7 @@
 #include "dns/forward.h"
 #include "dns/hosts_reloader.h"
 #include "dns/panic_guard.h"
+#include "dns/pod_directory.h"
 #include "dns/programming_latency.h"
 #include "dns/resolv_conf.h"
 #include "dns/server.h"
@@ -108,6 +109,13 @@ Result<BuiltEngine> build_engine(const DnsOptions& options) {
     engine.query_log = options.query_log;
     engine.cluster = options.cluster;
     engine.shuffle = options.shuffle;
+    engine.autopath.enabled = options.autopath;
+    if (options.autopath) {
+        for (const auto& search : resolv_conf_searches(options.resolv_conf)) {
+            // parse_resolv_conf_searches keeps DNS names only.
+            if (auto wire = name_from_text(search)) engine.autopath.node_searches.push_back(*wire);
+        }
+    }
     std::vector<HostPort> upstreams = options.upstreams;
     if (upstreams.empty()) upstreams = resolv_conf_nameservers(options.resolv_conf);
     built.upstreams = upstreams.size();
@@ -162,6 +170,9 @@ struct DnsService::Impl {
     std::shared_ptr<const Zone> last_zone;
     ZoneHolder zones;
     HostsHolder hosts;
+    // This node's Pods for the search path, rebuilt by publish_pods().
+    PodDirectoryHolder pods;
+    std::string node_name;  // the options' at start
     std::unique_ptr<HostsReloader> hosts_reloader;
     std::shared_ptr<ZoneBuilder> builder = std::make_shared<ZoneBuilder>();
     std::thread builder_thread;
@@ -220,6 +231,12 @@ struct DnsService::Impl {
         rebuilds.fetch_add(1, std::memory_order_relaxed);
     }
 
+    // A new Pod directory from the node's Pods (any thread; cheap: a node
+    // runs ~110 Pods).
+    void publish_pods(const std::vector<const watch::Pod*>& node_pods) {
+        pods.publish(PodDirectory::build(node_pods, node_name));
+    }
+
     std::shared_ptr<Server> current_server() const {
         std::lock_guard lock(server_mutex);
         return server;
@@ -232,6 +249,7 @@ struct DnsService::Impl {
         // An empty holder (no hosts plugin) answers nothing; a reload may fill it.
         server_options.hosts = &hosts;
         server_options.rrl = rrl.get();
+        server_options.pods = &pods;
         server_options.workers = options.workers ? options.workers : default_workers;
         server_options.tcp_read_timeout = options.tcp_read_timeout;
         server_options.tcp_idle_timeout = options.tcp_idle_timeout;
@@ -299,6 +317,7 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
     }
     auto impl = std::make_unique<Impl>();
     impl->store = &store;
+    impl->node_name = options.node_name;
     impl->zone_config = zone_config_for(options);
     if (auto origin = name_from_text(options.cluster_domain); !origin) {
         return make_error(ErrorCode::kInvalidArgument,
@@ -447,6 +466,10 @@ Status DnsService::reconfigure(DnsOptions next) {
     }
     Impl::retire(std::move(replaced));
     return {};
+}
+
+void DnsService::set_pods(const std::vector<const watch::Pod*>& pods) {
+    impl_->publish_pods(pods);
 }
 
 std::vector<HostPort> DnsService::bound() const {

@@ -64,6 +64,13 @@ struct DnsOptions {
     // DNS over TCP (ServerOptions'); a Corefile's `timeouts` read and idle.
     std::chrono::milliseconds tcp_read_timeout = kTcpReadTimeout;
     std::chrono::milliseconds tcp_idle_timeout = kTcpIdleTimeout;
+    // This node's name (--hostname-override, NODE_NAME, else the host
+    // name): the Pods whose queries the server-side search path knows.
+    // Read at start only.
+    std::string node_name;
+    // `autopath @kubernetes`, --dns-autopath: the server walks a Pod's
+    // search path itself (docs/dns.md, "Search path on the server").
+    bool autopath = false;
     // --dns-rrl, --dns-rrl-slip, --dns-rrl-table-size: rate 0 is off. Read
     // at start only (a Corefile reload keeps the limiter).
     RrlSettings rrl;
@@ -100,6 +107,11 @@ class DnsService {
     Status reconfigure(DnsOptions next);
 
     void append_metrics(metrics::TextWriter& out) const;
+
+    // The Pods whose queries the server-side search path may answer from
+    // now on: any Pods (those of other nodes are left out), e.g. the Store
+    // snapshot's after every change. Any thread; the last call wins.
+    void set_pods(const std::vector<const watch::Pod*>& pods);
 
     // The listen addresses, a port 0 replaced by the kernel's pick once made.
     std::vector<HostPort> bound() const;
