@@ -128,8 +128,7 @@ struct AutopathWalk {
 
 // Where a walk stopped.
 struct WalkEnd {
-    std::string bytes;  // the reply
-    bool truncated = false;
+    WriteResult written;  // the reply, and its A/AAAA records for the zone's shuffle
     ServerStats::Answerer answerer = ServerStats::kKubernetes;
     bool autopathed = false;  // a step answered (not the plain reply)
     size_t saved = 0;         // that step's index
@@ -150,9 +149,7 @@ StepVerdict verdict_of(uint8_t rcode) {
 WalkEnd plain_end(AutopathWalk& walk, ServerStats::Answerer answerer) {
     WalkEnd end;
     Message reply = walk.plain;
-    WriteResult written = write_reply(walk.query, reply, walk.proto);
-    end.bytes = std::move(written.bytes);
-    end.truncated = written.truncated;
+    end.written = write_reply(walk.query, reply, walk.proto);
     end.answerer = answerer;
     return end;
 }
@@ -176,10 +173,8 @@ WalkEnd answer_end(AutopathWalk& walk, const SearchStep& step, Message reply,
                          Record{asked, type::kCNAME, kClassIN, ttl, name_lower(step.name)});
     reply.questions = walk.query.questions;
     if (walk.shuffle_seed) load_balance(reply, *walk.shuffle_seed);
-    WriteResult written = write_reply(walk.query, reply, walk.proto);
     WalkEnd end;
-    end.bytes = std::move(written.bytes);
-    end.truncated = written.truncated;
+    end.written = write_reply(walk.query, reply, walk.proto);
     end.answerer = answerer;
     end.autopathed = true;
     end.saved = step.index;
@@ -197,17 +192,18 @@ void count_autopath(ServerStats& stats, const WalkEnd& end) {
 void post_end(AutopathWalk& walk, WalkEnd end) {
     ServerStats& stats = *walk.stats;
     count_autopath(stats, end);
+    std::string& bytes = end.written.bytes;
     if (!walk.logged_query.empty()) {
-        log_exchange(walk.engine->query_log, bytes_of(walk.logged_query), bytes_of(end.bytes),
+        log_exchange(walk.engine->query_log, bytes_of(walk.logged_query), bytes_of(bytes),
                      walk.proto, walk.client, walk.start);
     }
-    if (end.truncated) stats.forwarded_truncated.fetch_add(1);
-    stats.forwarded_responses[std::min<size_t>(end.bytes[3] & 0x0f, ServerStats::kRcodes - 1)]
+    if (end.written.truncated) stats.forwarded_truncated.fetch_add(1);
+    stats.forwarded_responses[std::min<size_t>(bytes[3] & 0x0f, ServerStats::kRcodes - 1)]
         .fetch_add(1);
     stats.forwarded_duration.record(
         std::chrono::duration<double>(Cache::Clock::now() - walk.start).count(), 1, true);
-    stats.forwarded_response_size[walk.proto].record(end.bytes.size(), true);
-    walk.sink->post(walk.client, std::move(end.bytes));
+    stats.forwarded_response_size[walk.proto].record(bytes.size(), true);
+    walk.sink->post(walk.client, std::move(bytes));
 }
 
 // Runs the walk's steps from walk->next: true with `end` set when it ended
@@ -541,9 +537,15 @@ QueryDispatcher::Outcome QueryDispatcher::autopath(std::span<const uint8_t> pack
     WalkEnd end;
     if (!walk_on(walk, end)) return Outcome::kForwarded;
     count_autopath(*stats_, end);
-    if (end.truncated) bump_single_writer(stats_->truncated);
-    count_response(end.answerer, static_cast<uint8_t>(end.bytes[3] & 0x0f));
-    out = std::move(end.bytes);
+    if (end.written.truncated) bump_single_writer(stats_->truncated);
+    out = std::move(end.written.bytes);
+    // The zone's A/AAAA order per reply, as for its plain replies (shuffle()
+    // leaves it alone unless the engine shuffles zone answers).
+    if (end.answerer == ServerStats::kKubernetes) {
+        shuffle(out, end.written.shuffle_offset, end.written.shuffle_size,
+                end.written.shuffle_count);
+    }
+    count_response(end.answerer, static_cast<uint8_t>(out[3] & 0x0f));
     return Outcome::kReply;
 }
 
