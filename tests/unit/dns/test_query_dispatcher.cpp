@@ -220,7 +220,8 @@ struct WaitingSink final : ReplySink {
 
 // A Pod of namespace `a` at 10.244.1.5 (default search path), one with a
 // search list of its own at 10.244.1.6, a node resolv.conf searching
-// corp.example, and a forwarder (no cache) to a fake upstream.
+// corp.example, and a forwarder (with the flags path's cache when `cached`)
+// to a fake upstream.
 struct AutopathDispatch {
     testing::FakeUpstream upstream;
     ServerOptions options;
@@ -230,7 +231,7 @@ struct AutopathDispatch {
     WaitingSink sink;
     QueryDispatcher dispatcher{options, zones, engines, sink};
 
-    explicit AutopathDispatch(bool enabled = true) {
+    explicit AutopathDispatch(bool enabled = true, bool cached = false) {
         options.pods = &pods;
         zones.publish(cluster_zone());
         auto engine = std::make_shared<QueryEngine>();
@@ -238,6 +239,7 @@ struct AutopathDispatch {
         forward.upstreams = {upstream.address};
         engine->forwarder = std::make_unique<Forwarder>(forward);
         REQUIRE(engine->forwarder->start().ok());
+        if (cached) engine->caches = CacheSet::flags_default();
         engine->autopath.enabled = enabled;
         engine->autopath.node_searches = {wire("corp.example")};
         engines.publish(std::move(engine));
@@ -365,6 +367,30 @@ TEST_CASE("autopath: an external name is walked through the upstream, one name a
     CHECK(d.saved() == 4);  // a.svc..., svc..., cluster.local, corp.example
     CHECK(d.sink.count() == 0);
     CHECK(get(d.dispatcher.stats().forwarded_responses[0]) == 1);
+}
+
+TEST_CASE("autopath: a walk again is answered at once from the cache, each name under its own") {
+    AutopathDispatch d(true, true);
+    const std::string packet = query_bytes(6, "api.example.com.a.svc.cluster.local", type::kA);
+    REQUIRE(d.ask(packet, client_at(kPodAddress)).first == QueryDispatcher::Outcome::kForwarded);
+    CHECK(d.answer_upstream(Rcode::kNXDomain) == "api.example.com.corp.example.");
+    CHECK(d.answer_upstream(Rcode::kNoError) == "api.example.com.");
+    CHECK(parse(d.sink.next()).answers.size() == 2);
+    // The denial and the answer are cached: the second walk ends now.
+    auto [outcome, bytes] = d.ask(packet, client_at(kPodAddress));
+    REQUIRE(outcome == QueryDispatcher::Outcome::kReply);
+    Message reply = parse(bytes);
+    REQUIRE(reply.answers.size() == 2);
+    CHECK(reply.answers[0].rdata == wire("api.example.com"));
+    CHECK(reply.answers[1].rdata == rdata_address(*IpAddress::parse("192.0.2.7")));
+    CHECK_FALSE(d.upstream.has_query());
+    CHECK(d.answered() == 2);
+    CHECK(get(d.dispatcher.stats().responses[ServerStats::kCache][0]) == 1);
+    // Another client asking the bare name gets the cached answer, no CNAME.
+    auto [plain_outcome, plain] =
+        d.ask(query_bytes(8, "api.example.com", type::kA), client_at("10.0.0.9"));
+    REQUIRE(plain_outcome == QueryDispatcher::Outcome::kReply);
+    CHECK(parse(plain).answers.size() == 1);
 }
 
 TEST_CASE("autopath: a failed step ends the walk with the plain NXDOMAIN") {
