@@ -271,10 +271,28 @@ class Mapper {
             return {};
         }
         if (name == "log") return log(d, server);
+        if (name == "autopath") return autopath(d, server);
         if (warned_.insert(name).second) {
             warn(d.line, "plugin " + escaped_for_message(name) +
                              " is not supported; the server runs without it");
         }
+        return {};
+    }
+
+    // `autopath [ZONE...] RESOLV-CONF`: only `autopath @kubernetes`, the
+    // Pod's own search path, is served; a resolv.conf file or zones are
+    // warned about and leave it off.
+    Status autopath(const CorefileDirective& d, ServerConfig& server) {
+        if (auto s = count(d, 1, SIZE_MAX); !s) return s;
+        if (auto s = no_block(d); !s) return s;
+        if (d.args.size() == 1 && d.args[0] == "@kubernetes") {
+            server.autopath = true;
+            return {};
+        }
+        warn(d.line, "autopath " + escaped_for_message(d.args.back()) +
+                         (d.args.size() > 1 ? " with zones" : "") +
+                         " is not supported (only `autopath @kubernetes`); the server runs "
+                         "without it");
         return {};
     }
 

@@ -145,6 +145,7 @@ struct ServerConfig {
     std::optional<HostsConfig> hosts;
     std::optional<TimeoutsConfig> timeouts;
     bool loadbalance = false;
+    bool autopath = false;  // `autopath @kubernetes`
     bool loop = false;
     bool errors = false;
     std::vector<LogConfig> log;  // every `log` directive's rules, in order

@@ -254,6 +254,19 @@ Result<std::vector<std::string>> apply_corefile(std::string_view text, std::stri
         }
     }
     options.shuffle = cluster->loadbalance ? AnswerShuffle::kAll : AnswerShuffle::kNone;
+    // The Corefile wins over --dns-autopath, as over the other --dns-* flags.
+    if (options.autopath && !cluster->autopath) {
+        warnings.push_back(std::string(path) + ":" + std::to_string(cluster->line) +
+                           ": the kubernetes block has no `autopath @kubernetes`: "
+                           "--dns-autopath is off (the Corefile wins)");
+    }
+    options.autopath = cluster->autopath;
+    for (const auto& server : config->servers) {
+        if (&server != cluster && server.autopath) {
+            warnings.push_back(std::string(path) + ":" + std::to_string(server.line) +
+                               ": autopath is served only in the kubernetes block; ignored here");
+        }
+    }
     auto root = std::find_if(cluster->forwards.begin(), cluster->forwards.end(),
                              [](const ForwardConfig& f) { return f.from == "."; });
     if (root != cluster->forwards.end()) {

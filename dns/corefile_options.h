@@ -21,11 +21,10 @@ namespace sb::dns {
 // from the server block that has the kubernetes plugin (docs/corefile.md):
 // cluster_domain, ttl, pods, the kubernetes plugin's reverse zones,
 // fallthrough, endpoint_pod_names and noendpoints, hosts, shuffle
-// (loadbalance), upstreams and forward (its `forward .` and that forward's
-// options), caches, stubs (every other block on its port, one StubZone per
-// zone, and the block's own `forward FROM`s), query_log (the `log` and
-// `errors` of every block on its port), and listen (the
-// block's port on its `bind` addresses, else on the addresses already in
+// (loadbalance), autopath (`autopath @kubernetes`), upstreams and forward (its `forward .` and that
+// forward's options), caches, stubs (every other block on its port, one StubZone per zone, and the
+// block's own `forward FROM`s), query_log (the `log` and `errors` of every block on its port), and
+// listen (the block's port on its `bind` addresses, else on the addresses already in
 // options.listen; with neither, listen stays empty: DNS off, said in a
 // warning unless `local_addresses_serve`: --dns-local-address's addresses,
 // which the daemon serves on port 53 besides `listen`). Returns the

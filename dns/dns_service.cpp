@@ -12,6 +12,7 @@
 #include "dns/forward.h"
 #include "dns/hosts_reloader.h"
 #include "dns/panic_guard.h"
+#include "dns/pod_directory.h"
 #include "dns/programming_latency.h"
 #include "dns/resolv_conf.h"
 #include "dns/server.h"
@@ -110,6 +111,13 @@ Result<BuiltEngine> build_engine(const DnsOptions& options) {
     engine.query_log = options.query_log;
     engine.cluster = options.cluster;
     engine.shuffle = options.shuffle;
+    engine.autopath.enabled = options.autopath;
+    if (options.autopath) {
+        for (const auto& search : resolv_conf_searches(options.resolv_conf)) {
+            // parse_resolv_conf_searches keeps DNS names only.
+            if (auto wire = name_from_text(search)) engine.autopath.node_searches.push_back(*wire);
+        }
+    }
     std::vector<HostPort> upstreams = options.upstreams;
     if (upstreams.empty()) upstreams = resolv_conf_nameservers(options.resolv_conf);
     built.upstreams = upstreams.size();
@@ -170,6 +178,9 @@ struct DnsService::Impl {
     std::atomic<uint64_t> programmed_count{0};  // programmed.size(), for the metrics
     ZoneHolder zones;
     HostsHolder hosts;
+    // This node's Pods for the search path, rebuilt by publish_pods().
+    PodDirectoryHolder pods;
+    std::string node_name;  // the options' at start
     std::unique_ptr<HostsReloader> hosts_reloader;
     std::shared_ptr<ZoneBuilder> builder = std::make_shared<ZoneBuilder>();
     std::thread builder_thread;
@@ -210,7 +221,15 @@ struct DnsService::Impl {
         }
         changes.insert(changes.end(), reprogrammed.begin(), reprogrammed.end());
         reprogrammed.clear();
+        const bool pods_changed =
+            how == Rebuild::kFull ||
+            std::any_of(changes.begin(), changes.end(), [](const watch::Change& change) {
+                return change.kind == watch::Kind::kPod;
+            });
         auto snapshot = store->snapshot();
+        // The search path's Pods come from the same snapshot (the Store's
+        // kPod changes wake the builder like any other).
+        if (pods_changed) publish_pods(*snapshot);
         std::shared_ptr<const Zone> zone;
         if (how == Rebuild::kChanged && last_zone && last_zone->config() == zone_config) {
             zone = last_zone->update(*snapshot, changes, &programmed);
@@ -230,6 +249,15 @@ struct DnsService::Impl {
         rebuilds.fetch_add(1, std::memory_order_relaxed);
     }
 
+    // A new Pod directory from the snapshot's Pods (cheap: the Pod watch
+    // lists this node's, ~110; PodDirectory keeps only those).
+    void publish_pods(const watch::Snapshot& snapshot) {
+        std::vector<const watch::Pod*> all;
+        all.reserve(snapshot.pods().size());
+        for (const auto& [key, pod] : snapshot.pods()) all.push_back(pod.get());
+        pods.publish(PodDirectory::build(all, node_name));
+    }
+
     std::shared_ptr<Server> current_server() const {
         std::lock_guard lock(server_mutex);
         return server;
@@ -242,6 +270,7 @@ struct DnsService::Impl {
         // An empty holder (no hosts plugin) answers nothing; a reload may fill it.
         server_options.hosts = &hosts;
         server_options.rrl = rrl.get();
+        server_options.pods = &pods;
         server_options.workers = options.workers ? options.workers : default_workers;
         server_options.tcp_read_timeout = options.tcp_read_timeout;
         server_options.tcp_idle_timeout = options.tcp_idle_timeout;
@@ -309,6 +338,7 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
     }
     auto impl = std::make_unique<Impl>();
     impl->store = &store;
+    impl->node_name = options.node_name;
     impl->zone_config = zone_config_for(options);
     if (auto origin = name_from_text(options.cluster_domain); !origin) {
         return make_error(ErrorCode::kInvalidArgument,

@@ -65,6 +65,13 @@ struct DnsOptions {
     // DNS over TCP (ServerOptions'); a Corefile's `timeouts` read and idle.
     std::chrono::milliseconds tcp_read_timeout = kTcpReadTimeout;
     std::chrono::milliseconds tcp_idle_timeout = kTcpIdleTimeout;
+    // This node's name (--hostname-override, NODE_NAME, else the host
+    // name): the Pods whose queries the server-side search path knows.
+    // Read at start only.
+    std::string node_name;
+    // `autopath @kubernetes`, --dns-autopath: the server walks a Pod's
+    // search path itself (docs/dns.md, "Search path on the server").
+    bool autopath = false;
     // --dns-rrl, --dns-rrl-slip, --dns-rrl-table-size: rate 0 is off. Read
     // at start only (a Corefile reload keeps the limiter).
     RrlSettings rrl;

@@ -151,6 +151,10 @@ void Forwarder::stop() {
         uint64_t one = 1;
         (void)!::write(wake_fd_, &one, sizeof(one));
     }
+    // Through the mutex: a TCP thread between its predicate check and its
+    // wait (one just started, say) would otherwise miss the notification
+    // and never return, and stop() would wait for it for ever.
+    { std::lock_guard lock(tcp_mutex_); }
     tcp_cv_.notify_all();
     // The loop completes every pending query on its way out; the TCP
     // threads' last results have no query left to complete.

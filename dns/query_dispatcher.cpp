@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "dns/autopath.h"
 #include "dns/loadbalance.h"
 #include "dns/panic_guard.h"
 #include "dns/quick_query.h"
@@ -67,11 +68,9 @@ std::string rcode_reply(const Message& query, Rcode rcode) {
     return write_message(reply).bytes;
 }
 
-// The reply to `query` given the resolver's partial reply and the
-// upstream's; `shuffle_seed` set: its records load-balanced.
-std::string merge_upstream(const Message& query, Message reply, Proto proto,
-                           const Result<CachedAnswer>& upstream,
-                           std::optional<uint64_t> shuffle_seed, bool& truncated) {
+// The resolver's partial reply completed with the upstream's answer
+// (SERVFAIL when the forward failed).
+void merge_answer(Message& reply, const Result<CachedAnswer>& upstream) {
     if (!upstream) {
         reply.answers.clear();
         reply.header.rcode = static_cast<uint8_t>(Rcode::kServFail);
@@ -83,12 +82,231 @@ std::string merge_upstream(const Message& query, Message reply, Proto proto,
         reply.additional = upstream->additional;
     }
     reply.header.ra = true;
-    if (shuffle_seed) load_balance(reply, *shuffle_seed);
+}
+
+// `reply` to `query` on the wire, within the size `proto` allows.
+WriteResult write_reply(const Message& query, Message& reply, Proto proto) {
     size_t limit = finish_reply(query, reply);
     if (proto == kTcp) limit = 65535;
-    WriteResult written = write_message(reply, limit);
+    return write_message(reply, limit);
+}
+
+// The reply to `query` given the resolver's partial reply and the
+// upstream's; `shuffle_seed` set: its records load-balanced.
+std::string merge_upstream(const Message& query, Message reply, Proto proto,
+                           const Result<CachedAnswer>& upstream,
+                           std::optional<uint64_t> shuffle_seed, bool& truncated) {
+    merge_answer(reply, upstream);
+    if (shuffle_seed) load_balance(reply, *shuffle_seed);
+    WriteResult written = write_reply(query, reply, proto);
     truncated = written.truncated;
     return std::move(written.bytes);
+}
+
+// A search walk under way (autopath). Its steps run one after another: on
+// the serving thread, then, once one is forwarded, on the forwarder's
+// thread, each forward's callback starting the next step; never two at
+// once, so it needs no lock. The zone, hosts table and engine it holds stay
+// alive until it ends (the engine through `in_flight`, as for a forward).
+struct AutopathWalk {
+    Message query;  // reply_basis of the client's query
+    Message plain;  // the zone's reply to the asked name: the reply when the walk fails
+    std::vector<SearchStep> steps;
+    size_t next = 0;  // in steps
+    Proto proto = kUdp;
+    ClientRef client;
+    std::shared_ptr<const Zone> zone;
+    std::shared_ptr<const HostsTable> hosts;
+    ResolverOptions resolver_options;
+    const QueryEngine* engine = nullptr;
+    std::shared_ptr<ServerStats> stats;
+    ReplySink* sink = nullptr;
+    std::optional<uint64_t> shuffle_seed;  // `loadbalance`: the reply's order
+    std::string logged_query;              // the query's bytes for its log line; empty: none
+    Cache::Clock::time_point start;
+};
+
+// Where a walk stopped.
+struct WalkEnd {
+    WriteResult written;  // the reply, and its A/AAAA records for the zone's shuffle
+    ServerStats::Answerer answerer = ServerStats::kKubernetes;
+    bool autopathed = false;  // a step answered (not the plain reply)
+    size_t saved = 0;         // that step's index
+};
+
+// What one step's reply means for the walk: CoreDNS's autopath goes on
+// after NXDOMAIN only and answers with any other reply it wrote; a step
+// that failed (SERVFAIL, REFUSED, a timeout) ends the walk with the plain
+// reply here, so that the client walks its list itself.
+enum class StepVerdict { kNext, kAnswer, kFail };
+
+StepVerdict verdict_of(uint8_t rcode) {
+    if (rcode == static_cast<uint8_t>(Rcode::kNXDomain)) return StepVerdict::kNext;
+    if (rcode == static_cast<uint8_t>(Rcode::kNoError)) return StepVerdict::kAnswer;
+    return StepVerdict::kFail;
+}
+
+WalkEnd plain_end(AutopathWalk& walk, ServerStats::Answerer answerer) {
+    WalkEnd end;
+    Message reply = walk.plain;
+    end.written = write_reply(walk.query, reply, walk.proto);
+    end.answerer = answerer;
+    return end;
+}
+
+// The step's reply as the reply to the asked name (CoreDNS's cnamer): a
+// CNAME from the asked name to the step's first, the question as asked.
+// Unlike cnamer, a NODATA step gets the CNAME too (with the negative TTL of
+// its SOA), so that every type of the asked name tells the same alias.
+WalkEnd answer_end(AutopathWalk& walk, const SearchStep& step, Message reply,
+                   ServerStats::Answerer answerer) {
+    const std::string& asked = walk.query.questions[0].name;
+    uint32_t ttl = walk.zone ? walk.zone->config().ttl : 0;
+    if (!reply.answers.empty()) {
+        ttl = reply.answers[0].ttl;
+    } else {
+        for (const auto& record : reply.authority) {
+            if (record.rtype == type::kSOA) ttl = record.ttl;
+        }
+    }
+    reply.answers.insert(reply.answers.begin(),
+                         Record{asked, type::kCNAME, kClassIN, ttl, name_lower(step.name)});
+    reply.questions = walk.query.questions;
+    if (walk.shuffle_seed) load_balance(reply, *walk.shuffle_seed);
+    WalkEnd end;
+    end.written = write_reply(walk.query, reply, walk.proto);
+    end.answerer = answerer;
+    end.autopathed = true;
+    end.saved = step.index;
+    return end;
+}
+
+void count_autopath(ServerStats& stats, const WalkEnd& end) {
+    if (!end.autopathed) return;
+    stats.autopath_answers.fetch_add(1, std::memory_order_relaxed);
+    stats.autopath_round_trips_saved.fetch_add(end.saved, std::memory_order_relaxed);
+}
+
+// A walk that ended on the forwarder's thread: counted as a forwarded
+// reply and posted to the client.
+void post_end(AutopathWalk& walk, WalkEnd end) {
+    ServerStats& stats = *walk.stats;
+    count_autopath(stats, end);
+    std::string& bytes = end.written.bytes;
+    if (!walk.logged_query.empty()) {
+        log_exchange(walk.engine->query_log, bytes_of(walk.logged_query), bytes_of(bytes),
+                     walk.proto, walk.client, walk.start);
+    }
+    if (end.written.truncated) stats.forwarded_truncated.fetch_add(1);
+    stats.forwarded_responses[std::min<size_t>(bytes[3] & 0x0f, ServerStats::kRcodes - 1)]
+        .fetch_add(1);
+    stats.forwarded_duration.record(
+        std::chrono::duration<double>(Cache::Clock::now() - walk.start).count(), 1, true);
+    stats.forwarded_response_size[walk.proto].record(bytes.size(), true);
+    walk.sink->post(walk.client, std::move(bytes));
+}
+
+// Runs the walk's steps from walk->next: true with `end` set when it ended
+// on this thread; false when a step was forwarded (its callback goes on and
+// posts the reply).
+bool walk_on(const std::shared_ptr<AutopathWalk>& walk, WalkEnd& end);
+
+// Forwards `step`'s question; the callback judges the upstream's reply and
+// goes on with the walk or posts its end.
+void forward_step(const std::shared_ptr<AutopathWalk>& walk, Resolution resolution, Cache* cache,
+                  std::optional<CachedAnswer> stale) {
+    const QueryEngine* engine = walk->engine;
+    Question question = resolution.forward;
+    auto on_reply = [walk, cache, question, stale = std::move(stale),
+                     partial = std::move(resolution.response)](Result<Message> upstream) mutable {
+        if (!upstream) report_forward_error(walk->engine->query_log, walk->query, upstream.error());
+        Result<CachedAnswer> answer = cache ? cache->complete(question, std::move(upstream),
+                                                              std::move(stale), Cache::Clock::now())
+                                            : upstream_answer(std::move(upstream));
+        merge_answer(partial, answer);
+        const SearchStep& step = walk->steps[walk->next];
+        switch (verdict_of(partial.header.rcode)) {
+            case StepVerdict::kAnswer:
+                post_end(*walk, answer_end(*walk, step, std::move(partial), ServerStats::kCache));
+                return;
+            case StepVerdict::kFail:
+                post_end(*walk, plain_end(*walk, ServerStats::kKubernetes));
+                return;
+            case StepVerdict::kNext:
+                break;
+        }
+        ++walk->next;
+        WalkEnd end;
+        if (walk_on(walk, end)) post_end(*walk, std::move(end));
+    };
+    engine->in_flight.fetch_add(1, std::memory_order_relaxed);
+    engine->forwarder->submit(
+        question,
+        [walk, on_reply = std::move(on_reply), engine](Result<Message> upstream) mutable {
+            if (!run_guarded("dns search walk", [&] { on_reply(std::move(upstream)); })) {
+                run_guarded("dns search walk", [&] {
+                    walk->sink->post(walk->client, rcode_reply(walk->query, Rcode::kServFail));
+                });
+            }
+            // Last use of the engine: once 0, its owner may stop and free it.
+            engine->in_flight.fetch_sub(1, std::memory_order_release);
+        },
+        walk->proto == kTcp ? ClientProtocol::kTcp : ClientProtocol::kUdp,
+        from_socket_address(walk->client.address).address);
+}
+
+bool walk_on(const std::shared_ptr<AutopathWalk>& walk, WalkEnd& end) {
+    for (; walk->next < walk->steps.size(); ++walk->next) {
+        const SearchStep& step = walk->steps[walk->next];
+        Message asked = walk->query;
+        asked.questions[0].name = step.name;
+        Resolution resolution = resolve(walk->zone.get(), asked, walk->resolver_options);
+        ServerStats::Answerer answerer = ServerStats::kKubernetes;
+        if (resolution.kind == Resolution::Kind::kDrop) break;
+        if (resolution.kind == Resolution::Kind::kForward) {
+            // As a plain forward: the cache first, else the upstreams.
+            const QueryEngine* engine = walk->engine;
+            if (!engine->forwarder) break;
+            Cache* cache = engine->caches
+                               ? engine->caches->for_name(name_lower(resolution.forward.name))
+                               : nullptr;
+            CacheLookup found;
+            auto now = Cache::Clock::now();
+            if (cache) found = cache->lookup(resolution.forward, now);
+            if (found.kind == CacheLookup::Kind::kMiss || found.verify) {
+                std::optional<CachedAnswer> stale;
+                if (found.verify) stale = std::move(found.answer);
+                forward_step(walk, std::move(resolution), cache, std::move(stale));
+                return false;
+            }
+            if (found.refresh) {
+                Question question = resolution.forward;
+                engine->in_flight.fetch_add(1, std::memory_order_relaxed);
+                engine->forwarder->submit(
+                    question, [engine, cache, question](Result<Message> upstream) {
+                        run_guarded("dns cache refresh", [&] {
+                            cache->refreshed(question, std::move(upstream), Cache::Clock::now());
+                        });
+                        engine->in_flight.fetch_sub(1, std::memory_order_release);
+                    });
+            }
+            merge_answer(resolution.response, found.answer);
+            answerer = ServerStats::kCache;
+        }
+        switch (verdict_of(resolution.response.header.rcode)) {
+            case StepVerdict::kAnswer:
+                end = answer_end(*walk, step, std::move(resolution.response), answerer);
+                return true;
+            case StepVerdict::kFail:
+                end = plain_end(*walk, ServerStats::kKubernetes);
+                return true;
+            case StepVerdict::kNext:
+                break;
+        }
+    }
+    // Every name NXDOMAIN (or a step that cannot be asked): the client walks on.
+    end = plain_end(*walk, ServerStats::kKubernetes);
+    return true;
 }
 
 }  // namespace
@@ -127,6 +345,13 @@ void QueryDispatcher::refresh_zone() {
         rendered_.clear();
         stats_->render_bytes.store(0, std::memory_order_relaxed);
     }
+    // No rendered reply depends on the client, so a new directory flushes nothing.
+    if (options_.pods) {
+        if (uint64_t pods_version = options_.pods->version(); pods_version != pods_version_) {
+            pods_ = options_.pods->get();
+            pods_version_ = pods_version;
+        }
+    }
 }
 
 QueryDispatcher::Outcome QueryDispatcher::handle(const uint8_t* p, size_t n, Proto proto,
@@ -162,6 +387,15 @@ QueryDispatcher::Outcome QueryDispatcher::answer(const uint8_t* p, size_t n, Pro
         key_.push_back(static_cast<char>(limit >> 8));
         key_.push_back(static_cast<char>(limit & 0xff));
         uint64_t key_hash = RenderCache::hash(key_);
+        // A first expansion from a Pod the search path walks for: its reply
+        // depends on the client, so it is neither taken from the rendered
+        // replies (the same for every client) nor stored there.
+        if (const PodClient* pod = autopath_client(client); pod && zone_) {
+            std::string_view lower_name(key_.data(), key_.size() - 5);
+            if (is_first_expansion(lower_name, pod->ns, zone_->origin())) {
+                return handle_full(p, n, proto, client, out, &key_, key_hash, limit);
+            }
+        }
         if (const RenderCache::Entry* r = rendered_.find(key_, key_hash)) {
             RenderCache::reply_to(*r, {p, n}, quick.name_end, out);
             shuffle(out, r->shuffle_offset, r->shuffle_size, r->shuffle_count);
@@ -246,6 +480,12 @@ QueryDispatcher::Outcome QueryDispatcher::handle_full(const uint8_t* p, size_t n
     if (resolution.kind == Resolution::Kind::kForward) {
         return forward(packet, std::move(query), std::move(resolution), proto, client, out);
     }
+    if (resolution.response.header.rcode == static_cast<uint8_t>(Rcode::kNXDomain)) {
+        if (const PodClient* pod = autopath_client(client)) {
+            Outcome walked = autopath(packet, query, resolution.response, *pod, proto, client, out);
+            if (walked != Outcome::kNone) return walked;
+        }
+    }
     size_t limit = finish_reply(query, resolution.response);
     if (proto == kTcp) limit = 65535;
     WriteResult written = write_message(resolution.response, limit);
@@ -258,6 +498,54 @@ QueryDispatcher::Outcome QueryDispatcher::handle_full(const uint8_t* p, size_t n
     out = std::move(written.bytes);
     shuffle(out, written.shuffle_offset, written.shuffle_size, written.shuffle_count);
     count_response(ServerStats::kKubernetes, resolution.response.header.rcode);
+    return Outcome::kReply;
+}
+
+const PodClient* QueryDispatcher::autopath_client(const ClientRef& client) const {
+    if (!engine_ || !engine_->autopath.enabled || !pods_ || pods_->size() == 0) return nullptr;
+    const PodClient* pod = pods_->find(from_socket_address(client.address).address);
+    return pod && pod->default_search ? pod : nullptr;
+}
+
+QueryDispatcher::Outcome QueryDispatcher::autopath(std::span<const uint8_t> packet,
+                                                   const Message& query, const Message& plain,
+                                                   const PodClient& pod, Proto proto,
+                                                   const ClientRef& client, std::string& out) {
+    if (!zone_ || query.questions.size() != 1) return Outcome::kNone;
+    auto steps = search_steps(query.questions[0].name, pod.ns, zone_->origin(),
+                              engine_->autopath.node_searches);
+    if (!steps) return Outcome::kNone;
+    auto walk = std::make_shared<AutopathWalk>();
+    walk->query = reply_basis(query);
+    walk->plain = plain;
+    walk->steps = std::move(*steps);
+    walk->proto = proto;
+    walk->client = client;
+    walk->zone = zone_;
+    walk->hosts = hosts_;
+    walk->resolver_options.forwarding = forwarding_;
+    walk->resolver_options.cluster = cluster_;
+    walk->resolver_options.hosts = hosts_.get();
+    walk->engine = engine_.get();
+    walk->stats = stats_;
+    walk->sink = &sink_;
+    if (shuffle_ == AnswerShuffle::kAll) walk->shuffle_seed = next_random();
+    if (logging_) {
+        walk->logged_query.assign(reinterpret_cast<const char*>(packet.data()), packet.size());
+    }
+    walk->start = Cache::Clock::now();
+    WalkEnd end;
+    if (!walk_on(walk, end)) return Outcome::kForwarded;
+    count_autopath(*stats_, end);
+    if (end.written.truncated) bump_single_writer(stats_->truncated);
+    out = std::move(end.written.bytes);
+    // The zone's A/AAAA order per reply, as for its plain replies (shuffle()
+    // leaves it alone unless the engine shuffles zone answers).
+    if (end.answerer == ServerStats::kKubernetes) {
+        shuffle(out, end.written.shuffle_offset, end.written.shuffle_size,
+                end.written.shuffle_count);
+    }
+    count_response(end.answerer, static_cast<uint8_t>(out[3] & 0x0f));
     return Outcome::kReply;
 }
 

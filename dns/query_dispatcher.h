@@ -1,9 +1,11 @@
 // QueryDispatcher: what one serving thread does with a query, whatever
 // socket it came from: the rendered-reply cache, the resolver (zone, hosts
 // table), the cache and the forwarder of the published engine, the counters
-// and the `log` lines. The UDP loops (dns/udp_loop.h) and a worker's TCP
-// event loop (dns/server_worker.h) each own one; no socket is touched here,
-// so a query's handling can be driven without one.
+// and the `log` lines, and the server-side search path (autopath: a walk of
+// a Pod's search list for a first expansion the zone does not have, its
+// zone steps answered at once, the others forwarded one after another). The UDP loops
+// (dns/udp_loop.h) and a worker's TCP event loop (dns/server_worker.h) each own one; no socket is
+// touched here, so a query's handling can be driven without one.
 //
 // A forwarded query completes on the forwarder's thread and its reply goes
 // to the ReplySink given at construction (the worker owning the socket or
@@ -89,6 +91,14 @@ class QueryDispatcher {
                         size_t quick_limit);
     Outcome forward(std::span<const uint8_t> packet, Message query, Resolution resolution,
                     Proto proto, const ClientRef& client, std::string& out);
+    // The client's Pod when the search path is on and it walks the default
+    // list; null otherwise.
+    const PodClient* autopath_client(const ClientRef& client) const;
+    // Walks the rest of `pod`'s search list for `query`, whose name the
+    // zone answered `plain` (NXDOMAIN) and is a first expansion; kNone when
+    // it is not one (the caller replies `plain`).
+    Outcome autopath(std::span<const uint8_t> packet, const Message& query, const Message& plain,
+                     const PodClient& pod, Proto proto, const ClientRef& client, std::string& out);
     void shuffle(std::string& bytes, size_t offset, size_t size, size_t count);
     uint64_t next_random();
     void count_response(ServerStats::Answerer answerer, uint8_t rcode);
@@ -111,6 +121,8 @@ class QueryDispatcher {
     bool forwarding_ = false;
     std::shared_ptr<const HostsTable> hosts_;
     uint64_t hosts_version_ = 0;
+    std::shared_ptr<const PodDirectory> pods_;  // options_.pods'; null: none
+    uint64_t pods_version_ = 0;
     RenderCache rendered_;
     std::string key_;
     uint64_t random_ = 1;

@@ -1,6 +1,7 @@
 #include "dns/resolv_conf.h"
 
 #include "base/file_text.h"
+#include "dns/wire.h"
 
 namespace sb::dns {
 
@@ -32,6 +33,36 @@ std::vector<HostPort> parse_resolv_conf_nameservers(std::string_view text) {
         if (address) result.push_back(HostPort{*address, 53});
     }
     return result;
+}
+
+std::vector<std::string> parse_resolv_conf_searches(std::string_view text) {
+    std::vector<std::string> result;
+    while (!text.empty()) {
+        size_t newline = text.find('\n');
+        std::string_view line = text.substr(0, newline);
+        text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+        // kubelet cuts a line at its first comment character.
+        line = line.substr(0, line.find_first_of("#;"));
+        size_t pos = 0;
+        if (next_word(line, pos) != "search") continue;
+        result.clear();
+        for (std::string_view word = next_word(line, pos); !word.empty();
+             word = next_word(line, pos)) {
+            if (word.back() == '.') word.remove_suffix(1);
+            // kubelet's DNS1123SubdomainMaxLength; name_from_text checks the
+            // labels (a second trailing dot is an empty one).
+            if (word.empty() || word.back() == '.' || word.size() > 253 || !name_from_text(word))
+                continue;
+            if (result.size() < kMaxResolvConfSearches) result.emplace_back(word);
+        }
+    }
+    return result;
+}
+
+std::vector<std::string> resolv_conf_searches(const std::string& path) {
+    auto text = read_file_text(path);
+    if (!text) return {};
+    return parse_resolv_conf_searches(*text);
 }
 
 std::vector<HostPort> resolv_conf_nameservers(const std::string& path) {

@@ -1,8 +1,9 @@
-// The node's resolv.conf, as the forwarder's upstreams: `forward . /etc/resolv.conf`
-// in a Corefile and --dns-upstreams' default. Only `nameserver` lines are
-// read (port 53); what else the file says (search, options) does not apply to
-// a forwarder. Pure and thread-safe, except that resolv_conf_nameservers
-// reads the file.
+// The node's resolv.conf: its nameservers are the forwarder's upstreams
+// (`forward . /etc/resolv.conf` in a Corefile and --dns-upstreams' default),
+// its search domains the end of a Pod's search path as kubelet writes it,
+// which the server-side search path walks (dns/autopath.h). `options` lines
+// apply to neither. Pure and thread-safe, except that the functions taking
+// a path read the file.
 #pragma once
 
 #include <string>
@@ -21,5 +22,20 @@ std::vector<HostPort> parse_resolv_conf_nameservers(std::string_view text);
 
 // The same for a file; empty when unreadable.
 std::vector<HostPort> resolv_conf_nameservers(const std::string& path);
+
+// Most search domains kept from one file; kubelet's limit for a whole Pod
+// search list (MaxDNSSearchPaths), which these are only the end of.
+inline constexpr size_t kMaxResolvConfSearches = 32;
+
+// The search domains of resolv.conf text as kubelet reads them
+// (parseResolvConf): the last `search` line wins, each domain without its
+// trailing dot, "." dropped; `domain` lines are ignored. Domains that are
+// not DNS names (an empty label, a label over 63 bytes, a name over 253
+// characters) are dropped, since no resolver can ask them, and at most
+// kMaxResolvConfSearches are kept.
+std::vector<std::string> parse_resolv_conf_searches(std::string_view text);
+
+// The same for a file; empty when unreadable.
+std::vector<std::string> resolv_conf_searches(const std::string& path);
 
 }  // namespace sb::dns

@@ -40,9 +40,11 @@
 #include <thread>
 #include <vector>
 
+#include "dns/autopath.h"
 #include "dns/cache_set.h"
 #include "dns/forward.h"
 #include "dns/hosts.h"
+#include "dns/pod_directory.h"
 #include "dns/published.h"
 #include "dns/query_log.h"
 #include "dns/resolver.h"
@@ -66,6 +68,7 @@ struct QueryEngine {
     QueryLogConfig query_log;
     ClusterPolicy cluster;  // the kubernetes plugin's reverse zones and fallthrough
     AnswerShuffle shuffle = AnswerShuffle::kZoneAnswers;
+    AutopathPolicy autopath;  // the server-side search path: on or off, the node's domains
     // Forwards submitted whose callback has not returned yet.
     mutable std::atomic<uint64_t> in_flight{0};
 };
@@ -94,6 +97,10 @@ struct ServerOptions {
     // --dns-rrl: limits the UDP replies (every one, forwarded included);
     // null: off. Must outlive the server.
     ResponseRateLimiter* rrl = nullptr;
+    // This node's Pods by address, for the server-side search path (the
+    // engine's `autopath` turns it on); null or empty: no client is known.
+    // Must outlive the server.
+    const PodDirectoryHolder* pods = nullptr;
 };
 
 // One listener's state, for metrics and status pages.

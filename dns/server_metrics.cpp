@@ -35,6 +35,8 @@ void Server::append_metrics(metrics::TextWriter& out) const {
     uint64_t render_hits = 0;
     uint64_t render_bytes = 0;
     uint64_t render_flushes = 0;
+    uint64_t autopath_answers = 0;
+    uint64_t autopath_saved = 0;
     // [udp, tcp]: summed request and response sizes.
     struct SizeSums {
         uint64_t buckets[ServerStats::kSizeBuckets.size() + 1] = {};
@@ -68,6 +70,8 @@ void Server::append_metrics(metrics::TextWriter& out) const {
             render_hits += get(s.render_hits);
             render_bytes += get(s.render_bytes);
             render_flushes += get(s.render_flushes);
+            autopath_answers += get(s.autopath_answers);
+            autopath_saved += get(s.autopath_round_trips_saved);
             for (size_t p = 0; p < 2; ++p) {
                 auto add = [&](SizeSums& to, const ServerStats::SizeHistogram& from) {
                     for (size_t b = 0; b <= ServerStats::kSizeBuckets.size(); ++b)
@@ -148,6 +152,15 @@ void Server::append_metrics(metrics::TextWriter& out) const {
         out.family({name, help, Type::kCounter, {}});
         out.sample({}, value);
     };
+    // CoreDNS's autopath plugin's (plugin/autopath/metrics.go).
+    out.family({"coredns_autopath_success_total",
+                "Counter of requests that did autopath.",
+                Type::kCounter,
+                {"server"}});
+    out.sample({server}, autopath_answers);
+    counter("switchboard_dns_autopath_round_trips_saved_total",
+            "Queries Pods did not send because the server walked their search path.",
+            autopath_saved);
     counter("switchboard_dns_truncated_total", "Replies sent with TC set.", truncated);
     counter("switchboard_dns_tcp_rejected_total",
             "TCP connections accepted and closed at once: no file descriptor was left.",

@@ -60,6 +60,11 @@ struct alignas(64) ServerStats {
     std::atomic<uint64_t> render_hits{0};
     std::atomic<uint64_t> render_bytes{0};    // the thread's RenderCache::bytes()
     std::atomic<uint64_t> render_flushes{0};  // its RenderCache::flushes()
+    // Replies the server-side search path made (coredns_autopath_success_total),
+    // and the queries their clients did not send. Written by the serving
+    // thread and forward callbacks: fetch_add.
+    std::atomic<uint64_t> autopath_answers{0};
+    std::atomic<uint64_t> autopath_round_trips_saved{0};
 
     static size_t type_index(uint16_t qtype);
     // type_index's inverse (0 for the last index, "other"): a counter's

@@ -184,11 +184,19 @@ Status load_file_source(watch::FileSource& source) {
     return status;
 }
 
+bool serves_dns(const Options& options) {
+    return !options.dns.listen.empty() || !options.dns_local_addresses.empty();
+}
+
 watch::kube::KubeSourceOptions kube_options(const Options& options) {
     watch::kube::KubeSourceOptions kube;
     kube.kubeconfig = options.kubeconfig;
     kube.master = options.master;
     kube.node_name = options.node_name;
+    // The search path needs this node's Pods (docs/dns.md, "Search path on
+    // the server"); without it nothing reads them, and the RBAC grant for
+    // Pods is not needed.
+    kube.watch_pods = options.dns.autopath && serves_dns(options);
     return kube;
 }
 
@@ -352,6 +360,7 @@ dns::DnsOptions Daemon::with_node_parts(dns::DnsOptions dns) const {
     // rules (docs/dns.md, "Publish after programming").
     dns.publish_after_programming = true;
     dns.local_dns_addresses = options_.dns_local_addresses;
+    dns.node_name = options_.node_name;  // the search path's Pods are this node's
     return dns;
 }
 
@@ -364,6 +373,12 @@ Result<std::optional<dns::ReloadConfig>> Daemon::apply_reloaded_corefile(const s
     if (!warnings) return warnings.error();
     for (const auto& warning : *warnings) log::warn("{}", warning);
     next = with_node_parts(std::move(next));
+    if (next.autopath && options_.source_file.empty() && !kube_options(options_).watch_pods) {
+        log::warn(
+            "{}: autopath @kubernetes needs this node's Pods, which are watched from the "
+            "next restart; until then every client gets plain answers",
+            options_.dns_corefile);
+    }
     if (dns_) {
         if (auto status = dns_->reconfigure(std::move(next)); !status) {
             return make_error(status.error().code,

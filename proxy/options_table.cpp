@@ -789,6 +789,20 @@ std::vector<OptionSpec> build_table() {
         },
     });
     table.push_back({
+        .names = {"--dns-autopath"},
+        .kind = ValueKind::kBool,
+        .role = OptionRole::kCommandLine,
+        .default_text = "false",
+        .help = "answer a Pod's first search expansion with the first name of its search path "
+                "that exists (CoreDNS's autopath @kubernetes)",
+        .apply = [](std::string_view text, ApplyContext& context) -> Status {
+            auto value = parse_bool(text);
+            if (!value) return value.error();
+            context.options.dns.autopath = *value;
+            return {};
+        },
+    });
+    table.push_back({
         .names = {"--dns-corefile"},
         .role = OptionRole::kCommandLine,
         .default_text = "",

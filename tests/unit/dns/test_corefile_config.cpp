@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -624,4 +625,53 @@ TEST_CASE("corefile apply: the kubernetes block's timeouts set the TCP timeouts"
                 .ok());
     CHECK(defaults.tcp_read_timeout == kTcpReadTimeout);
     CHECK(defaults.tcp_idle_timeout == kTcpIdleTimeout);
+}
+
+TEST_CASE("corefile config: autopath @kubernetes turns the search path on, other forms warn") {
+    CHECK(block_ok("autopath @kubernetes\nkubernetes cluster.local").autopath);
+    CHECK_FALSE(block_ok("kubernetes cluster.local").autopath);
+    auto file = map_ok(".:53 {\n autopath /etc/resolv.conf\n kubernetes cluster.local\n}\n");
+    CHECK_FALSE(file.servers[0].autopath);
+    CHECK(file.warnings == std::vector<std::string>{
+                               "Corefile:2: autopath \"/etc/resolv.conf\" is not supported (only "
+                               "`autopath @kubernetes`); the server runs without it"});
+    auto zones = map_ok(".:53 {\n autopath cluster.local @kubernetes\n}\n");
+    CHECK_FALSE(zones.servers[0].autopath);
+    CHECK(zones.warnings == std::vector<std::string>{
+                                "Corefile:2: autopath \"@kubernetes\" with zones is not supported "
+                                "(only `autopath @kubernetes`); the server runs without it"});
+    CHECK(block_error("autopath") ==
+          "Corefile:2: autopath: wrong argument count (0, wants at "
+          "least 1)");
+    CHECK(block_error("autopath @kubernetes {\n}") == "Corefile:2: autopath takes no { } block");
+}
+
+TEST_CASE("corefile options: autopath is the kubernetes block's, and the Corefile wins") {
+    const std::string with = ".:53 {\n autopath @kubernetes\n kubernetes cluster.local\n}\n";
+    const std::string without = ".:53 {\n kubernetes cluster.local\n}\n";
+    DnsOptions options;
+    REQUIRE(apply_corefile(with, "Corefile", nullptr, options).ok());
+    CHECK(options.autopath);
+
+    // --dns-autopath with a Corefile that has none: off, and said.
+    DnsOptions flagged;
+    flagged.autopath = true;
+    auto warnings = apply_corefile(without, "Corefile", nullptr, flagged);
+    REQUIRE(warnings.ok());
+    CHECK_FALSE(flagged.autopath);
+    REQUIRE_FALSE(warnings->empty());
+    CHECK(warnings->front() ==
+          "Corefile:1: the kubernetes block has no `autopath @kubernetes`: --dns-autopath is off "
+          "(the Corefile wins)");
+
+    // In a stub block it does nothing.
+    DnsOptions stub;
+    auto stub_warnings = apply_corefile(
+        without + "example.org:53 {\n autopath @kubernetes\n forward . 10.0.0.1\n}\n", "Corefile",
+        nullptr, stub);
+    REQUIRE(stub_warnings.ok());
+    CHECK_FALSE(stub.autopath);
+    CHECK(std::find(stub_warnings->begin(), stub_warnings->end(),
+                    "Corefile:4: autopath is served only in the kubernetes block; ignored here") !=
+          stub_warnings->end());
 }

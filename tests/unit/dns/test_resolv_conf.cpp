@@ -27,3 +27,33 @@ TEST_CASE("resolv.conf text: empty and comment-only files have no nameservers") 
     CHECK(parse_resolv_conf_nameservers("").empty());
     CHECK(parse_resolv_conf_nameservers("\n\n#nameserver 10.0.0.1\n").empty());
 }
+
+TEST_CASE("resolv.conf text: search domains as kubelet reads them") {
+    // The last search line wins; trailing dots go, "." and comments too.
+    CHECK(parse_resolv_conf_searches("search first.example\n"
+                                     "nameserver 10.0.0.10\n"
+                                     "search  corp.example. ec2.internal . # a comment\n"
+                                     "domain ignored.example\n") ==
+          std::vector<std::string>{"corp.example", "ec2.internal"});
+    CHECK(parse_resolv_conf_searches("search a.example;b.example\n") ==
+          std::vector<std::string>{"a.example"});
+    // An empty search line clears the list.
+    CHECK(parse_resolv_conf_searches("search a.example\nsearch\n").empty());
+    CHECK(parse_resolv_conf_searches("nameserver 10.0.0.10\n").empty());
+    CHECK(parse_resolv_conf_searches("").empty());
+}
+
+TEST_CASE("resolv.conf text: search domains no resolver can ask are dropped, the list bounded") {
+    const std::string long_label(64, 'a');
+    const std::string long_name = std::string(63, 'b') + "." + std::string(63, 'c') + "." +
+                                  std::string(63, 'd') + "." + std::string(63, 'e');  // 255 chars
+    CHECK(parse_resolv_conf_searches("search ok.example a..example b.example.. " + long_label +
+                                     ".example " + long_name + "\n") ==
+          std::vector<std::string>{"ok.example"});
+    std::string many = "search";
+    for (int i = 0; i < 40; ++i) many += " d" + std::to_string(i) + ".example";
+    auto searches = parse_resolv_conf_searches(many);
+    REQUIRE(searches.size() == kMaxResolvConfSearches);
+    CHECK(searches.front() == "d0.example");
+    CHECK(searches.back() == "d31.example");
+}

@@ -570,3 +570,65 @@ TEST_CASE(
     ::close(hold(SOCK_DGRAM, old_address.port));
     dns.stop();
 }
+
+TEST_CASE("dns service: the search path serves the Store's Pods, a reload turns it off") {
+    char resolv[] = "/tmp/sb-autopath-resolv-XXXXXX";
+    int fd = ::mkstemp(resolv);
+    REQUIRE(fd >= 0);
+    const std::string text = "search corp.example\n";  // no nameserver: no upstream
+    REQUIRE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+    ::close(fd);
+    watch::Store store;
+    store.set_synced(true);
+    // The test's client is a Pod of namespace `a` at 127.0.0.1.
+    watch::Pod pod;
+    pod.meta = {"a", "client", "", "", {}, {}};
+    pod.node_name = "node-a";
+    pod.phase = watch::PodPhase::kRunning;
+    pod.pod_ips = {*IpAddress::parse("127.0.0.1")};
+    store.upsert(pod);
+    DnsOptions options;
+    options.listen = {HostPort{*IpAddress::parse("127.0.0.1"), 0}};
+    options.workers = 1;
+    options.resolv_conf = resolv;
+    options.node_name = "node-a";
+    options.autopath = true;
+    auto service = DnsService::start(options, store);
+    REQUIRE(service);
+    DnsService& dns = **service;
+    const HostPort address = dns.bound().at(0);
+    auto ask = [&address] {
+        Message q;
+        q.header.id = 3;
+        q.questions.push_back(
+            {*name_from_text("dns-version.a.svc.cluster.local"), type::kTXT, kClassIN});
+        return udp_ask(address, write_message(q).bytes);
+    };
+    // dns-version.svc.cluster.local is NXDOMAIN, dns-version.cluster.local answers.
+    Message walked = ask();
+    REQUIRE(walked.answers.size() == 2);
+    CHECK(walked.answers[0].rtype == type::kCNAME);
+    CHECK(walked.answers[0].rdata == *name_from_text("dns-version.cluster.local"));
+    CHECK(walked.answers[1].rtype == type::kTXT);
+    sb::metrics::TextWriter writer;
+    dns.append_metrics(writer);
+    const std::string metrics = writer.text();
+    // The server label is the configured listen port's (0 here), as for coredns_dns_*.
+    CHECK(metrics.find("coredns_autopath_success_total{server=\"dns://:0\"} 1\n") !=
+          std::string::npos);
+    CHECK(metrics.find("switchboard_dns_autopath_round_trips_saved_total 2\n") !=
+          std::string::npos);
+
+    DnsOptions off = options;
+    off.autopath = false;
+    REQUIRE(dns.reconfigure(off).ok());
+    CHECK(ask().header.rcode == static_cast<uint8_t>(Rcode::kNXDomain));
+    REQUIRE(dns.reconfigure(options).ok());
+    CHECK(ask().answers.size() == 2);
+    // A Pod that is gone is no client any more (once the builder has
+    // taken the Store's change).
+    store.remove(watch::Kind::kPod, {"a", "client"});
+    CHECK(eventually([&] { return ask().header.rcode == static_cast<uint8_t>(Rcode::kNXDomain); }));
+    dns.stop();
+    ::unlink(resolv);
+}

@@ -145,6 +145,12 @@ TEST_CASE("boolean flags stand alone or take =true/=false, as pflag's do") {
     // "--masquerade-all true": the value is a stray argument (pflag agrees).
     CHECK(parse_error({"--masquerade-all", "true"}).find("true") != std::string::npos);
     CHECK(parse_ok({"--cleanup"}).cleanup);
+    // --dns-autopath: the server-side search path, off unless asked for.
+    CHECK_FALSE(parse_ok({}).dns.autopath);
+    CHECK(parse_ok({"--dns-autopath"}).dns.autopath);
+    CHECK_FALSE(parse_ok({"--dns-autopath=false"}).dns.autopath);
+    CHECK(parse_error({"--dns-autopath=maybe"}) ==
+          "--dns-autopath: \"maybe\" is not a boolean (true or false)");
 }
 
 TEST_CASE("bare addresses get the default ports; empty turns a server off") {
