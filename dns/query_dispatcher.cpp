@@ -387,16 +387,17 @@ QueryDispatcher::Outcome QueryDispatcher::answer(const uint8_t* p, size_t n, Pro
         key_.push_back(static_cast<char>(limit >> 8));
         key_.push_back(static_cast<char>(limit & 0xff));
         uint64_t key_hash = RenderCache::hash(key_);
-        // A first expansion from a Pod the search path walks for: its reply
-        // depends on the client, so it is neither taken from the rendered
-        // replies (the same for every client) nor stored there.
-        if (const PodClient* pod = autopath_client(client); pod && zone_) {
-            std::string_view lower_name(key_.data(), key_.size() - 5);
-            if (is_first_expansion(lower_name, pod->ns, zone_->origin())) {
-                return handle_full(p, n, proto, client, out, &key_, key_hash, limit);
+        const RenderCache::Entry* r = rendered_.find(key_, key_hash);
+        // A rendered NXDOMAIN for a first expansion from a Pod the search
+        // path walks for is not its reply: the walk's depends on the client
+        // (and is never stored). Any other rendered reply is every client's.
+        if (r && (r->reply()[3] & 0x0f) == static_cast<char>(Rcode::kNXDomain)) {
+            if (const PodClient* pod = autopath_client(client); pod && zone_) {
+                std::string_view lower_name(key_.data(), key_.size() - 5);
+                if (is_first_expansion(lower_name, pod->ns, zone_->origin())) r = nullptr;
             }
         }
-        if (const RenderCache::Entry* r = rendered_.find(key_, key_hash)) {
+        if (r) {
             RenderCache::reply_to(*r, {p, n}, quick.name_end, out);
             shuffle(out, r->shuffle_offset, r->shuffle_size, r->shuffle_count);
             bump_single_writer(stats_->render_hits);
