@@ -328,6 +328,17 @@ TEST_CASE("autopath: a name the zone has at its first expansion gets the plain a
     REQUIRE(reply.answers.size() == 1);
     CHECK(reply.answers[0].rdata == rdata_address(*IpAddress::parse("10.96.1.1")));
     CHECK(d.answered() == 0);
+    CHECK(get(d.dispatcher.stats().render_hits) == 0);
+    // That reply is every client's: the Pod's next ask, and another
+    // client's, are served from the rendered replies.
+    Message again = d.zone_reply("db.a.svc.cluster.local", type::kA, client_at(kPodAddress));
+    REQUIRE(again.answers.size() == 1);
+    CHECK(again.answers[0].rdata == rdata_address(*IpAddress::parse("10.96.1.1")));
+    CHECK(get(d.dispatcher.stats().render_hits) == 1);
+    CHECK(d.zone_reply("db.a.svc.cluster.local", type::kA, client_at("10.0.0.9")).answers.size() ==
+          1);
+    CHECK(get(d.dispatcher.stats().render_hits) == 2);
+    CHECK(d.answered() == 0);
 }
 
 TEST_CASE("autopath: NODATA at a later name is answered with the CNAME and the SOA") {
