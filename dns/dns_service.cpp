@@ -230,6 +230,15 @@ struct DnsService::Impl {
         // The search path's Pods come from the same snapshot (the Store's
         // kPod changes wake the builder like any other).
         if (pods_changed) publish_pods(*snapshot);
+        // The zone holds nothing of Pods: a batch of Pod changes alone
+        // publishes no zone, so the serving threads keep their rendered
+        // replies (a new zone flushes them) while the node's Pods churn.
+        const bool only_pods =
+            how == Rebuild::kChanged && !changes.empty() && changed.empty() &&
+            std::all_of(changes.begin(), changes.end(), [](const watch::Change& change) {
+                return change.kind == watch::Kind::kPod;
+            });
+        if (only_pods && last_zone && last_zone->config() == zone_config) return;
         std::shared_ptr<const Zone> zone;
         if (how == Rebuild::kChanged && last_zone && last_zone->config() == zone_config) {
             zone = last_zone->update(*snapshot, changes, &programmed);

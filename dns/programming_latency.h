@@ -11,8 +11,9 @@
 // build.
 //
 // Thread safety: record() from any thread (the Store's listener: it only
-// records keys); take() and observe() from the zone builder's thread;
-// append_metrics() from any thread.
+// records keys); take() and observe() from a zone rebuild (the builder's
+// thread, or report_programmed()'s caller: DnsService serialises the
+// observe() calls under its zone mutex); append_metrics() from any thread.
 #pragma once
 
 #include <chrono>

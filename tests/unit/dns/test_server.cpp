@@ -626,9 +626,16 @@ TEST_CASE("dns service: the search path serves the Store's Pods, a reload turns 
     REQUIRE(dns.reconfigure(options).ok());
     CHECK(ask().answers.size() == 2);
     // A Pod that is gone is no client any more (once the builder has
-    // taken the Store's change).
+    // taken the Store's change), and the zone is not republished for it.
+    auto zone_metric = [&dns](const char* name) {
+        sb::metrics::TextWriter out;
+        dns.append_metrics(out);
+        return sample_value(out.text(), name);
+    };
+    const double rebuilds = zone_metric("switchboard_dns_zone_rebuilds_total");
     store.remove(watch::Kind::kPod, {"a", "client"});
     CHECK(eventually([&] { return ask().header.rcode == static_cast<uint8_t>(Rcode::kNXDomain); }));
+    CHECK(zone_metric("switchboard_dns_zone_rebuilds_total") == rebuilds);
     dns.stop();
     ::unlink(resolv);
 }
