@@ -103,6 +103,36 @@ std::string merge_upstream(const Message& query, Message reply, Proto proto,
     return std::move(written.bytes);
 }
 
+// The cache a forwarded question goes through (null: none) and what it
+// holds for the question now: the plain forward's and the search walk's
+// first step.
+struct ForwardLookup {
+    Cache* cache = nullptr;
+    CacheLookup found;
+};
+
+ForwardLookup look_up_forward(const QueryEngine& engine, const Question& question,
+                              Cache::Clock::time_point now) {
+    ForwardLookup lookup;
+    if (engine.caches) lookup.cache = engine.caches->for_name(name_lower(question.name));
+    if (lookup.cache) lookup.found = lookup.cache->lookup(question, now);
+    return lookup;
+}
+
+// A hit the cache wants refreshed (prefetch, serve_stale): the question is
+// asked again in the background and its answer stored; nobody waits for it.
+void refresh_in_background(const QueryEngine& engine, Cache* cache, const Question& question) {
+    engine.in_flight.fetch_add(1, std::memory_order_relaxed);
+    engine.forwarder->submit(
+        question, [engine = &engine, cache, question](Result<Message> upstream) {
+            run_guarded("dns cache refresh", [&] {
+                cache->refreshed(question, std::move(upstream), Cache::Clock::now());
+            });
+            // Last use of the engine: once 0, its owner may stop and free it.
+            engine->in_flight.fetch_sub(1, std::memory_order_release);
+        });
+}
+
 // A search walk under way (autopath). Its steps run one after another: on
 // the serving thread, then, once one is forwarded, on the forwarder's
 // thread, each forward's callback starting the next step; never two at
@@ -267,29 +297,17 @@ bool walk_on(const std::shared_ptr<AutopathWalk>& walk, WalkEnd& end) {
             // As a plain forward: the cache first, else the upstreams.
             const QueryEngine* engine = walk->engine;
             if (!engine->forwarder) break;
-            Cache* cache = engine->caches
-                               ? engine->caches->for_name(name_lower(resolution.forward.name))
-                               : nullptr;
-            CacheLookup found;
-            auto now = Cache::Clock::now();
-            if (cache) found = cache->lookup(resolution.forward, now);
+            ForwardLookup lookup =
+                look_up_forward(*engine, resolution.forward, Cache::Clock::now());
+            Cache* cache = lookup.cache;
+            CacheLookup& found = lookup.found;
             if (found.kind == CacheLookup::Kind::kMiss || found.verify) {
                 std::optional<CachedAnswer> stale;
                 if (found.verify) stale = std::move(found.answer);
                 forward_step(walk, std::move(resolution), cache, std::move(stale));
                 return false;
             }
-            if (found.refresh) {
-                Question question = resolution.forward;
-                engine->in_flight.fetch_add(1, std::memory_order_relaxed);
-                engine->forwarder->submit(
-                    question, [engine, cache, question](Result<Message> upstream) {
-                        run_guarded("dns cache refresh", [&] {
-                            cache->refreshed(question, std::move(upstream), Cache::Clock::now());
-                        });
-                        engine->in_flight.fetch_sub(1, std::memory_order_release);
-                    });
-            }
+            if (found.refresh) refresh_in_background(*engine, cache, resolution.forward);
             merge_answer(resolution.response, found.answer);
             answerer = ServerStats::kCache;
         }
@@ -557,22 +575,12 @@ QueryDispatcher::Outcome QueryDispatcher::forward(std::span<const uint8_t> packe
     std::optional<uint64_t> shuffle_seed;
     if (shuffle_ == AnswerShuffle::kAll) shuffle_seed = next_random();
     const QueryEngine* engine = engine_.get();
-    Cache* cache =
-        engine->caches ? engine->caches->for_name(name_lower(resolution.forward.name)) : nullptr;
-    CacheLookup found;
-    if (cache) found = cache->lookup(resolution.forward, now);
+    ForwardLookup lookup = look_up_forward(*engine, resolution.forward, now);
+    // Named apart (not a structured binding): the callback below captures it.
+    Cache* cache = lookup.cache;
+    CacheLookup& found = lookup.found;
     if (found.kind != CacheLookup::Kind::kMiss && !found.verify) {
-        if (found.refresh) {
-            Question question = resolution.forward;
-            engine->in_flight.fetch_add(1, std::memory_order_relaxed);
-            forwarder_->submit(question, [engine, cache, question](Result<Message> upstream) {
-                run_guarded("dns cache refresh", [&] {
-                    cache->refreshed(question, std::move(upstream), Cache::Clock::now());
-                });
-                // Last use of the engine: once 0, its owner may stop and free it.
-                engine->in_flight.fetch_sub(1, std::memory_order_release);
-            });
-        }
+        if (found.refresh) refresh_in_background(*engine, cache, resolution.forward);
         bool truncated = false;
         out = merge_upstream(query, std::move(resolution.response), proto, found.answer,
                              shuffle_seed, truncated);
