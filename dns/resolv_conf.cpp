@@ -19,32 +19,36 @@ std::string_view next_word(std::string_view line, size_t& pos) {
     return line.substr(start, pos - start);
 }
 
+// Calls f(line) for each line of `text`, without its newline.
+template <typename F>
+void for_each_line(std::string_view text, F&& f) {
+    while (!text.empty()) {
+        size_t newline = text.find('\n');
+        f(text.substr(0, newline));
+        text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+    }
+}
+
 }  // namespace
 
 std::vector<HostPort> parse_resolv_conf_nameservers(std::string_view text) {
     std::vector<HostPort> result;
-    while (!text.empty()) {
-        size_t newline = text.find('\n');
-        std::string_view line = text.substr(0, newline);
-        text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+    for_each_line(text, [&](std::string_view line) {
         size_t pos = 0;
-        if (next_word(line, pos) != "nameserver") continue;
+        if (next_word(line, pos) != "nameserver") return;
         auto address = IpAddress::parse(next_word(line, pos));
         if (address) result.push_back(HostPort{*address, 53});
-    }
+    });
     return result;
 }
 
 std::vector<std::string> parse_resolv_conf_searches(std::string_view text) {
     std::vector<std::string> result;
-    while (!text.empty()) {
-        size_t newline = text.find('\n');
-        std::string_view line = text.substr(0, newline);
-        text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+    for_each_line(text, [&](std::string_view line) {
         // kubelet cuts a line at its first comment character.
         line = line.substr(0, line.find_first_of("#;"));
         size_t pos = 0;
-        if (next_word(line, pos) != "search") continue;
+        if (next_word(line, pos) != "search") return;
         result.clear();
         for (std::string_view word = next_word(line, pos); !word.empty();
              word = next_word(line, pos)) {
@@ -55,7 +59,7 @@ std::vector<std::string> parse_resolv_conf_searches(std::string_view text) {
                 continue;
             if (result.size() < kMaxResolvConfSearches) result.emplace_back(word);
         }
-    }
+    });
     return result;
 }
 
