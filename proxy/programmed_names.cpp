@@ -24,21 +24,25 @@ bool before_service(const rules::ServicePortPlan& port, const watch::ObjectKey& 
     return port.service < key.name;
 }
 
-// Adds one service port to what a Service serves.
-void add_port(dns::ProgrammedService& service, const rules::ServicePortPlan& port) {
-    service.cluster_ips.insert(service.cluster_ips.end(), port.cluster_ips.begin(),
-                               port.cluster_ips.end());
-    service.ports.push_back({port.port_name, to_watch(port.protocol), port.port});
-}
-
-void normalise(dns::ProgrammedService& service) {
-    for (auto* v : {&service.cluster_ips}) {
-        std::sort(v->begin(), v->end());
-        v->erase(std::unique(v->begin(), v->end()), v->end());
+// What the plan's ports from `it` serve of their Service (the ports of one
+// Service are adjacent, the plan being sorted); `it` is left past them.
+dns::ProgrammedServicePtr collect_service(rules::ServicePorts::const_iterator& it,
+                                          rules::ServicePorts::const_iterator end) {
+    auto service = std::make_shared<dns::ProgrammedService>();
+    const std::string& ns = it->ns;
+    const std::string& name = it->service;
+    for (; it != end && it->ns == ns && it->service == name; ++it) {
+        service->cluster_ips.insert(service->cluster_ips.end(), it->cluster_ips.begin(),
+                                    it->cluster_ips.end());
+        service->ports.push_back({it->port_name, to_watch(it->protocol), it->port});
     }
-    std::sort(service.ports.begin(), service.ports.end());
-    service.ports.erase(std::unique(service.ports.begin(), service.ports.end()),
-                        service.ports.end());
+    auto& ips = service->cluster_ips;
+    std::sort(ips.begin(), ips.end());
+    ips.erase(std::unique(ips.begin(), ips.end()), ips.end());
+    auto& ports = service->ports;
+    std::sort(ports.begin(), ports.end());
+    ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
+    return service;
 }
 
 // What both serve (null when nothing).
@@ -64,12 +68,7 @@ bool same(const dns::ProgrammedServicePtr& a, const dns::ProgrammedServicePtr& b
 dns::ProgrammedServicePtr programmed_service(const rules::Plan& plan, const watch::ObjectKey& key) {
     auto it = std::lower_bound(plan.services.begin(), plan.services.end(), key, before_service);
     if (it == plan.services.end() || it->ns != key.ns || it->service != key.name) return nullptr;
-    auto service = std::make_shared<dns::ProgrammedService>();
-    for (; it != plan.services.end() && it->ns == key.ns && it->service == key.name; ++it) {
-        add_port(*service, *it);
-    }
-    normalise(*service);
-    return service;
+    return collect_service(it, plan.services.end());
 }
 
 void ProgrammedNames::note_plan(const rules::Plan& plan) {
@@ -109,12 +108,7 @@ dns::ProgrammedChanges ProgrammedNames::report(const rules::Plan& plan, Next nex
     std::set<watch::ObjectKey> planned_keys;
     for (auto it = plan.services.begin(); it != plan.services.end();) {
         watch::ObjectKey key{it->ns, it->service};
-        auto service = std::make_shared<dns::ProgrammedService>();
-        for (; it != plan.services.end() && it->ns == key.ns && it->service == key.name; ++it) {
-            add_port(*service, *it);
-        }
-        normalise(*service);
-        visit(key, service);
+        visit(key, collect_service(it, plan.services.end()));
         planned_keys.insert(std::move(key));
     }
     std::vector<watch::ObjectKey> lost;
