@@ -14,6 +14,7 @@
 #include "proxy/node_setup.h"
 #include "proxy/planner.h"
 #include "proxy/process_metrics.h"
+#include "proxy/source_state.h"
 #include "rules/dns_local/dns_local.h"
 #include "rules/iptables/iptables_backend.h"
 #include "rules/iptables/iptc.h"
@@ -169,35 +170,25 @@ void log_resolution(const Options& options, const rules::BackendOptions& backend
     log::info("--detect-local-mode=NodeCIDR: local traffic comes from {}", cidrs);
 }
 
-// FileSource::load() with its log lines held back: on failure only the
-// caller's one-line error reaches stderr (the exit-2 contract); on success
-// the held lines (skipped objects...) are written out as usual. The lines
-// are held per thread (log::HeldLines), not by swapping the default logger,
-// which the listener threads already started may be using.
-Status load_file_source(watch::FileSource& source) {
-    log::HeldLines held;
-    Status status = source.load();
-    if (!status) {
-        return make_error(ErrorCode::kInvalidArgument, "--source: " + status.error().describe());
-    }
-    held.release();
-    return status;
-}
-
 bool serves_dns(const Options& options) {
     return !options.dns.listen.empty() || !options.dns_local_addresses.empty();
 }
 
-watch::kube::KubeSourceOptions kube_options(const Options& options) {
-    watch::kube::KubeSourceOptions kube;
-    kube.kubeconfig = options.kubeconfig;
-    kube.master = options.master;
-    kube.node_name = options.node_name;
+SourceSettings source_settings(const Options& options) {
+    SourceSettings settings;
+    settings.source_file = options.source_file;
+    settings.kubeconfig = options.kubeconfig;
+    settings.master = options.master;
+    settings.node_name = options.node_name;
     // The search path needs this node's Pods (docs/dns.md, "Search path on
     // the server"); without it nothing reads them, and the RBAC grant for
     // Pods is not needed.
-    kube.watch_pods = options.dns.autopath && serves_dns(options);
-    return kube;
+    settings.watch_pods = options.dns.autopath && serves_dns(options);
+    return settings;
+}
+
+watch::kube::KubeSourceOptions kube_options(const Options& options) {
+    return kube_source_options(source_settings(options));
 }
 
 // The node-local DNS link, addresses and notrack table (docs/dns.md). DNS
@@ -694,57 +685,13 @@ uint16_t Daemon::healthz_port() const {
 namespace {
 
 // Waits until `done()` or a blocked SIGINT/SIGTERM arrives; true when done.
-bool wait_unless_signalled(const std::function<bool()>& done) {
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    const timespec tick{0, 100'000'000};
-    while (!done()) {
-        int signal = sigtimedwait(&signals, nullptr, &tick);
-        if (signal == SIGINT || signal == SIGTERM) {
-            log::info("received {}, stopping", signal == SIGINT ? "SIGINT" : "SIGTERM");
-            return false;
-        }
-    }
-    return true;
-}
-
-// A Store holding the source's first complete state, for the one-shot
-// commands. Keeps the source alive (a KubeSource keeps watching) until the
-// caller is done.
-struct LoadedState {
-    std::unique_ptr<watch::Store> store = std::make_unique<watch::Store>();
-    std::unique_ptr<watch::kube::KubeSource> kube_source;
-};
-
-Result<LoadedState> load_state(const Options& options) {
-    LoadedState state;
-    if (!options.source_file.empty()) {
-        watch::FileSource source(options.source_file, *state.store);
-        if (auto status = load_file_source(source); !status) return status.error();
-        return state;
-    }
-    auto source = watch::kube::KubeSource::create(kube_options(options), *state.store);
-    if (!source) {
-        return make_error(source.error().code, "--kubeconfig: " + source.error().describe());
-    }
-    state.kube_source = std::move(*source);
-    state.kube_source->start();
-    if (!wait_unless_signalled([&] { return state.store->snapshot()->synced(); })) {
-        return make_error(ErrorCode::kUnavailable,
-                          "interrupted before the API server's initial lists were in");
-    }
-    return state;
-}
-
 int fail(const Error& error) {
     print_error(error.describe());
     return exit_code_for(error);
 }
 
 int run_plan(const Options& options) {
-    auto state = load_state(options);
+    auto state = load_state(source_settings(options));
     if (!state) return fail(state.error());
     auto plan = build_plan(*state->store->snapshot(),
                            PlannerOptions{options.node_name, options.dns_local_addresses});
@@ -753,7 +700,7 @@ int run_plan(const Options& options) {
 }
 
 int run_dry_run(const Options& options, const BackendFactory& factory) {
-    auto state = load_state(options);
+    auto state = load_state(source_settings(options));
     if (!state) return fail(state.error());
     auto snapshot = state->store->snapshot();
     auto plan =
