@@ -18,7 +18,7 @@ std::string namespace_service_prefix(std::string_view ns) {
 }
 
 // The text length of a wire name (no trailing dot): what kubelet counts.
-size_t text_length(std::string_view wire) {
+size_t text_length(const std::string& wire) {
     return wire.size() <= 1 ? 0 : wire.size() - 2;
 }
 
@@ -34,18 +34,7 @@ std::vector<std::string> pod_search_list(std::string_view ns, std::string_view z
         if (std::find(composed.begin(), composed.end(), search) == composed.end())
             composed.push_back(search);
     }
-    if (composed.size() > kMaxSearchPaths) composed.resize(kMaxSearchPaths);
-    std::erase_if(composed, [](const std::string& search) {
-        return text_length(search) > kMaxSearchDomainChars;
-    });
-    // The joined line (domains separated by one space) cut from its end.
-    size_t line = 0;
-    for (const auto& search : composed) line += text_length(search) + 1;
-    if (!composed.empty()) --line;
-    while (line > kMaxSearchListChars && !composed.empty()) {
-        line -= std::min(line, text_length(composed.back()) + 1);
-        composed.pop_back();
-    }
+    fit_search_limits(composed, [](const std::string& search) { return text_length(search); });
     return composed;
 }
 

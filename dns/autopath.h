@@ -13,14 +13,9 @@
 #include <string_view>
 #include <vector>
 
-namespace sb::dns {
+#include "dns/search_limits.h"
 
-// Kubelet's bounds on a Pod's search list (pkg/apis/core/validation:
-// MaxDNSSearchPaths, MaxDNSSearchListChars) and on one domain of it
-// (DNS1123SubdomainMaxLength), with which it trims the list it writes.
-inline constexpr size_t kMaxSearchPaths = 32;
-inline constexpr size_t kMaxSearchListChars = 2048;
-inline constexpr size_t kMaxSearchDomainChars = 253;
+namespace sb::dns {
 
 // The engine's part of the search path (QueryEngine::autopath).
 struct AutopathPolicy {

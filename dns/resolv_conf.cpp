@@ -1,5 +1,7 @@
 #include "dns/resolv_conf.h"
 
+#include <algorithm>
+
 #include "base/file_text.h"
 #include "dns/wire.h"
 
@@ -29,6 +31,11 @@ void for_each_line(std::string_view text, F&& f) {
     }
 }
 
+// The option's name: the text before its first colon.
+std::string_view option_name(std::string_view option) {
+    return option.substr(0, option.find(':'));
+}
+
 }  // namespace
 
 std::vector<HostPort> parse_resolv_conf_nameservers(std::string_view text) {
@@ -42,24 +49,54 @@ std::vector<HostPort> parse_resolv_conf_nameservers(std::string_view text) {
     return result;
 }
 
-std::vector<std::string> parse_resolv_conf_searches(std::string_view text) {
-    std::vector<std::string> result;
+KubeletResolvConf parse_resolv_conf_as_kubelet(std::string_view text) {
+    KubeletResolvConf result;
     for_each_line(text, [&](std::string_view line) {
         // kubelet cuts a line at its first comment character.
         line = line.substr(0, line.find_first_of("#;"));
         size_t pos = 0;
-        if (next_word(line, pos) != "search") return;
-        result.clear();
+        const std::string_view keyword = next_word(line, pos);
+        if (keyword == "nameserver") {
+            std::string_view address = next_word(line, pos);
+            if (!address.empty()) result.nameservers.emplace_back(address);
+            return;
+        }
+        if (keyword == "search") {
+            result.searches.clear();
+            for (std::string_view word = next_word(line, pos); !word.empty();
+                 word = next_word(line, pos)) {
+                if (word == ".") continue;
+                if (word.back() == '.') word.remove_suffix(1);
+                result.searches.emplace_back(word);
+            }
+            return;
+        }
+        if (keyword != "options") return;
         for (std::string_view word = next_word(line, pos); !word.empty();
              word = next_word(line, pos)) {
-            if (word.back() == '.') word.remove_suffix(1);
-            // kubelet's DNS1123SubdomainMaxLength; name_from_text checks the
-            // labels (a second trailing dot is an empty one).
-            if (word.empty() || word.back() == '.' || word.size() > 253 || !name_from_text(word))
-                continue;
-            if (result.size() < kMaxResolvConfSearches) result.emplace_back(word);
+            auto same = std::find_if(result.options.begin(), result.options.end(),
+                                     [&](const std::string& option) {
+                                         return option_name(option) == option_name(word);
+                                     });
+            if (same == result.options.end()) {
+                result.options.emplace_back(word);
+            } else {
+                *same = std::string(word);
+            }
         }
     });
+    return result;
+}
+
+std::vector<std::string> parse_resolv_conf_searches(std::string_view text) {
+    std::vector<std::string> result;
+    for (const auto& word : parse_resolv_conf_as_kubelet(text).searches) {
+        // kubelet's DNS1123SubdomainMaxLength; name_from_text checks the
+        // labels (a second trailing dot is an empty one).
+        if (word.empty() || word.back() == '.' || word.size() > 253 || !name_from_text(word))
+            continue;
+        if (result.size() < kMaxResolvConfSearches) result.push_back(word);
+    }
     return result;
 }
 

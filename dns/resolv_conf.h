@@ -23,13 +23,25 @@ std::vector<HostPort> parse_resolv_conf_nameservers(std::string_view text);
 // The same for a file; empty when unreadable.
 std::vector<HostPort> resolv_conf_nameservers(const std::string& path);
 
+// The node's resolv.conf as kubelet reads it (parseResolvConf), the base of
+// a Pod's resolv.conf under dnsPolicy Default and of its search list under
+// ClusterFirst: every `nameserver` line's address as written; the last
+// `search` line's domains, each without its trailing dot, "." dropped; the
+// `options` of every line, a later value of an option replacing an earlier
+// one in its place. A line is cut at its first comment character.
+struct KubeletResolvConf {
+    std::vector<std::string> nameservers;
+    std::vector<std::string> searches;
+    std::vector<std::string> options;  // "ndots:5", "rotate"
+};
+KubeletResolvConf parse_resolv_conf_as_kubelet(std::string_view text);
+
 // Most search domains kept from one file; kubelet's limit for a whole Pod
 // search list (MaxDNSSearchPaths), which these are only the end of.
 inline constexpr size_t kMaxResolvConfSearches = 32;
 
 // The search domains of resolv.conf text as kubelet reads them
-// (parseResolvConf): the last `search` line wins, each domain without its
-// trailing dot, "." dropped; `domain` lines are ignored. Domains that are
+// (parse_resolv_conf_as_kubelet); `domain` lines are ignored. Domains that are
 // not DNS names (an empty label, a label over 63 bytes, a name over 253
 // characters) are dropped, since no resolver can ask them, and at most
 // kMaxResolvConfSearches are kept.

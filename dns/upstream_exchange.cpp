@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 
+#include "dns/secure_random.h"
 #include "dns/socket_util.h"
 
 namespace sb::dns {
@@ -142,6 +143,26 @@ Result<Message> udp_exchange(const HostPort& upstream, const std::string& packet
         if (reply && reply->header.qr && reply->header.id == id) return reply;
     }
     return make_error(ErrorCode::kUnavailable, "UDP reply timeout from " + upstream.to_string());
+}
+
+Result<Message> ask_question(const HostPort& server, const Question& question,
+                             std::chrono::milliseconds timeout) {
+    Message query;
+    query.header.id = SecureRandom().next16();
+    query.header.rd = true;
+    query.questions.push_back(question);
+    query.edns = Edns{};
+    const std::string packet = write_message(query).bytes;
+    auto reply = udp_exchange(server, packet, timeout);
+    if (reply && reply->header.tc) reply = tcp_exchange(server, packet, timeout);
+    if (!reply) return reply;
+    if (reply->questions.size() != 1 ||
+        name_lower(reply->questions[0].name) != name_lower(question.name) ||
+        reply->questions[0].qtype != question.qtype) {
+        return make_error(ErrorCode::kUnavailable,
+                          "the reply from " + server.to_string() + " is for another question");
+    }
+    return reply;
 }
 
 }  // namespace sb::dns

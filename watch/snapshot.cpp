@@ -139,4 +139,14 @@ bool Snapshot::erase_pod(const ObjectKey& key) {
     return pods_.erase(key);
 }
 
+bool namespace_in_use(const Snapshot& snapshot, const std::string& ns) {
+    auto in = [&](const auto& map) {
+        for (const auto& [key, value] : map) {
+            if (key.ns == ns) return true;
+        }
+        return false;
+    };
+    return in(snapshot.services()) || in(snapshot.endpoint_slices()) || in(snapshot.pods());
+}
+
 }  // namespace sb::watch

@@ -115,4 +115,9 @@ class Snapshot {
     bool synced_ = false;
 };
 
+// Whether any Service, EndpointSlice or Pod of `snapshot` is in namespace
+// `ns`: the one-shot commands' test for a namespace that is not there (the
+// Store holds no Namespace objects). Walks the snapshot.
+bool namespace_in_use(const Snapshot& snapshot, const std::string& ns);
+
 }  // namespace sb::watch

@@ -4,13 +4,17 @@
 // nameserver is on port 53; the nameservers written back as a resolv.conf
 // parse to the same list. Search domains: at most kMaxResolvConfSearches,
 // each a DNS name of at most 253 characters without a trailing dot, and a
-// search line written from them parses to the same list.
+// search line written from them parses to the same list. The whole file as
+// kubelet reads it: options unique by name, and a Pod's resolv.conf composed
+// from it within kubelet's limits (3 nameservers, 32 domains, 2048 characters).
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "dns/pod_resolv_conf.h"
 #include "dns/resolv_conf.h"
+#include "dns/search_limits.h"
 #include "dns/wire.h"
 #include "tests/fuzz/fuzz_check.h"
 
@@ -35,5 +39,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         line += " " + search;
     }
     FUZZ_REQUIRE(sb::dns::parse_resolv_conf_searches(line + "\n") == searches);
+
+    const auto kubelet = sb::dns::parse_resolv_conf_as_kubelet(text);
+    for (size_t i = 0; i < kubelet.options.size(); ++i) {
+        const std::string name = kubelet.options[i].substr(0, kubelet.options[i].find(':'));
+        for (size_t j = i + 1; j < kubelet.options.size(); ++j) {
+            FUZZ_REQUIRE(kubelet.options[j].substr(0, kubelet.options[j].find(':')) != name);
+        }
+    }
+    sb::dns::KubeletDnsSettings settings;
+    settings.cluster_dns = {"10.96.0.10"};
+    settings.cluster_domain = "cluster.local";
+    settings.node = kubelet;
+    for (auto policy : {sb::watch::DnsPolicy::kClusterFirst, sb::watch::DnsPolicy::kDefault}) {
+        sb::watch::Pod pod;
+        pod.meta.ns = "default";
+        pod.dns_policy = policy;
+        auto conf = sb::dns::compose_pod_resolv_conf(pod, settings);
+        FUZZ_REQUIRE(conf.ok());
+        FUZZ_REQUIRE(conf->nameservers.size() <= sb::dns::kMaxPodNameservers);
+        FUZZ_REQUIRE(conf->searches.size() <= sb::dns::kMaxSearchPaths);
+        size_t joined = 0;
+        for (const auto& search : conf->searches) {
+            FUZZ_REQUIRE(search.size() <= sb::dns::kMaxSearchDomainChars);
+            joined += search.size() + 1;
+        }
+        FUZZ_REQUIRE(joined <= sb::dns::kMaxSearchListChars + 1);
+    }
     return 0;
 }

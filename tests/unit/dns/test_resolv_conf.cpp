@@ -57,3 +57,21 @@ TEST_CASE("resolv.conf text: search domains no resolver can ask are dropped, the
     CHECK(searches.front() == "d0.example");
     CHECK(searches.back() == "d31.example");
 }
+
+TEST_CASE("resolv.conf text: the whole file as kubelet reads it") {
+    auto conf = parse_resolv_conf_as_kubelet(
+        "# generated\n"
+        "nameserver 192.0.2.1\n"
+        "nameserver fe80::1%eth0\n"
+        "search one.example\n"
+        "options ndots:2 rotate\n"
+        "search two.example. .\n"
+        "options timeout:1 ndots:3 ; a comment\n"
+        "nameserver\n");
+    // Addresses as written: kubelet copies them into Default Pods.
+    CHECK(conf.nameservers == std::vector<std::string>{"192.0.2.1", "fe80::1%eth0"});
+    CHECK(conf.searches == std::vector<std::string>{"two.example"});
+    // A later value of an option replaces the earlier one in its place.
+    CHECK(conf.options == std::vector<std::string>{"ndots:3", "rotate", "timeout:1"});
+    CHECK(parse_resolv_conf_as_kubelet("").nameservers.empty());
+}
