@@ -322,6 +322,8 @@ std::string usage() {
     std::string text =
         "switchboard: a node-local kube-proxy and cluster DNS replacement.\n"
         "`switchboard plan [OPTIONS]` prints the Plan as JSON instead of running.\n"
+        "`switchboard pod-dns|pod-env|lookup --help`: what a Pod sees (its resolv.conf,\n"
+        "its Service environment variables, each step of a name lookup).\n"
         "Exit codes: 0 ok, 1 runtime failure, 2 bad flags or configuration.\n"
         "Flags take --flag=value or --flag value; booleans --flag or --flag=true|false.\n"
         "With --config, kube-proxy's options come from the file; only --hostname-override\n"

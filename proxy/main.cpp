@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "proxy/daemon.h"
 #include "proxy/flags.h"
+#include "proxy/pod_command_line.h"
 
 namespace {
 
@@ -44,6 +45,8 @@ int main(int argc, char** argv) {
     spdlog::set_default_logger(spdlog::stderr_logger_mt("switchboard"));
 
     std::vector<std::string> args(argv + 1, argv + argc);
+    // pod-dns, pod-env and lookup take flags of their own.
+    if (auto code = sb::proxy::run_pod_command(args)) return *code;
     auto options = sb::proxy::parse_flags(args, sb::proxy::current_environment());
     if (!options) {
         std::fprintf(stderr, "switchboard: %s\n", options.error().message.c_str());

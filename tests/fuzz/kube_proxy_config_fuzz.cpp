@@ -4,7 +4,9 @@
 //   2. the --config file of `--config=PATH`, read from memory, so that every
 //      value the file sets also runs through its option row's validation;
 //   3. split on NUL and newline bytes, a command line of at most kMaxArgs
-//      arguments (the flag tokenizer; `--config` there reads the input too).
+//      arguments (the flag tokenizer; `--config` there reads the input too);
+//   4. a KubeletConfiguration, whose DNS fields `pod-dns` and `lookup` read
+//      (parse_kubelet_config_dns).
 // Invariants checked: nothing crashes, leaks, hangs or throws (no exception
 // is caught here: one escaping is a finding); every rejection is one
 // non-empty kInvalidArgument line, and every warning one line, without
@@ -20,6 +22,7 @@
 
 #include "proxy/flags.h"
 #include "proxy/kube_proxy_config.h"
+#include "proxy/kubelet_dns_flags.h"
 
 namespace {
 
@@ -81,5 +84,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
 
     check(proxy::parse_flags(split_arguments(bytes), environment));
+
+    auto kubelet =
+        proxy::parse_kubelet_config_dns(std::string(bytes), "/var/lib/kubelet/config.yaml");
+    if (!kubelet) {
+        if (kubelet.error().code != ErrorCode::kInvalidArgument) std::abort();
+        check_line(kubelet.error().message);
+    }
     return 0;
 }

@@ -1,16 +1,23 @@
 """node_dns: the cluster and the lookups of the node-local DNS tests on a netbed
-node (test_dns_local, test_dns_pods, test_corefile_kubeadm): kube-dns with a
-CoreDNS Pod, the Services the Pods look up, how a Pod's resolver (getent,
-dig, busybox) answers, and the node's conntrack entries of DNS traffic.
+node (test_dns_local, test_dns_pods, test_corefile_kubeadm, test_dns_search_path,
+test_pod_lookup): kube-dns with a CoreDNS Pod, the Services the Pods look up,
+how a Pod's resolver (getent, dig, busybox) answers, the node's conntrack
+entries of DNS traffic, a count of the DNS packets a Pod sends, and a daemon
+answering kube-dns itself in front of a fake upstream.
 
 The bed must have the Pods the clusters name (`coredns`, `web-1`; `web-0`
 for pod_dns_cluster) on node-a.
 """
+import contextlib
 import ipaddress
+import re
+
+import dns_stub
+import netbed
 
 from kube_objects import endpoint_slice, service, service_port
 from netbed import pod_endpoint
-from network_namespace import run_in
+from network_namespace import in_ns, run, run_in
 
 KUBE_DNS = "10.96.0.10"
 NODE_LOCAL = "169.254.20.10"
@@ -109,3 +116,45 @@ def lookup(bed, pod, resolver, name):
                 names.add(line.split("canonical name = ")[1].rstrip("."))
     names.discard(name)
     return addresses, names
+
+
+# The table of the Pods' DNS packet counters (add_dns_counter).
+DNS_COUNTER_TABLE = "sb_test_dns_count"
+
+
+def add_dns_counter(bed, pod):
+    """An nftables counter, in Pod `pod`'s namespace, of the DNS packets it sends."""
+    script = (f"table inet {DNS_COUNTER_TABLE} {{\n chain out {{\n"
+              "  type filter hook output priority 0;\n"
+              "  udp dport 53 counter\n  tcp dport 53 tcp flags syn counter\n }\n}\n")
+    run(in_ns(bed.pods[pod].ns, ["nft", "-f", "-"]), input=script)
+
+
+def dns_packets(bed, pod):
+    """The DNS packets Pod `pod` has sent since add_dns_counter."""
+    out = pod_run(bed, pod, ["nft", "list", "table", "inet", DNS_COUNTER_TABLE]).stdout
+    return sum(int(n) for n in re.findall(r"counter packets (\d+)", out))
+
+
+def counted(bed, pod, argv):
+    """(stdout, DNS packets sent) of argv in Pod `pod`'s namespace."""
+    before = dns_packets(bed, pod)
+    out = pod_run(bed, pod, argv).stdout
+    return out, dns_packets(bed, pod) - before
+
+
+@contextlib.contextmanager
+def upstream_and_daemon(bed, switchboard_bin, cluster, answer, extra_args=()):
+    """switchboard (nftables) on node-a answering the kube-dns ClusterIP itself
+    (--dns-local-address) and forwarding to a fake upstream on the node's
+    loopback that replies with answer(stub, query); yields the daemon."""
+    stub = dns_stub.Stub(bed.nodes["node-a"].ns, UPSTREAM, answer=answer)
+    daemon = netbed.Switchboard(bed, switchboard_bin, "nftables", extra_args=[
+        f"--dns-local-address={KUBE_DNS}", f"--dns-upstream={UPSTREAM}", *extra_args])
+    daemon.set_cluster(cluster)
+    try:
+        daemon.start()
+        yield daemon
+    finally:
+        daemon.close()
+        stub.close()

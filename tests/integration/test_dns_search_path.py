@@ -21,16 +21,15 @@ nftables counter in its namespace counts the DNS packets it sends.
 - an address a new Pod took over is that Pod's (its namespace answers);
 - the metrics count the answers and the round trips saved.
 """
-import re
 
 import dns_stub
 import dns_wire
 import netbed
-import network_namespace
 import pytest
 from kube_objects import endpoint_slice, pod, service, service_port
 from netbed import pod_endpoint
-from node_dns import KUBE_DNS, UPSTREAM, pod_run
+from node_dns import (KUBE_DNS, UPSTREAM, add_dns_counter, counted, pod_run,
+                      upstream_and_daemon)
 
 LAYOUT = {"node-a": ["client-a", "client-b", "custom", "web-1"]}
 WEB_A = "10.96.0.21"
@@ -38,7 +37,6 @@ WEB_B = "10.96.0.22"
 OUTSIDE = "www.example.com"
 OUTSIDE_ADDRESS = "192.0.2.1"
 NODE_SEARCH = "corp.example"
-COUNTER_TABLE = "sb_test_dns_count"
 
 
 def upstream_answer(stub, query):
@@ -92,7 +90,7 @@ def bed(root):
     try:
         bed.start_servers(pods=["web-1"])
         for name in ("client-a", "client-b", "custom"):
-            add_counter(bed, name)
+            add_dns_counter(bed, name)
         with netbed.resolv_confs(files):
             yield bed
     finally:
@@ -101,37 +99,8 @@ def bed(root):
 
 @pytest.fixture(scope="module")
 def daemon(bed, switchboard_bin):
-    stub = dns_stub.Stub(bed.nodes["node-a"].ns, UPSTREAM, answer=upstream_answer)
-    daemon = netbed.Switchboard(bed, switchboard_bin, "nftables", extra_args=[
-        f"--dns-local-address={KUBE_DNS}", f"--dns-upstream={UPSTREAM}", "--dns-autopath"])
-    daemon.set_cluster(cluster(bed))
-    try:
-        daemon.start()
+    with upstream_and_daemon(bed, switchboard_bin, cluster(bed), upstream_answer, extra_args=["--dns-autopath"]) as daemon:
         yield daemon
-    finally:
-        daemon.close()
-        stub.close()
-
-
-def add_counter(bed, name):
-    """An nftables counter of the DNS packets the Pod sends."""
-    script = (f"table inet {COUNTER_TABLE} {{\n chain out {{\n"
-              "  type filter hook output priority 0;\n"
-              "  udp dport 53 counter\n  tcp dport 53 tcp flags syn counter\n }\n}\n")
-    network_namespace.run(network_namespace.in_ns(bed.pods[name].ns, ["nft", "-f", "-"]),
-                          input=script)
-
-
-def packets(bed, name):
-    out = pod_run(bed, name, ["nft", "list", "table", "inet", COUNTER_TABLE]).stdout
-    return sum(int(n) for n in re.findall(r"counter packets (\d+)", out))
-
-
-def counted(bed, name, argv):
-    """(stdout, DNS packets sent) of argv in the Pod's namespace."""
-    before = packets(bed, name)
-    out = pod_run(bed, name, argv).stdout
-    return out, packets(bed, name) - before
 
 
 def getent(bed, name, host):

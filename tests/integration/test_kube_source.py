@@ -606,6 +606,29 @@ def test_plan_from_the_api_server_equals_plan_from_its_dump(api, pki, switchboar
     assert len(json.loads(got.stdout)) > 0
 
 
+def test_pod_env_from_the_api_server_equals_pod_env_from_its_dump(api, pki, switchboard_bin,
+                                                                   tmp_path):
+    """`switchboard pod-env --kubeconfig` reads the Services from the API server
+    (issue 14): the same variables as from the file of its objects."""
+    random_mutations(api, random.Random(5), 100, inject_faults=False)
+    api.apply(kube_objects.service("kubernetes", ["10.96.0.1"],
+                                   [kube_objects.service_port(443, name="https", target=6443)]))
+    dump_file = tmp_path / "objects.json"
+    dump_file.write_text(json.dumps(api.dump()))
+    expected = subprocess.run(
+        [str(switchboard_bin), "pod-env", "--namespace", "default", "--source",
+         f"file:{dump_file}"], capture_output=True, text=True, timeout=60, check=True)
+    got = subprocess.run(
+        [str(switchboard_bin), "pod-env", "--namespace", "default", "--kubeconfig",
+         token_kubeconfig(tmp_path, api, pki), "--hostname-override", NODE],
+        capture_output=True, text=True, timeout=60,
+        env=dict(os.environ, SWITCHBOARD_KUBE_TUNING=TUNING))
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == expected.stdout
+    assert "KUBERNETES_SERVICE_HOST=10.96.0.1\n" in got.stdout
+    assert got.stdout.count("_SERVICE_HOST=") > 1
+
+
 def test_daemon_exits_2_naming_a_bad_kubeconfig(switchboard_bin, tmp_path):
     bad = tmp_path / "kubeconfig"
     bad.write_text("clusters: []\n")
