@@ -23,9 +23,14 @@ int run_pod_env(const std::vector<std::string>& args) {
     bool enable_service_links = true;
     SourceFlags source;
     app.add_option("--namespace,-n", ns, "the Pod's namespace")->required();
-    app.add_flag("--enable-service-links", enable_service_links,
-                 "the Pod's spec.enableServiceLinks: --enable-service-links=false keeps only "
-                 "the KUBERNETES_* variables")
+    // An option with an optional value rather than a flag: a CLI11 flag takes
+    // no separate word, and kubelet-style `--enable-service-links false`
+    // must parse as `=false` does (bare: true).
+    app.add_option("--enable-service-links", enable_service_links,
+                   "the Pod's spec.enableServiceLinks: --enable-service-links=false keeps only "
+                   "the KUBERNETES_* variables")
+        ->expected(0, 1)
+        ->type_name("[true|false]")
         ->default_str("true");
     add_source_flags(app, source);
     app.footer(

@@ -82,9 +82,17 @@ def test_a_namespace_gets_its_services_and_the_masters(switchboard_bin, source):
     assert got == {**MASTER, **redis, **web}
 
 
-@pytest.mark.parametrize("flag", ["--enable-service-links=false", "--enable-service-links=0"])
+@pytest.mark.parametrize("flag", [["--enable-service-links=false"], ["--enable-service-links=0"],
+                                  ["--enable-service-links", "false"]])
 def test_without_service_links_only_the_masters(switchboard_bin, source, flag):
-    assert variables(pod_env(switchboard_bin, "-n", "shop", flag, "--source", source)) == MASTER
+    assert variables(pod_env(switchboard_bin, "-n", "shop", *flag, "--source", source)) == MASTER
+
+
+@pytest.mark.parametrize("flag", [["--enable-service-links"], ["--enable-service-links", "true"]])
+def test_service_links_on_spelled_out(switchboard_bin, source, flag):
+    got = variables(pod_env(switchboard_bin, "-n", "shop", *flag, "--source", source))
+    assert got == variables(pod_env(switchboard_bin, "-n", "shop", "--source", source))
+    assert "REDIS_PRIMARY_SERVICE_HOST" in got
 
 
 def test_the_default_namespace(switchboard_bin, source):
