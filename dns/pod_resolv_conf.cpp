@@ -35,10 +35,6 @@ void append_new(std::vector<std::string>& list, const std::vector<std::string>& 
     }
 }
 
-std::string option_name(const std::string& option) {
-    return option.substr(0, option.find(':'));
-}
-
 // mergeDNSOptions: the Pod's options replace the base's of the same name.
 // Kubelet rebuilds the list from a Go map, in no fixed order; this keeps the
 // base's order and appends new names in the Pod's order.
@@ -48,7 +44,7 @@ void merge_options(std::vector<std::string>& options,
         std::string text = option.name;
         if (option.value && !option.value->empty()) text += ":" + *option.value;
         auto same = std::find_if(options.begin(), options.end(), [&](const std::string& existing) {
-            return option_name(existing) == option.name;
+            return resolv_conf_option_name(existing) == option.name;
         });
         if (same == options.end()) {
             options.push_back(std::move(text));

@@ -31,11 +31,6 @@ void for_each_line(std::string_view text, F&& f) {
     }
 }
 
-// The option's name: the text before its first colon.
-std::string_view option_name(std::string_view option) {
-    return option.substr(0, option.find(':'));
-}
-
 }  // namespace
 
 std::vector<HostPort> parse_resolv_conf_nameservers(std::string_view text) {
@@ -47,6 +42,10 @@ std::vector<HostPort> parse_resolv_conf_nameservers(std::string_view text) {
         if (address) result.push_back(HostPort{*address, 53});
     });
     return result;
+}
+
+std::string_view resolv_conf_option_name(std::string_view option) {
+    return option.substr(0, option.find(':'));
 }
 
 KubeletResolvConf parse_resolv_conf_as_kubelet(std::string_view text) {
@@ -74,10 +73,10 @@ KubeletResolvConf parse_resolv_conf_as_kubelet(std::string_view text) {
         if (keyword != "options") return;
         for (std::string_view word = next_word(line, pos); !word.empty();
              word = next_word(line, pos)) {
-            auto same = std::find_if(result.options.begin(), result.options.end(),
-                                     [&](const std::string& option) {
-                                         return option_name(option) == option_name(word);
-                                     });
+            auto same = std::find_if(
+                result.options.begin(), result.options.end(), [&](const std::string& option) {
+                    return resolv_conf_option_name(option) == resolv_conf_option_name(word);
+                });
             if (same == result.options.end()) {
                 result.options.emplace_back(word);
             } else {

@@ -36,6 +36,10 @@ struct KubeletResolvConf {
 };
 KubeletResolvConf parse_resolv_conf_as_kubelet(std::string_view text);
 
+// A resolver option's name: its text before the first colon ("ndots" of
+// "ndots:5"), by which kubelet merges options.
+std::string_view resolv_conf_option_name(std::string_view option);
+
 // Most search domains kept from one file; kubelet's limit for a whole Pod
 // search list (MaxDNSSearchPaths), which these are only the end of.
 inline constexpr size_t kMaxResolvConfSearches = 32;
