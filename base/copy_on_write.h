@@ -1,5 +1,5 @@
 // Copy on write over std::shared_ptr: the one rule by which structures whose
-// copies share parts (base/shared_sequence.h, dns/sharded_map.h) decide
+// copies share parts (base/shared_sequence.h, dns/zone/sharded_map.h) decide
 // whether a part may be written in place.
 //
 // A part may be written in place only while the pointer is its only holder.

@@ -8,49 +8,17 @@
 #include <utility>
 
 #include "base/log.h"
-#include "dns/cache_set.h"
-#include "dns/forward.h"
-#include "dns/hosts_reloader.h"
-#include "dns/panic_guard.h"
-#include "dns/pod_directory.h"
-#include "dns/programming_latency.h"
-#include "dns/resolv_conf.h"
-#include "dns/server.h"
-#include "dns/zone.h"
+#include "base/panic_guard.h"
+#include "dns/forward/cache_set.h"
+#include "dns/forward/forward.h"
+#include "dns/search_path/pod_directory.h"
+#include "dns/search_path/resolv_conf.h"
+#include "dns/serve/server.h"
+#include "dns/zone/hosts_reloader.h"
+#include "dns/zone/programming_latency.h"
+#include "dns/zone/zone.h"
 
 namespace sb::dns {
-
-Result<std::vector<HostPort>> parse_upstreams(std::string_view text) {
-    std::vector<HostPort> result;
-    size_t start = 0;
-    while (start <= text.size()) {
-        size_t comma = text.find(',', start);
-        if (comma == std::string_view::npos) comma = text.size();
-        std::string_view item = text.substr(start, comma - start);
-        while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-        while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-        if (item.empty()) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "empty entry in \"" + std::string(text) + "\"");
-        }
-        auto parsed = parse_host_port(item, 53);
-        if (!parsed) {
-            return make_error(ErrorCode::kInvalidArgument, parsed.error().message);
-        }
-        result.push_back(*parsed);
-        start = comma + 1;
-    }
-    return result;
-}
-
-Result<PodRecords> parse_pod_records(std::string_view text) {
-    if (text == "disabled") return PodRecords::kDisabled;
-    if (text == "insecure") return PodRecords::kInsecure;
-    if (text == "verified") return PodRecords::kVerified;
-    return make_error(
-        ErrorCode::kInvalidArgument,
-        "--dns-pods: \"" + std::string(text) + "\" is not one of disabled, insecure, verified");
-}
 
 namespace {
 
@@ -204,7 +172,7 @@ struct DnsService::Impl {
     bool stopped = false;
 
     // kChanged: derived from the last zone for the Services and slices the
-    // Store's changes name (dns/zone.h); kFull: from the whole snapshot (the
+    // Store's changes name (dns/zone/zone.h); kFull: from the whole snapshot (the
     // first zone, a reconfigure).
     enum class Rebuild { kChanged, kFull };
     void rebuild(Rebuild how) {

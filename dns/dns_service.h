@@ -21,72 +21,11 @@
 #include "base/ip.h"
 #include "base/metrics.h"
 #include "base/result.h"
-#include "dns/cache_set.h"
-#include "dns/forward.h"
-#include "dns/hosts.h"
-#include "dns/programmed.h"
-#include "dns/query_log.h"
-#include "dns/resolver_policy.h"
-#include "dns/rrl.h"
-#include "dns/tcp_stream.h"
+#include "dns/dns_options.h"
+#include "dns/zone/programmed.h"
 #include "watch/store.h"
 
 namespace sb::dns {
-
-// --dns-pods: which a-b-c-d.ns.pod.<zone> names answer (CoreDNS "pods" option).
-enum class PodRecords { kDisabled, kInsecure, kVerified };
-
-struct DnsOptions {
-    std::vector<HostPort> listen;  // --dns-listen
-    std::string cluster_domain = "cluster.local";
-    uint32_t ttl = 30;                        // --dns-ttl
-    PodRecords pods = PodRecords::kInsecure;  // --dns-pods
-    std::vector<HostPort> upstreams;  // --dns-upstream; empty: nameservers of /etc/resolv.conf
-    ForwardSetOptions forward;        // the default upstreams' (a Corefile's `forward .`)
-    // Stub domains (the Corefile's other server blocks): their names go to
-    // their own upstreams, longest zone first. Zones outside cluster_domain.
-    std::vector<StubZone> stubs;
-    // Set by a Corefile: its server blocks and their `cache`s. Unset: one
-    // cache for every forwarded name (CacheSettings::flags_default()).
-    std::optional<std::vector<CacheBlock>> caches;
-    unsigned workers = 0;  // 0: one per core
-    // Where the default upstreams come from when `upstreams` is empty.
-    std::string resolv_conf = "/etc/resolv.conf";
-    // Set by a Corefile (corefile_options.cpp); the defaults are the flags'
-    // behaviour. kubernetes: reverse zones and fallthrough,
-    // endpoint_pod_names, noendpoints (endpoints = false).
-    ClusterPolicy cluster;
-    bool endpoint_pod_names = false;
-    bool endpoints = true;
-    std::optional<HostsOptions> hosts;  // the hosts plugin
-    AnswerShuffle shuffle = AnswerShuffle::kZoneAnswers;
-    // The Corefile's `log` and `errors` (no block without a Corefile: nothing logged).
-    QueryLogConfig query_log;
-    // DNS over TCP (ServerOptions'); a Corefile's `timeouts` read and idle.
-    std::chrono::milliseconds tcp_read_timeout = kTcpReadTimeout;
-    std::chrono::milliseconds tcp_idle_timeout = kTcpIdleTimeout;
-    // This node's name (--hostname-override, NODE_NAME, else the host
-    // name): the Pods whose queries the server-side search path knows.
-    // Read at start only.
-    std::string node_name;
-    // `autopath @kubernetes`, --dns-autopath: the server walks a Pod's
-    // search path itself (docs/dns.md, "Search path on the server").
-    bool autopath = false;
-    // --dns-rrl, --dns-rrl-slip, --dns-rrl-table-size: rate 0 is off. Read
-    // at start only (a Corefile reload keeps the limiter).
-    RrlSettings rrl;
-    // Set by the daemon, whose proxy programs this node: a Service it
-    // programs is published once report_programmed() says its rules are in
-    // (docs/dns.md, "Publish after programming"). --dns-local-address's
-    // ClusterIPs get no rules and wait for none.
-    bool publish_after_programming = false;
-    std::vector<IpAddress> local_dns_addresses;
-};
-
-// --dns-upstream: comma-separated ADDR[:PORT], IPv6 as [ADDR]:PORT, port 53 when omitted.
-// The error names the bad entry; the caller prefixes the flag.
-Result<std::vector<HostPort>> parse_upstreams(std::string_view text);
-Result<PodRecords> parse_pod_records(std::string_view text);  // disabled|insecure|verified
 
 class DnsService {
   public:
@@ -114,7 +53,7 @@ class DnsService {
     Status reconfigure(DnsOptions next);
 
     // What the kernel serves now of the Services whose state changed
-    // (dns/programmed.h): the daemon calls it before a sync with what the
+    // (dns/zone/programmed.h): the daemon calls it before a sync with what the
     // kernel keeps whatever the sync does (names go before their rules),
     // and after an accepted sync with what the sync programmed. When it
     // returns, the published zone reflects the report. The first call,

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "base/metrics.h"
-#include "dns/corefile_config.h"
+#include "dns/corefile/config.h"
 #include "proxy/http_server.h"
 #include "proxy/metrics.h"
 

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "base/log.h"
-#include "dns/panic_guard.h"
+#include "base/panic_guard.h"
 
 namespace sb::proxy {
 
@@ -115,7 +115,7 @@ void CorefileReloader::run() {
         // Nothing may escape the thread (an exception while applying, e.g. an
         // allocation failure): counted in coredns_panics_total; the running
         // configuration stays and the checks go on.
-        dns::run_guarded("corefile reload", [this] { check(); });
+        run_guarded("corefile reload", [this] { check(); });
         lock.lock();
     }
 }

@@ -26,8 +26,8 @@
 
 #include "base/metrics.h"
 #include "base/result.h"
-#include "dns/corefile.h"
-#include "dns/corefile_config.h"
+#include "dns/corefile/config.h"
+#include "dns/corefile/grammar.h"
 
 namespace sb::proxy {
 

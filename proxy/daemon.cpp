@@ -9,7 +9,7 @@
 #include <iostream>
 
 #include "base/log.h"
-#include "dns/corefile_options.h"
+#include "dns/corefile/options.h"
 #include "proxy/bootstrap_check.h"
 #include "proxy/node_setup.h"
 #include "proxy/planner.h"

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "base/file_text.h"
-#include "dns/corefile_options.h"
+#include "dns/corefile/options.h"
 #include "proxy/kube_proxy_config.h"
 #include "proxy/options_table.h"
 

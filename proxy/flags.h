@@ -25,8 +25,8 @@
 
 #include "base/ip.h"
 #include "base/result.h"
-#include "dns/corefile.h"
-#include "dns/corefile_config.h"
+#include "dns/corefile/config.h"
+#include "dns/corefile/grammar.h"
 #include "dns/dns_service.h"
 #include "proxy/go_duration.h"
 #include "rules/backend.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "dns/pod_resolv_conf.h"
+#include "dns/search_path/pod_resolv_conf.h"
 
 namespace sb::proxy {
 

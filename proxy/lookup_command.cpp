@@ -1,7 +1,7 @@
 // `switchboard lookup`: each step of the name lookup a Pod's resolver makes
 // (docs/pod-commands.md, "lookup"). The Pod and the cluster come from the
 // source (a file, or the API server with this node's Pods); the Pod's
-// resolv.conf is kubelet's (dns/pod_resolv_conf.h); names the cluster DNS
+// resolv.conf is kubelet's (dns/search_path/pod_resolv_conf.h); names the cluster DNS
 // server answers come from a zone built as the daemon builds it, and the
 // rest from the upstreams it would forward to.
 #include <rapidjson/prettywriter.h>
@@ -12,11 +12,11 @@
 
 #include "base/quote.h"
 #include "dns/dns_service.h"
-#include "dns/lookup_walk.h"
-#include "dns/record_text.h"
-#include "dns/resolver.h"
-#include "dns/upstream_exchange.h"
-#include "dns/zone.h"
+#include "dns/forward/upstream_exchange.h"
+#include "dns/search_path/lookup_walk.h"
+#include "dns/wire/record_text.h"
+#include "dns/zone/resolver.h"
+#include "dns/zone/zone.h"
 #include "proxy/daemon.h"
 #include "proxy/kubelet_dns_flags.h"
 #include "proxy/pod_command_line.h"

@@ -2,7 +2,7 @@
 // (docs/pod-commands.md, "pod-dns").
 #include <iostream>
 
-#include "dns/pod_resolv_conf.h"
+#include "dns/search_path/pod_resolv_conf.h"
 #include "proxy/kubelet_dns_flags.h"
 #include "proxy/pod_command_line.h"
 #include "proxy/pod_commands.h"

@@ -17,7 +17,7 @@
 #include <map>
 #include <set>
 
-#include "dns/programmed.h"
+#include "dns/zone/programmed.h"
 #include "rules/plan.h"
 #include "watch/objects.h"
 

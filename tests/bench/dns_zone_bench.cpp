@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "dns/resolver.h"
-#include "dns/zone.h"
+#include "dns/zone/resolver.h"
+#include "dns/zone/zone.h"
 #include "watch/snapshot_builder.h"
 #include "watch/store.h"
 

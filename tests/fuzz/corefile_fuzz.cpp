@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "dns/corefile.h"
-#include "dns/corefile_config.h"
+#include "dns/corefile/config.h"
+#include "dns/corefile/grammar.h"
 
 namespace {
 

@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <memory>
 
-#include "dns/resolver.h"
-#include "dns/wire.h"
-#include "dns/zone.h"
+#include "dns/wire/wire.h"
+#include "dns/zone/resolver.h"
+#include "dns/zone/zone.h"
 #include "tests/fuzz/fuzz_zone.h"
 
 namespace {

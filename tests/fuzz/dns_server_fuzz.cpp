@@ -1,12 +1,12 @@
 // libFuzzer target: the DNS server's own handling of outside bytes, apart
 // from the codec dns_fuzz covers.
-// * quick_parse (dns/quick_query.h): when it takes a packet, the full
+// * quick_parse (dns/wire/quick_query.h): when it takes a packet, the full
 //   parser takes it too and agrees on the question, the class and the EDNS
 //   fields (else the fast path would answer what the full path refuses).
-// * render-cache patching (dns/render_cache.h): the reply rendered for the
+// * render-cache patching (dns/serve/render_cache.h): the reply rendered for the
 //   lower-cased question, stored and patched for this packet, parses, and
 //   carries the packet's ID, RD, CD and question bytes.
-// * TCP framing (dns/tcp_stream.h): the input as a TCP byte stream, fed in
+// * TCP framing (dns/serve/tcp_stream.h): the input as a TCP byte stream, fed in
 //   chunks whose sizes come from the input, answered with replies of sizes
 //   from the input and sent in pieces: the queries come out as the
 //   reference framing cuts them, the held input never exceeds one frame,
@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
-#include "dns/quick_query.h"
-#include "dns/render_cache.h"
-#include "dns/resolver.h"
-#include "dns/tcp_stream.h"
-#include "dns/wire.h"
-#include "dns/zone.h"
+#include "dns/serve/render_cache.h"
+#include "dns/serve/tcp_stream.h"
+#include "dns/wire/quick_query.h"
+#include "dns/wire/wire.h"
+#include "dns/zone/resolver.h"
+#include "dns/zone/zone.h"
 #include "tests/fuzz/fuzz_zone.h"
 
 namespace {

@@ -10,9 +10,9 @@
 #include <span>
 #include <string>
 
-#include "dns/resolver.h"
-#include "dns/upstream_reply.h"
-#include "dns/wire.h"
+#include "dns/forward/upstream_reply.h"
+#include "dns/wire/wire.h"
+#include "dns/zone/resolver.h"
 
 namespace {
 

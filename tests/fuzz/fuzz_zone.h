@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "dns/zone.h"
+#include "dns/zone/zone.h"
 #include "watch/snapshot_builder.h"
 
 namespace sb {

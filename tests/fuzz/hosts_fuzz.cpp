@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "dns/hosts.h"
+#include "dns/zone/hosts.h"
 
 namespace {
 

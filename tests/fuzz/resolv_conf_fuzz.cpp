@@ -1,5 +1,5 @@
 // libFuzzer target: the node's resolv.conf as the forwarder reads it
-// (dns/resolv_conf.h). Invariants checked: nothing crashes or reads out of
+// (dns/search_path/resolv_conf.h). Invariants checked: nothing crashes or reads out of
 // bounds (ASan/UBSan); there are never more nameservers than lines; every
 // nameserver is on port 53; the nameservers written back as a resolv.conf
 // parse to the same list. Search domains: at most kMaxResolvConfSearches,
@@ -12,10 +12,10 @@
 #include <string>
 #include <string_view>
 
-#include "dns/pod_resolv_conf.h"
-#include "dns/resolv_conf.h"
-#include "dns/search_limits.h"
-#include "dns/wire.h"
+#include "dns/search_path/pod_resolv_conf.h"
+#include "dns/search_path/resolv_conf.h"
+#include "dns/search_path/search_limits.h"
+#include "dns/wire/wire.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

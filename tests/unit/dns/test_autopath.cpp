@@ -1,4 +1,4 @@
-// The server-side search path's pure part (dns/autopath.h): what is a
+// The server-side search path's pure part (dns/search_path/autopath.h): what is a
 // first expansion, and which names a Pod's resolver would ask next, in
 // kubelet's order and within its limits.
 #include <catch.hpp>
@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "dns/autopath.h"
-#include "dns/wire.h"
+#include "dns/search_path/autopath.h"
+#include "dns/wire/wire.h"
 
 using namespace sb;
 using namespace sb::dns;

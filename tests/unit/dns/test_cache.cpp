@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <fstream>
 
-#include "dns/cache.h"
 #include "dns/dns_service.h"
-#include "dns/forward.h"
-#include "dns/resolv_conf.h"
+#include "dns/forward/cache.h"
+#include "dns/forward/forward.h"
+#include "dns/search_path/resolv_conf.h"
 
 using namespace sb;
 using namespace sb::dns;

@@ -2,7 +2,7 @@
 // that a store never holds more than its bytes whatever its answers weigh.
 #include <catch.hpp>
 
-#include "dns/cache.h"
+#include "dns/forward/cache.h"
 #include "tests/unit/dns/heap_in_use.h"
 
 using namespace sb;

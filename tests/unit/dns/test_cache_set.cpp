@@ -1,8 +1,8 @@
 #include <catch.hpp>
 
-#include "dns/cache_set.h"
-#include "dns/corefile_cache.h"
-#include "dns/corefile_options.h"
+#include "dns/corefile/cache.h"
+#include "dns/corefile/options.h"
+#include "dns/forward/cache_set.h"
 
 using namespace sb;
 using namespace sb::dns;

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "dns/corefile.h"
+#include "dns/corefile/grammar.h"
 
 using namespace sb;
 using namespace sb::dns;

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "dns/corefile_config.h"
-#include "dns/corefile_options.h"
+#include "dns/corefile/config.h"
+#include "dns/corefile/options.h"
 
 using namespace sb;
 using namespace sb::dns;

@@ -3,7 +3,7 @@
 
 #include <future>
 
-#include "dns/forward.h"
+#include "dns/forward/forward.h"
 #include "tests/unit/dns/test_forward_fakes.h"
 
 using namespace sb;

@@ -5,8 +5,8 @@
 #include <future>
 #include <set>
 
-#include "dns/forward.h"
-#include "dns/upstream_exchange.h"
+#include "dns/forward/forward.h"
+#include "dns/forward/upstream_exchange.h"
 #include "tests/unit/dns/test_forward_fakes.h"
 
 using namespace sb;

@@ -2,7 +2,7 @@
 // defaults and every option (docs/corefile.md).
 #include <catch.hpp>
 
-#include "dns/corefile_options.h"
+#include "dns/corefile/options.h"
 
 using namespace sb;
 using namespace sb::dns;

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "dns/forward.h"
-#include "dns/socket_util.h"
+#include "base/socket_address.h"
+#include "dns/forward/forward.h"
 
 namespace sb::dns::testing {
 

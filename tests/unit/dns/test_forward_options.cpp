@@ -7,7 +7,7 @@
 #include <array>
 #include <memory>
 
-#include "dns/forward.h"
+#include "dns/forward/forward.h"
 #include "tests/unit/dns/test_forward_fakes.h"
 
 using namespace sb;

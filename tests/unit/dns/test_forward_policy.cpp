@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <set>
 
-#include "dns/forward_policy.h"
+#include "dns/forward/forward_policy.h"
 
 using namespace sb::dns;
 

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <string>
 
-#include "dns/corefile_options.h"
-#include "dns/hosts.h"
-#include "dns/hosts_reloader.h"
+#include "dns/corefile/options.h"
+#include "dns/zone/hosts.h"
+#include "dns/zone/hosts_reloader.h"
 
 using namespace sb;
 using namespace sb::dns;

@@ -1,7 +1,7 @@
 #include <catch.hpp>
 #include <set>
 
-#include "dns/loadbalance.h"
+#include "dns/zone/loadbalance.h"
 
 using namespace sb;
 using namespace sb::dns;

@@ -1,4 +1,4 @@
-// The walk a Pod's stub resolver makes (dns/lookup_walk.h): glibc's order of
+// The walk a Pod's stub resolver makes (dns/search_path/lookup_walk.h): glibc's order of
 // names, ndots, and which outcomes end the walk.
 #include <catch.hpp>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "dns/lookup_walk.h"
+#include "dns/search_path/lookup_walk.h"
 
 using namespace sb;
 using namespace sb::dns;

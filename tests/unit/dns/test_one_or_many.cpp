@@ -1,4 +1,4 @@
-#include "dns/one_or_many.h"
+#include "dns/zone/one_or_many.h"
 
 #include <catch.hpp>
 #include <string>

@@ -1,5 +1,5 @@
 // The source address -> client Pod index of the server-side search path
-// (dns/pod_directory.h): which Pods are entered, whose search path counts
+// (dns/search_path/pod_directory.h): which Pods are entered, whose search path counts
 // as the default one, and who holds a reused address.
 #include <catch.hpp>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "dns/pod_directory.h"
+#include "dns/search_path/pod_directory.h"
 
 using namespace sb;
 using namespace sb::dns;

@@ -1,4 +1,4 @@
-// Kubelet's resolv.conf for a Pod (dns/pod_resolv_conf.h), against the
+// Kubelet's resolv.conf for a Pod (dns/search_path/pod_resolv_conf.h), against the
 // Kubernetes documentation's "DNS for Services and Pods" page: each
 // dnsPolicy, the dnsConfig example, the IPv6 example, and kubelet's limits.
 #include <catch.hpp>
@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "dns/pod_resolv_conf.h"
-#include "dns/search_limits.h"
+#include "dns/search_path/pod_resolv_conf.h"
+#include "dns/search_path/search_limits.h"
 #include "watch/decode.h"
 
 using namespace sb;

@@ -3,7 +3,7 @@
 #include <catch.hpp>
 
 #include "base/timestamp.h"
-#include "dns/programming_latency.h"
+#include "dns/zone/programming_latency.h"
 #include "tests/unit/exposition.h"
 
 using namespace sb;

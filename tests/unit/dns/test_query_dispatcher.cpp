@@ -1,4 +1,4 @@
-// A serving thread's query dispatch with no socket (dns/query_dispatcher.h):
+// A serving thread's query dispatch with no socket (dns/serve/query_dispatcher.h):
 // zone replies, the rendered-reply cache and its flush on a new zone, the
 // replies the server writes itself, the counters, and the server-side
 // search path (autopath) with a real forwarder asking fake upstreams.
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "dns/query_dispatcher.h"
+#include "dns/serve/query_dispatcher.h"
 #include "tests/unit/dns/test_forward_fakes.h"
 #include "watch/snapshot_builder.h"
 

@@ -3,8 +3,8 @@
 // choice of block and rule.
 #include <catch.hpp>
 
-#include "dns/corefile_options.h"
-#include "dns/query_log.h"
+#include "dns/corefile/options.h"
+#include "dns/serve/query_log.h"
 
 using namespace sb;
 using namespace sb::dns;

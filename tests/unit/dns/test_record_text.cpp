@@ -1,7 +1,7 @@
-// Records in presentation form (dns/record_text.h).
+// Records in presentation form (dns/wire/record_text.h).
 #include <catch.hpp>
 
-#include "dns/record_text.h"
+#include "dns/wire/record_text.h"
 
 using namespace sb;
 using namespace sb::dns;

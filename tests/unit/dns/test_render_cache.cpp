@@ -2,7 +2,7 @@
 // when an insert would pass either, the bytes matching the heap it holds.
 #include <catch.hpp>
 
-#include "dns/render_cache.h"
+#include "dns/serve/render_cache.h"
 #include "tests/unit/dns/heap_in_use.h"
 
 using namespace sb::dns;

@@ -1,6 +1,6 @@
 #include <catch.hpp>
 
-#include "dns/resolv_conf.h"
+#include "dns/search_path/resolv_conf.h"
 
 using namespace sb;
 using namespace sb::dns;

@@ -1,8 +1,8 @@
 #include <algorithm>
 #include <catch.hpp>
 
-#include "dns/resolver.h"
-#include "dns/zone.h"
+#include "dns/zone/resolver.h"
+#include "dns/zone/zone.h"
 #include "watch/snapshot_builder.h"
 
 using namespace sb;

@@ -2,9 +2,9 @@
 // injected clock, the slip, the flow's prefix and class, the fixed table.
 #include <catch.hpp>
 
-#include "dns/rrl.h"
-#include "dns/socket_util.h"
-#include "dns/wire.h"
+#include "base/socket_address.h"
+#include "dns/serve/rrl.h"
+#include "dns/wire/wire.h"
 
 using namespace sb;
 using namespace sb::dns;

@@ -10,10 +10,10 @@
 #include <chrono>
 #include <thread>
 
+#include "base/panic_guard.h"
+#include "base/socket_address.h"
 #include "dns/dns_service.h"
-#include "dns/panic_guard.h"
-#include "dns/server.h"
-#include "dns/socket_util.h"
+#include "dns/serve/server.h"
 #include "tests/unit/exposition.h"
 #include "watch/snapshot_builder.h"
 

@@ -1,9 +1,9 @@
-// The serving threads' counters (dns/server_stats.h): the `type` label
+// The serving threads' counters (dns/serve/server_stats.h): the `type` label
 // mapping both ways and the histograms' buckets.
 #include <catch.hpp>
 
-#include "dns/server_stats.h"
-#include "dns/wire.h"
+#include "dns/serve/server_stats.h"
+#include "dns/wire/wire.h"
 
 using namespace sb::dns;
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "dns/sharded_map.h"
+#include "dns/zone/sharded_map.h"
 
 namespace sb::dns {
 namespace {

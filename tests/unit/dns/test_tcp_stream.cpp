@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "dns/tcp_stream.h"
+#include "dns/serve/tcp_stream.h"
 
 using namespace sb::dns;
 using Clock = TcpStream::Clock;

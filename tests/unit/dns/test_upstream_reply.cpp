@@ -4,9 +4,9 @@
 
 #include <set>
 
-#include "dns/client_forward_cap.h"
-#include "dns/secure_random.h"
-#include "dns/upstream_reply.h"
+#include "dns/forward/client_forward_cap.h"
+#include "dns/forward/secure_random.h"
+#include "dns/forward/upstream_reply.h"
 
 using namespace sb;
 using namespace sb::dns;

@@ -1,6 +1,6 @@
 #include <catch.hpp>
 
-#include "dns/wire.h"
+#include "dns/wire/wire.h"
 
 using namespace sb;
 using namespace sb::dns;

@@ -8,7 +8,7 @@
 #include <tuple>
 #include <vector>
 
-#include "dns/zone.h"
+#include "dns/zone/zone.h"
 #include "watch/snapshot_builder.h"
 #include "watch/store.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "dns/zone.h"
+#include "dns/zone/zone.h"
 #include "watch/snapshot_builder.h"
 #include "watch/store.h"
 

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "base/metrics.h"
-#include "dns/corefile.h"
+#include "dns/corefile/grammar.h"
 #include "dns/dns_service.h"
 #include "proxy/coredns_endpoints.h"
 #include "proxy/http_server.h"

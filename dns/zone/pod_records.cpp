@@ -1,0 +1,16 @@
+#include "dns/zone/pod_records.h"
+
+#include <string>
+
+namespace sb::dns {
+
+Result<PodRecords> parse_pod_records(std::string_view text) {
+    if (text == "disabled") return PodRecords::kDisabled;
+    if (text == "insecure") return PodRecords::kInsecure;
+    if (text == "verified") return PodRecords::kVerified;
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        "--dns-pods: \"" + std::string(text) + "\" is not one of disabled, insecure, verified");
+}
+
+}  // namespace sb::dns
