@@ -20,6 +20,8 @@
 namespace sb {
 
 enum class IpFamily : uint8_t { kV4 = 4, kV6 = 6 };
+// Both families, in the order every per-family series and loop uses.
+inline constexpr std::array<IpFamily, 2> kIpFamilies = {IpFamily::kV4, IpFamily::kV6};
 
 const char* to_string(IpFamily family);  // "IPv4" / "IPv6", as Kubernetes spells them
 

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "base/log.h"
-#include "proxy/daemon.h"
-#include "proxy/flags.h"
-#include "proxy/pod_command_line.h"
+#include "proxy/app/daemon.h"
+#include "proxy/commands/pod_command_line.h"
+#include "proxy/options/flags.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // A Plan lists, for every service port this node proxies, the addresses and
 // ports that lead to it, its policies, and the endpoints to use for cluster
 // traffic and for node-local traffic. It is plain data computed by the
-// planner (proxy/planner.h) from Kubernetes objects; backends read nothing
+// planner (proxy/sync/planner.h) from Kubernetes objects; backends read nothing
 // else, so they can be tested with hand-made Plans. Every value in a Plan is
 // already validated (addresses parsed, ports in range).
 #pragma once
@@ -19,15 +19,17 @@
 #include <utility>
 #include <vector>
 
+#include "base/containers/shared_sequence.h"
 #include "base/ip.h"
-#include "base/shared_sequence.h"
+#include "base/protocol.h"
 #include "base/symbol.h"
 
 namespace sb::rules {
 
-enum class Protocol : uint8_t { kTCP, kUDP, kSCTP };
-const char* to_string(Protocol protocol);       // "TCP", "UDP", "SCTP"
-uint8_t ip_protocol_number(Protocol protocol);  // IPPROTO_TCP, ...
+// base's Protocol (base/protocol.h): the API's and the Plan's are one type.
+using sb::ip_protocol_number;
+using sb::Protocol;
+using sb::to_string;
 
 enum class TrafficPolicy : uint8_t { kCluster, kLocal };
 const char* to_string(TrafficPolicy policy);  // "Cluster", "Local"
@@ -95,7 +97,7 @@ struct ServicePortPlan {
 };
 
 // The service ports of a Plan: shared, immutable entries in chunks that
-// copies share (base/shared_sequence.h). Copying it copies a pointer per
+// copies share (base/containers/shared_sequence.h). Copying it copies a pointer per
 // chunk, so a partial replan that keeps most entries costs what changed
 // (docs/planner.md, "Shared entries"). Reading behaves as a
 // std::vector<ServicePortPlan>; a write through a non-const accessor copies

@@ -68,15 +68,6 @@ const Value* member(const Value& object, const char* name) {
     return &it->value;
 }
 
-std::string_view trim(std::string_view text) {
-    const auto space = [](char c) {
-        return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-    };
-    while (!text.empty() && space(text.front())) text.remove_prefix(1);
-    while (!text.empty() && space(text.back())) text.remove_suffix(1);
-    return text;
-}
-
 std::string number_text(const Value& value) {
     if (value.IsInt64()) return std::to_string(value.GetInt64());
     if (value.IsUint64()) return std::to_string(value.GetUint64());

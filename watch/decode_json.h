@@ -50,8 +50,6 @@ const char* type_name(const Value& value);
 const Value* member(const Value& object, const char* name);
 // A number as written, for "expected an integer, got 80.5".
 std::string number_text(const Value& value);
-// `text` without surrounding ASCII whitespace.
-std::string_view trim(std::string_view text);
 
 // "namespace/name" or "name" as the object's metadata gives it, for an
 // object that failed before a Decoder could name it; kUnknownObject when

@@ -1,6 +1,8 @@
 // Decoding a Service (docs/decoding.md, "Service").
 #include "watch/decoder.h"
 
+#include "base/text.h"
+
 namespace sb::watch::decoding {
 
 namespace {

@@ -4,18 +4,6 @@
 
 namespace sb::watch {
 
-const char* to_string(Protocol protocol) {
-    switch (protocol) {
-        case Protocol::kTCP:
-            return "TCP";
-        case Protocol::kUDP:
-            return "UDP";
-        case Protocol::kSCTP:
-            return "SCTP";
-    }
-    return "TCP";
-}
-
 bool left_to_another_proxy(const ObjectMeta& meta) {
     return meta.labels.count(kServiceProxyNameLabel) > 0 || meta.labels.count(kHeadlessLabel) > 0;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/ip.h"
+#include "base/protocol.h"
 #include "base/symbol.h"
 #include "watch/address_list.h"
 #include "watch/rare_string.h"
@@ -42,8 +43,9 @@ struct ObjectMeta {
     bool operator==(const ObjectMeta&) const = default;
 };
 
-enum class Protocol : uint8_t { kTCP, kUDP, kSCTP };
-const char* to_string(Protocol protocol);  // "TCP", "UDP", "SCTP"
+// base's Protocol (base/protocol.h): the API's and the Plan's are one type.
+using sb::Protocol;
+using sb::to_string;
 
 // targetPort: a number or the name of a container port.
 struct IntOrString {

@@ -1,5 +1,8 @@
 #include "dns/corefile/config.h"
 
+#include "base/go_duration.h"
+#include "base/text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -38,53 +41,22 @@ Error invalid(std::string why) {
     return make_error(ErrorCode::kInvalidArgument, std::move(why));
 }
 
+// An integer argument in [min, max] (every bound a caller passes fits 32 bits).
 Result<uint32_t> parse_number(std::string_view text, int64_t min, int64_t max) {
-    int64_t value = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-        return invalid(escaped_for_message(text) + " is not an integer");
-    }
-    if (value < min || value > max) {
-        return invalid(std::to_string(value) + " is out of range " + std::to_string(min) + "-" +
-                       std::to_string(max));
-    }
-    return static_cast<uint32_t>(value);
+    auto value = parse_integer(text, min, max);
+    if (!value) return value.error();
+    return static_cast<uint32_t>(*value);
 }
 
 // A Go duration (time.ParseDuration, which CoreDNS's plugins use), not
 // negative, to the millisecond: "5s", "1m30s", "0.5s", "0".
 Result<milliseconds> parse_duration(std::string_view text) {
-    auto bad = [&] {
+    auto parsed = parse_go_duration(text);
+    if (!parsed) {
         return invalid(escaped_for_message(text) + " is not a duration (e.g. 500ms, 5s, 1m30s)");
-    };
-    if (text == "0") return milliseconds(0);
-    if (text.empty()) return bad();
-    if (text.front() == '-') return invalid(escaped_for_message(text) + " is negative");
-    if (text.front() == '+') text.remove_prefix(1);
-    static const std::map<std::string_view, double> units = {
-        {"ns", 1e-6}, {"us", 1e-3}, {"\xC2\xB5s", 1e-3}, {"ms", 1},
-        {"s", 1e3},   {"m", 6e4},   {"h", 3.6e6}};
-    double total = 0;
-    size_t i = 0;
-    if (text.empty()) return bad();
-    while (i < text.size()) {
-        size_t start = i;
-        while (i < text.size() &&
-               (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
-            ++i;
-        std::string number(text.substr(start, i - start));
-        if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1)
-            return bad();
-        size_t unit_start = i;
-        while (i < text.size() && !std::isdigit(static_cast<unsigned char>(text[i])) &&
-               text[i] != '.')
-            ++i;
-        auto unit = units.find(text.substr(unit_start, i - unit_start));
-        if (unit == units.end()) return bad();
-        total += std::stod(number) * unit->second;
-        if (total > 1e12) return invalid(escaped_for_message(text) + " is too long");
     }
-    return milliseconds(static_cast<int64_t>(total));
+    if (parsed->count() < 0) return invalid(escaped_for_message(text) + " is negative");
+    return std::chrono::duration_cast<milliseconds>(*parsed);
 }
 
 // ADDR of prometheus, health and ready: [HOST]:PORT, HOST an IP address,

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "base/allocation_overhead.h"
+#include "base/containers/allocation_overhead.h"
 
 namespace sb::dns {
 

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/containers/published.h"
 #include "base/ip.h"
-#include "base/published.h"
 #include "watch/objects.h"
 
 namespace sb::dns {

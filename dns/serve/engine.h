@@ -3,7 +3,7 @@
 // its workers, their UDP loops and the query dispatcher share these; the
 // DnsService publishes them.
 //
-// Thread safety: both holders are Published<T> (base/published.h): any
+// Thread safety: both holders are Published<T> (base/containers/published.h): any
 // thread reads, writers replace whole.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "base/published.h"
+#include "base/containers/published.h"
 #include "dns/forward/cache_set.h"
 #include "dns/forward/forward.h"
 #include "dns/search_path/autopath.h"

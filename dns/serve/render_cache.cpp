@@ -4,7 +4,7 @@
 #include <cstring>
 #include <new>
 
-#include "base/allocation_overhead.h"
+#include "base/containers/allocation_overhead.h"
 
 namespace sb::dns {
 

@@ -17,8 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/containers/published.h"
 #include "base/ip.h"
-#include "base/published.h"
 #include "base/result.h"
 #include "dns/wire/wire.h"
 #include "dns/zone/resolver_policy.h"

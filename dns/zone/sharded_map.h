@@ -21,7 +21,7 @@
 // Thread safety: const access from several threads is safe, and so is
 // writing one map while other threads read copies of it: a block or shard
 // is written in place only while this map is its only holder
-// (base/copy_on_write.h). Copying a map while another thread writes that
+// (base/containers/copy_on_write.h). Copying a map while another thread writes that
 // same map is a data race, as for any value.
 #pragma once
 
@@ -32,7 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "base/copy_on_write.h"
+#include "base/containers/copy_on_write.h"
 
 namespace sb::dns {
 

@@ -21,7 +21,7 @@
 // (dns/zone/sharded_map.h). Each name counts the Services contributing it and
 // each rdata the Services contributing that record, so a name or record two
 // Services share (a reverse name, an empty non-terminal) stays while one of
-// them still brings it. Both paths give the same zone (tests/unit/dns/
+// them still brings it. Both paths give the same zone (tests/unit/dns/zone/
 // test_zone_update.cpp checks it against random changes).
 #pragma once
 

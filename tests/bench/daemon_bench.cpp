@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "proxy/change_tracker.h"
-#include "proxy/planner.h"
+#include "proxy/sync/change_tracker.h"
+#include "proxy/sync/planner.h"
 #include "rules/plan_json.h"
 #include "watch/store.h"
 

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "proxy/planner.h"
+#include "proxy/sync/planner.h"
 #include "rules/plan_json.h"
 #include "watch/decode.h"
 #include "watch/store.h"

@@ -2,7 +2,7 @@
 // (metrics, healthz, the health-check node ports). The input is one
 // connection's bytes, read as the server reads them (Beast's http::read with
 // the server's parser, limits and buffer, from an in-memory stream) and
-// answered by route_request (proxy/http_routing.h), request after request
+// answered by route_request (proxy/http/routing.h), request after request
 // while the client keeps the connection alive.
 // Invariants checked: nothing crashes, hangs or reads out of bounds
 // (ASan/UBSan); GET and HEAD of a route get its handler's answer, of any
@@ -21,7 +21,7 @@
 #include <string_view>
 
 #include "base/log.h"
-#include "proxy/http_routing.h"
+#include "proxy/http/routing.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {
@@ -86,7 +86,7 @@ void serve(std::string_view bytes, const HttpRoutes& table) {
     client.close_remote();
     beast::flat_buffer buffer;
     while (true) {
-        // The server's parser and header limit (proxy/http_session.cpp); it
+        // The server's parser and header limit (proxy/http/session.cpp); it
         // answers a refused request with an error status and closes, which
         // route_request has no part in.
         http::request_parser<http::empty_body> parser;

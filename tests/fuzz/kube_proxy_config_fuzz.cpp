@@ -20,9 +20,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "proxy/flags.h"
-#include "proxy/kube_proxy_config.h"
-#include "proxy/kubelet_dns_flags.h"
+#include "proxy/commands/kubelet_dns_flags.h"
+#include "proxy/options/flags.h"
+#include "proxy/options/kube_proxy_config.h"
 
 namespace {
 

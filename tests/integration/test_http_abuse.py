@@ -19,7 +19,7 @@ from clusters import web_and_edge
 from kube_objects import write_atomically
 from probes import metric, wait_for
 
-# proxy/http_server.cpp's limits (docs/daemon.md, "HTTP listeners").
+# proxy/http/server.cpp's limits (docs/daemon.md, "HTTP listeners").
 CONNECTION_CAP = 64
 # Descriptors the daemon may open besides the capped connections while a
 # test runs (inotify re-arms, a netlink socket per sync, /proc reads).

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "base/shared_sequence.h"
+#include "base/containers/shared_sequence.h"
 
 using sb::SharedSequence;
 

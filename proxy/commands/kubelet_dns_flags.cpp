@@ -1,0 +1,131 @@
+#include "proxy/commands/kubelet_dns_flags.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <vector>
+
+#include "base/file_text.h"
+#include "base/ip.h"
+#include "base/quote.h"
+
+namespace sb::proxy {
+
+namespace {
+
+Result<KubeletConfigDns> read_kubelet_config(const std::string& path) {
+    auto text = read_file_text(path);
+    if (!text) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "--kubelet-config: " + text.error().describe());
+    }
+    return parse_kubelet_config_dns(*text, path);
+}
+
+Result<std::vector<std::string>> split_addresses(const std::string& text, const char* flag) {
+    std::vector<std::string> addresses;
+    size_t start = 0;
+    while (start <= text.size()) {
+        size_t comma = text.find(',', start);
+        std::string item =
+            text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (!IpAddress::parse(item)) {
+            return make_error(
+                ErrorCode::kInvalidArgument,
+                std::string(flag) + ": " + quote_for_message(item) + " is not an IP address");
+        }
+        addresses.push_back(std::move(item));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return addresses;
+}
+
+}  // namespace
+
+Result<KubeletConfigDns> parse_kubelet_config_dns(const std::string& text,
+                                                  const std::string& path) {
+    KubeletConfigDns config;
+    try {
+        const YAML::Node root = YAML::Load(text);
+        if (!root.IsMap()) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "--kubelet-config: " + path + ": not a KubeletConfiguration");
+        }
+        if (const YAML::Node dns = root["clusterDNS"]) {
+            config.cluster_dns = dns.as<std::vector<std::string>>();
+        }
+        if (const YAML::Node domain = root["clusterDomain"]) {
+            config.cluster_domain = domain.as<std::string>();
+        }
+        if (const YAML::Node resolv = root["resolvConf"]) {
+            config.resolv_conf = resolv.as<std::string>();
+        }
+    } catch (const YAML::Exception& error) {
+        // yaml-cpp's message is its own text; the mark says where.
+        return make_error(ErrorCode::kInvalidArgument, "--kubelet-config: " + path + ":" +
+                                                           std::to_string(error.mark.line + 1) +
+                                                           ": " + one_line(error.msg));
+    }
+    return config;
+}
+
+void add_kubelet_dns_flags(CLI::App& app, KubeletDnsFlags& flags) {
+    app.add_option("--cluster-dns", flags.cluster_dns,
+                   "kubelet's clusterDNS: the cluster DNS server addresses, IP[,IP]");
+    app.add_option("--cluster-domain", flags.cluster_domain,
+                   "kubelet's clusterDomain (default cluster.local)");
+    app.add_option("--node-resolv-conf,--resolv-conf", flags.resolv_conf,
+                   "kubelet's resolvConf: the node resolv.conf Default Pods copy and "
+                   "ClusterFirst Pods take search domains from; \"\" for none "
+                   "(default /etc/resolv.conf)");
+    app.add_option("--kubelet-config", flags.kubelet_config,
+                   std::string("a KubeletConfiguration file to read the three from (default ") +
+                       kDefaultKubeletConfig + " when it exists); the flags win");
+}
+
+Result<dns::KubeletDnsSettings> finish_kubelet_dns_flags(const KubeletDnsFlags& flags) {
+    KubeletConfigDns file;
+    const std::string config_path = flags.kubelet_config.value_or(kDefaultKubeletConfig);
+    std::error_code error;
+    if (flags.kubelet_config || std::filesystem::exists(config_path, error)) {
+        auto read = read_kubelet_config(config_path);
+        if (!read) return read.error();
+        file = std::move(*read);
+    }
+    dns::KubeletDnsSettings settings;
+    if (flags.cluster_dns) {
+        if (!flags.cluster_dns->empty()) {
+            auto addresses = split_addresses(*flags.cluster_dns, "--cluster-dns");
+            if (!addresses) return addresses.error();
+            settings.cluster_dns = std::move(*addresses);
+        }
+    } else if (file.cluster_dns) {
+        for (const auto& address : *file.cluster_dns) {
+            if (!IpAddress::parse(address)) {
+                return make_error(ErrorCode::kInvalidArgument,
+                                  "--kubelet-config: " + config_path + ": clusterDNS: " +
+                                      quote_for_message(address) + " is not an IP address");
+            }
+        }
+        settings.cluster_dns = *file.cluster_dns;
+    }
+    settings.cluster_domain =
+        flags.cluster_domain.value_or(file.cluster_domain.value_or("cluster.local"));
+    while (!settings.cluster_domain.empty() && settings.cluster_domain.back() == '.')
+        settings.cluster_domain.pop_back();
+    const std::string resolv_conf =
+        flags.resolv_conf.value_or(file.resolv_conf.value_or("/etc/resolv.conf"));
+    settings.resolv_conf_set = !resolv_conf.empty();
+    if (settings.resolv_conf_set) {
+        auto text = read_file_text(resolv_conf);
+        if (!text) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "--node-resolv-conf: " + text.error().describe());
+        }
+        settings.node = dns::parse_resolv_conf_as_kubelet(*text);
+    }
+    return settings;
+}
+
+}  // namespace sb::proxy

@@ -1,0 +1,366 @@
+#include "proxy/options/flags.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "base/file_text.h"
+#include "base/go_duration.h"
+#include "base/text.h"
+#include "dns/corefile/options.h"
+#include "proxy/options/kube_proxy_config.h"
+#include "proxy/options/option_table.h"
+
+#ifndef SWITCHBOARD_VERSION
+#define SWITCHBOARD_VERSION "unknown"
+#endif
+
+namespace sb::proxy {
+
+const char* to_string(ProxyMode mode) {
+    switch (mode) {
+        case ProxyMode::kNftables:
+            return "nftables";
+        case ProxyMode::kIptables:
+            return "iptables";
+        case ProxyMode::kIpvs:
+            return "ipvs";
+    }
+    return "?";
+}
+
+Environment current_environment() {
+    Environment environment;
+    if (const char* node_name = std::getenv("NODE_NAME")) environment.node_name_env = node_name;
+    char hostname[256] = {};
+    if (gethostname(hostname, sizeof(hostname) - 1) == 0) environment.hostname = hostname;
+    environment.read_file = [](const std::string& path) -> Result<std::string> {
+        auto text = read_file_text(path);
+        if (!text) {
+            // A --config that cannot be read is a configuration error (exit 2).
+            return make_error(ErrorCode::kInvalidArgument,
+                              path + ": " + std::strerror(text.error().errno_value));
+        }
+        return text;
+    };
+    environment.lookup_env = [](const std::string& name) -> std::optional<std::string> {
+        const char* value = std::getenv(name.c_str());
+        if (value == nullptr) return std::nullopt;
+        return std::string(value);
+    };
+    return environment;
+}
+
+namespace {
+
+// Values and file names are quoted in messages, so control characters are
+// replaced: the message stays one line.
+Error flag_error(std::string_view prefix, const std::string& message) {
+    return make_error(ErrorCode::kInvalidArgument, one_line(std::string(prefix) + ": " + message));
+}
+
+// One flag of the command line: its row, the spelling used, its value.
+struct Token {
+    const OptionSpec* spec;
+    std::string spelling;
+    std::string text;
+};
+
+// Splits the command line as pflag does: `--flag=value`, `--flag value`,
+// `--flag` for booleans, `-v=2`, `-v 2`, `-v2`; '_' counts as '-' in names.
+// Ignored kube-proxy flags are dropped with one warning each; unknown,
+// refused and valueless flags and stray arguments are errors.
+Result<std::vector<Token>> tokenize(const std::vector<std::string>& args,
+                                    std::vector<std::string>& warnings) {
+    std::vector<Token> tokens;
+    std::vector<const OptionSpec*> warned;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        std::string name;
+        std::optional<std::string> value;
+        if (arg.size() > 2 && arg.rfind("--", 0) == 0) {
+            size_t equals = arg.find('=');
+            name = arg.substr(0, equals);
+            if (equals != std::string::npos) value = arg.substr(equals + 1);
+        } else if (arg.size() > 1 && arg[0] == '-' && arg[1] != '-') {
+            name = arg.substr(0, 2);
+            std::string rest = arg.substr(2);
+            if (!rest.empty()) value = rest.front() == '=' ? rest.substr(1) : rest;
+        } else {
+            return make_error(ErrorCode::kInvalidArgument,
+                              one_line("\"" + arg.substr(0, 200) +
+                                       "\": unexpected argument (only flags follow the command "
+                                       "word)"));
+        }
+        const OptionSpec* spec = find_flag(name);
+        if (spec == nullptr) return flag_error(name, "unknown flag (see --help)");
+        if (spec->role == OptionRole::kRefused) {
+            return flag_error(name, "not supported: " + std::string(spec->help));
+        }
+        if (!value) {
+            if (spec->kind == ValueKind::kBool) {
+                value = "true";
+            } else if (i + 1 < args.size()) {
+                value = args[++i];
+            } else {
+                return flag_error(name, "needs a value");
+            }
+        }
+        if (spec->role == OptionRole::kIgnored) {
+            if (std::find(warned.begin(), warned.end(), spec) == warned.end()) {
+                warned.push_back(spec);
+                warnings.push_back(name + ": accepted for kube-proxy compatibility and ignored: " +
+                                   std::string(spec->help));
+            }
+            continue;
+        }
+        tokens.push_back(Token{spec, name, std::move(*value)});
+    }
+    return tokens;
+}
+
+// The last value of each row on the command line (pflag keeps the last).
+std::map<const OptionSpec*, const Token*> last_tokens(const std::vector<Token>& tokens) {
+    std::map<const OptionSpec*, const Token*> last;
+    for (const auto& token : tokens) last[token.spec] = &token;
+    return last;
+}
+
+// Where a default comes from: with --config, kube-proxy's default for the
+// field of the file that was absent; else the flag.
+Origin default_origin(const OptionSpec& spec, const std::string& config_file) {
+    if (!config_file.empty() && spec.role == OptionRole::kKubeProxy && !spec.fields.empty()) {
+        std::string field(spec.fields.front().path);
+        return Origin{config_file + ": " + field, field};
+    }
+    std::string name(spec.name());
+    return Origin{name, name};
+}
+
+// The value of each row: kube-proxy's rule for combining the command line
+// with --config (docs/kube-proxy-config.md), then the row's default.
+std::optional<OptionValue> choose_value(const OptionSpec& spec, const Token* token,
+                                        const std::map<const OptionSpec*, OptionValue>& file,
+                                        const std::string& config_file,
+                                        std::vector<std::string>& warnings) {
+    auto from_token = [&] {
+        return OptionValue{&spec, token->text, Origin{token->spelling, token->spelling}};
+    };
+    bool with_file = !config_file.empty();
+    auto in_file = file.find(&spec);
+    switch (spec.role) {
+        case OptionRole::kKubeProxy:
+            if (!with_file) {
+                if (token != nullptr) return from_token();
+                break;
+            }
+            if (token != nullptr) {
+                warnings.push_back(token->spelling + ": ignored: --config " + config_file +
+                                   " sets kube-proxy's options (only --hostname-override and "
+                                   "-v apply over it)");
+            }
+            if (in_file != file.end()) return in_file->second;
+            break;
+        case OptionRole::kCommandLineWins:
+            // kube-proxy: an empty --hostname-override keeps the file's.
+            if (token != nullptr && !(with_file && token->text.empty())) return from_token();
+            if (in_file != file.end()) return in_file->second;
+            break;
+        case OptionRole::kCommandLine:
+            if (token != nullptr) return from_token();
+            break;
+        case OptionRole::kIgnored:
+        case OptionRole::kRefused:
+            return std::nullopt;
+    }
+    if (!spec.default_text) return std::nullopt;
+    return OptionValue{&spec, std::string(*spec.default_text), default_origin(spec, config_file)};
+}
+
+// Rules that span options, named after the option that must change.
+Status check_combinations(const Options& options, Command command,
+                          const std::map<std::string_view, Origin>& origins) {
+    bool ipvs = options.proxy_mode == ProxyMode::kIpvs;
+    const Origin& sync = origins.at(ipvs ? "--ipvs-sync-period" : "--iptables-sync-period");
+    const Origin& min_sync =
+        origins.at(ipvs ? "--ipvs-min-sync-period" : "--iptables-min-sync-period");
+    if (options.sync_period.count() == 0) return flag_error(sync.prefix, "must be greater than 0");
+    if (options.sync_period < options.min_sync_period) {
+        return flag_error(sync.prefix, format_go_duration(options.sync_period) +
+                                           " is shorter than " + min_sync.name + " " +
+                                           format_go_duration(options.min_sync_period));
+    }
+    if (options.dry_run) {
+        for (auto [set, flag] : {std::pair{options.cleanup, "--cleanup"},
+                                 std::pair{options.cleanup_kube_proxy, "--cleanup-kube-proxy"},
+                                 std::pair{options.init_only, "--init-only"}}) {
+            if (set) return flag_error(flag, "cannot be combined with --dry-run");
+        }
+    }
+    if (command == Command::kPlan) {
+        for (auto [set, flag] :
+             {std::pair{options.dry_run, "--dry-run"}, std::pair{options.cleanup, "--cleanup"},
+              std::pair{options.cleanup_kube_proxy, "--cleanup-kube-proxy"},
+              std::pair{options.init_only, "--init-only"}}) {
+            if (set) return flag_error(flag, "cannot be combined with the plan command");
+        }
+    }
+    return {};
+}
+
+// "a, b, c" in lines of at most 78 columns, indented by two.
+std::string wrap_list(const std::vector<std::string>& items) {
+    std::string text = " ";
+    size_t column = 1;
+    for (size_t i = 0; i < items.size(); ++i) {
+        std::string item = items[i] + (i + 1 < items.size() ? "," : "");
+        if (column + 1 + item.size() > 78) {
+            text += "\n ";
+            column = 1;
+        }
+        text += " " + item;
+        column += 1 + item.size();
+    }
+    return text + "\n";
+}
+
+}  // namespace
+
+Result<Options> parse_flags(const std::vector<std::string>& args, const Environment& environment) {
+    std::vector<std::string> rest = args;
+    Command command = Command::kRun;
+    if (!rest.empty() && rest.front() == "plan") {
+        command = Command::kPlan;
+        rest.erase(rest.begin());
+    }
+    Options options;
+    auto tokens = tokenize(rest, options.warnings);
+    if (!tokens) return tokens.error();
+    auto last = last_tokens(*tokens);
+
+    // --help and --version answer before anything else is looked at, as
+    // kube-proxy's do.
+    for (const auto& [spec, token] : last) {
+        std::string_view name = spec->name();
+        if (name != "--help" && name != "--version") continue;
+        auto set = token->text == "raw" ? std::optional<bool>(true) : parse_bool_text(token->text);
+        if (!set) return flag_error(token->spelling, "\"" + token->text + "\" is not a boolean");
+        if (*set) {
+            Options answer;
+            answer.command = name == "--help" ? Command::kHelp : Command::kVersion;
+            return answer;
+        }
+    }
+
+    std::string config_file;
+    if (auto it = last.find(find_flag("--config")); it != last.end())
+        config_file = it->second->text;
+    std::map<const OptionSpec*, OptionValue> file;
+    if (!config_file.empty()) {
+        if (!environment.read_file) return flag_error("--config", "no file reader");
+        auto text = environment.read_file(config_file);
+        if (!text) return flag_error("--config", text.error().message);
+        auto config = parse_kube_proxy_config(*text, config_file);
+        if (!config) return config.error();
+        for (auto& value : config->values) file[value.spec] = std::move(value);
+        for (auto& warning : config->warnings) options.warnings.push_back(std::move(warning));
+    }
+
+    ApplyContext context{options, std::nullopt, std::nullopt};
+    std::map<std::string_view, Origin> origins;
+    for (const auto& spec : option_table()) {
+        auto token = last.find(&spec);
+        auto value = choose_value(spec, token == last.end() ? nullptr : token->second, file,
+                                  config_file, options.warnings);
+        if (!value) continue;
+        if (spec.applies_in != nullptr && !spec.applies_in(options.proxy_mode)) {
+            if (token != last.end() && value->origin.name == token->second->spelling) {
+                options.warnings.push_back(value->origin.prefix + ": ignored in " +
+                                           to_string(options.proxy_mode) +
+                                           " mode (kube-proxy reads it in another mode only)");
+            }
+            continue;
+        }
+        if (auto status = spec.apply(value->text, context); !status) {
+            return flag_error(value->origin.prefix, status.error().message);
+        }
+        origins[spec.name()] = std::move(value->origin);
+    }
+
+    if (!options.dns_corefile.empty()) {
+        if (!environment.read_file) return flag_error("--dns-corefile", "no file reader");
+        auto text = environment.read_file(options.dns_corefile);
+        if (!text) return flag_error("--dns-corefile", text.error().message);
+        dns::CorefileConfig config;
+        options.dns_flags = options.dns;
+        auto warnings = dns::apply_corefile(
+            *text, options.dns_corefile, environment.lookup_env, options.dns,
+            /*local_addresses_serve=*/!options.dns_local_addresses.empty(), &config);
+        if (!warnings) return warnings.error();
+        options.warnings.insert(options.warnings.end(), warnings->begin(), warnings->end());
+        options.dns_corefile_config = std::move(config);
+        options.dns_corefile_text = std::move(*text);
+    }
+    if (options.node_name.empty()) options.node_name = trim_lower(environment.node_name_env);
+    if (options.node_name.empty()) options.node_name = trim_lower(environment.hostname);
+    if (options.node_name.empty()) {
+        return flag_error("--hostname-override",
+                          "empty, and neither NODE_NAME nor the host name is set");
+    }
+    if (auto status = check_combinations(options, command, origins); !status) {
+        return status.error();
+    }
+    options.command = command;
+    return options;
+}
+
+std::string usage() {
+    std::string text =
+        "switchboard: a node-local kube-proxy and cluster DNS replacement.\n"
+        "`switchboard plan [OPTIONS]` prints the Plan as JSON instead of running.\n"
+        "`switchboard pod-dns|pod-env|lookup --help`: what a Pod sees (its resolv.conf,\n"
+        "its Service environment variables, each step of a name lookup).\n"
+        "Exit codes: 0 ok, 1 runtime failure, 2 bad flags or configuration.\n"
+        "Flags take --flag=value or --flag value; booleans --flag or --flag=true|false.\n"
+        "With --config, kube-proxy's options come from the file; only --hostname-override\n"
+        "and -v apply over it (docs/kube-proxy-config.md).\n\nOPTIONS:\n";
+    std::vector<std::string> ignored;
+    std::string refused;
+    for (const auto& spec : option_table()) {
+        if (spec.names.empty()) continue;
+        std::string names;
+        for (auto name : spec.names) names += (names.empty() ? "" : ", ") + std::string(name);
+        if (spec.role == OptionRole::kIgnored) {
+            ignored.push_back(names);
+            continue;
+        }
+        if (spec.role == OptionRole::kRefused) {
+            refused += "  " + names + ": " + std::string(spec.help) + "\n";
+            continue;
+        }
+        text += "  " + names + "\n      " + std::string(spec.help);
+        if (spec.default_text && !spec.default_text->empty()) {
+            text += " (default " + std::string(*spec.default_text) + ")";
+        }
+        if (!spec.fields.empty()) {
+            text += " [--config: " + std::string(spec.fields.front().path) + "]";
+        }
+        text += "\n";
+    }
+    return text + "\nkube-proxy flags accepted with a warning and no effect:\n" +
+           wrap_list(ignored) + "\nkube-proxy flags refused:\n" + refused;
+}
+
+std::string version_text() {
+    return std::string("switchboard ") + SWITCHBOARD_VERSION +
+           "\nkube-proxy compatible: its flags and KubeProxyConfiguration "
+           "kubeproxy.config.k8s.io/v1alpha1\n";
+}
+
+}  // namespace sb::proxy

@@ -1,0 +1,25 @@
+// kube-proxy's defaults for the options switchboard took from it, checked
+// the same way for the command line and for kubeadm's --config file.
+#pragma once
+
+#include <catch.hpp>
+
+#include "proxy/options/flags.h"
+
+inline void check_kube_proxy_defaults(const sb::proxy::Options& options) {
+    using namespace std::chrono_literals;
+    CHECK(options.bind_address.is_unspecified());
+    CHECK(options.bind_address.is_v4());
+    CHECK_FALSE(options.bind_address_hard_fail);
+    CHECK(options.backend.local_detect_mode == sb::rules::LocalDetectMode::kClusterCidr);
+    CHECK(options.backend.local_interface.empty());
+    CHECK(options.conntrack.max_per_core == 32768);
+    CHECK(options.conntrack.min == 131072);
+    CHECK(options.conntrack.tcp_established_timeout == 24h);
+    CHECK(options.conntrack.tcp_close_wait_timeout == 1h);
+    CHECK_FALSE(options.conntrack.tcp_be_liberal);
+    CHECK(options.conntrack.udp_timeout == 0s);
+    CHECK(options.conntrack.udp_stream_timeout == 0s);
+    CHECK(options.oom_score_adj == -999);
+    CHECK(options.verbosity == 0);
+}
