@@ -12,6 +12,7 @@
 
 #include "base/file_text.h"
 #include "base/go_duration.h"
+#include "base/quote.h"
 #include "base/text.h"
 #include "dns/corefile/options.h"
 #include "proxy/options/kube_proxy_config.h"

@@ -1,9 +1,10 @@
 // The options of the `switchboard` binary: its command line and kube-proxy's
 // --config file, combined into one plain struct.
 //
-// Every option is declared once, in proxy/options/option_table.cpp (names, default,
-// help, config-file field, validation); this file turns a command line, and
-// the KubeProxyConfiguration it may name, into Options through that table.
+// Every option is declared once, in the table of proxy/options/option_table.h
+// (names, default, help, config-file field, validation); this file turns a
+// command line, and the KubeProxyConfiguration it may name, into Options
+// through that table.
 // Flag names follow kube-proxy (and CoreDNS for the DNS ones); each takes
 // `--flag=value` and `--flag value`. parse_flags() is a pure function of the
 // arguments and the environment it is handed (the file reader included), so
