@@ -9,8 +9,8 @@
 // docs/daemon.md.
 //
 // Thread safety: start(), stop() and lameduck() for one controlling thread;
-// first_sync_done() and metrics_text() from any thread; the routes run on
-// the HTTP server's io thread.
+// first_sync_done() from any thread; metrics_text() from any thread once
+// start() returned (the routes run it on the HTTP server's io thread).
 #pragma once
 
 #include <atomic>
