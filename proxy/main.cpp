@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "base/log.h"
-#include "proxy/app/daemon.h"
+#include "proxy/app/exit_codes.h"
+#include "proxy/app/run.h"
 #include "proxy/commands/pod_command_line.h"
 #include "proxy/options/flags.h"
 

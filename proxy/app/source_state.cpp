@@ -6,6 +6,27 @@
 
 namespace sb::proxy {
 
+namespace {
+
+bool serves_dns(const Options& options) {
+    return !options.dns.listen.empty() || !options.dns_local_addresses.empty();
+}
+
+}  // namespace
+
+SourceSettings source_settings(const Options& options) {
+    SourceSettings settings;
+    settings.source_file = options.source_file;
+    settings.kubeconfig = options.kubeconfig;
+    settings.master = options.master;
+    settings.node_name = options.node_name;
+    // The search path needs this node's Pods (docs/dns.md, "Search path on
+    // the server"); without it nothing reads them, and the RBAC grant for
+    // Pods is not needed.
+    settings.watch_pods = options.dns.autopath && serves_dns(options);
+    return settings;
+}
+
 // On success the held lines (skipped objects...) are written out as usual.
 // The lines are held per thread (log::HeldLines), not by swapping the
 // default logger, which the listener threads already started may be using.

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/result.h"
+#include "proxy/options/options.h"
 #include "watch/file_source.h"
 #include "watch/kube/kube_source.h"
 #include "watch/store.h"
@@ -24,6 +25,10 @@ struct SourceSettings {
     std::string node_name;
     bool watch_pods = false;
 };
+
+// Where `options` read their objects from. Pods are watched only when the
+// DNS server's search path needs them (autopath with DNS on).
+SourceSettings source_settings(const Options& options);
 
 // A Store holding the source's first complete state. Keeps the source alive
 // (a KubeSource keeps watching) until the caller is done.

@@ -10,7 +10,9 @@
 #include <mutex>
 
 #include "base/timestamp.h"
+#include "proxy/app/backend_choice.h"
 #include "proxy/app/daemon.h"
+#include "proxy/app/exit_codes.h"
 #include "proxy/sync/planner.h"
 #include "rules/ipvs/ipvs_backend.h"
 #include "rules/plan_json.h"
