@@ -14,7 +14,7 @@
 
 #include "base/result.h"
 #include "watch/decode.h"
-#include "watch/decode_json.h"
+#include "watch/decode/json.h"
 
 namespace sb::watch::decoding {
 

@@ -1,4 +1,4 @@
-#include "watch/decode_syntax.h"
+#include "watch/decode/syntax.h"
 
 #include <algorithm>
 #include <cstdint>

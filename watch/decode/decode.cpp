@@ -2,8 +2,8 @@
 // objects are decoded through the kind table (decode_kinds.h).
 #include "watch/decode.h"
 
-#include "watch/decode_json.h"
-#include "watch/decode_kinds.h"
+#include "watch/decode/json.h"
+#include "watch/decode/kinds.h"
 
 namespace sb::watch {
 

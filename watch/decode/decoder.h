@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "watch/decode.h"
-#include "watch/decode_json.h"
-#include "watch/decode_kinds.h"
-#include "watch/decode_syntax.h"
+#include "watch/decode/json.h"
+#include "watch/decode/kinds.h"
+#include "watch/decode/syntax.h"
 #include "watch/objects.h"
 
 namespace sb::watch::decoding {

@@ -1,11 +1,11 @@
 // The kind table and the single-object decoders (decode_service,
 // decode_endpoint_slice, decode_node, decode_pod, decode_object) that read it.
-#include "watch/decode_kinds.h"
+#include "watch/decode/kinds.h"
 
 #include <type_traits>
 #include <utility>
 
-#include "watch/decoder.h"
+#include "watch/decode/decoder.h"
 
 namespace sb::watch {
 
