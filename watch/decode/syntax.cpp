@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "watch/decode.h"
-
 namespace sb::watch {
 
 namespace {

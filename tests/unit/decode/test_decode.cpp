@@ -4,6 +4,7 @@
 #include "base/timestamp.h"
 #include "tests/unit/decode/fixtures.h"
 #include "watch/decode.h"
+#include "watch/decode/syntax.h"
 
 using namespace sb;
 using namespace sb::watch;
