@@ -2,7 +2,7 @@
 #include <catch.hpp>
 
 #include "base/timestamp.h"
-#include "tests/unit/decode/fixtures.h"
+#include "tests/unit/watch/decode/fixtures.h"
 #include "watch/decode.h"
 #include "watch/decode/syntax.h"
 
