@@ -7,32 +7,22 @@
 // path of the offending field ("spec.ports[1].port"). In a list, a bad
 // object is skipped and reported; the rest of the document still loads.
 // All functions are pure and thread-safe.
+//
+// The types they return are in watch/decoded.h; the code is in watch/decode/
+// (whose README says which file does what). This header stays at the root,
+// beside the model, so that the root's file source can use it without a
+// loop between watch/ and watch/decode/.
 #pragma once
 
 #include <rapidjson/document.h>
 
 #include <string>
 #include <string_view>
-#include <variant>
-#include <vector>
 
 #include "base/result.h"
-#include "watch/objects.h"
-#include "watch/store.h"
+#include "watch/decoded.h"
 
 namespace sb::watch {
-
-struct DecodeError {
-    std::string object;  // "namespace/name", "name" (Node) or "<unknown>"
-    std::string kind;    // "Service", "EndpointSlice", "Node", "Pod" or "" when unknown
-    std::string path;    // JSON path of the field, e.g. "spec.ports[0].port"
-    std::string message;
-    // "Service default/web: spec.ports[0].port: port 0 out of range 1-65535"
-    std::string describe() const;
-};
-
-// In the order of watch::Kind.
-using AnyObject = std::variant<Service, EndpointSlice, Node, Pod>;
 
 // Single objects; `value` is the object itself (with or without "kind").
 // On failure the Error's message is DecodeError::describe().
@@ -44,16 +34,8 @@ Result<Pod> decode_pod(const rapidjson::Value& value);
 // an error with path "kind".
 Result<AnyObject> decode_object(const rapidjson::Value& value);
 
-// A whole document: one object, or a List / ServiceList / EndpointSliceList /
-// NodeList / PodList (as `kubectl get ... -o json` prints). Items of kinds
-// switchboard does not use (ConfigMaps, Deployments...) are ignored silently. Fails only when
+// A whole document: one object or a List (DecodedDocument). Fails only when
 // the text is not JSON or not a Kubernetes object or list at all.
-struct DecodedDocument {
-    Store::Objects objects;
-    std::vector<DecodeError> errors;  // the skipped objects
-    std::string resource_version;     // metadata.resourceVersion of a list
-    std::string continue_token;       // metadata.continue of a list page
-};
 Result<DecodedDocument> decode_document(std::string_view json);
 
 // One line of a watch stream: {"type": ..., "object": ...}.
@@ -77,10 +59,5 @@ struct WatchEvent {
 // event comes back with `rejected` set, as long as the object's kind and
 // name can be read. A DELETED one yields its key (a deletion is never lost).
 Result<WatchEvent> decode_watch_event(std::string_view line);
-
-// RFC 1123 label (<= 63, [a-z0-9-], alphanumeric at both ends) and subdomain
-// (<= 253, dot-separated labels). Exposed for the DNS layer and the sources.
-bool is_dns_label(std::string_view text);
-bool is_dns_subdomain(std::string_view text);
 
 }  // namespace sb::watch

@@ -19,7 +19,7 @@
 
 namespace sb::watch {
 
-// In the order of watch::AnyObject's alternatives (watch/decode.h).
+// In the order of watch::AnyObject's alternatives (watch/decoded.h).
 enum class Kind : uint8_t { kService, kEndpointSlice, kNode, kPod };
 
 // One changed object. `service` is the Service the change affects: the

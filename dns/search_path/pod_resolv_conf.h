@@ -39,7 +39,7 @@ inline constexpr size_t kMaxPodNameservers = 3;
 
 // The Pod's resolv.conf. kInvalidArgument for a Pod the API server rejects
 // and so no kubelet ever sees (dnsPolicy None without a nameserver); the
-// dnsConfig limits the API checks are the decoder's (watch/decode_pod.cpp).
+// dnsConfig limits the API checks are the decoder's (watch/decode/pod.cpp).
 Result<PodResolvConf> compose_pod_resolv_conf(const watch::Pod& pod,
                                               const KubeletDnsSettings& settings);
 

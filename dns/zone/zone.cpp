@@ -7,7 +7,7 @@
 #include <set>
 
 #include "base/log.h"
-#include "watch/decode.h"
+#include "watch/decode/syntax.h"
 
 namespace sb::dns {
 

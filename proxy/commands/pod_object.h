@@ -9,7 +9,7 @@
 
 namespace sb::proxy {
 
-// The Pod, validated as the daemon validates Pods (watch/decode_pod.cpp).
+// The Pod, validated as the daemon validates Pods (watch/decode/pod.cpp).
 // kInvalidArgument naming `path`: unreadable, not JSON, not a Pod (another
 // kind, a list), or a Pod with a bad field.
 Result<watch::Pod> read_pod_file(const std::string& path);

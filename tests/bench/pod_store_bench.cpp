@@ -4,7 +4,7 @@
 // ClusterFirst, no dnsConfig, ten labels and three annotations, two
 // containers, the usual status. Also shown: what the same Pods would take
 // with their labels and annotations kept, which the decoder drops
-// (watch/decode_pod.cpp). Heap is glibc's in-use bytes (mallinfo2, chunk
+// (watch/decode/pod.cpp). Heap is glibc's in-use bytes (mallinfo2, chunk
 // headers included), as dns_zone_bench measures it. Prints figures; asserts
 // nothing.
 //

@@ -4,7 +4,7 @@
 // Connections, TLS, authentication, HTTP framing and line splitting are the
 // transport's business; the reflector decides what to request and what an
 // answer means. Production: BeastTransport (beast_transport.h); tests: the
-// scripted fake in tests/unit/kube/fake_api.h.
+// scripted fake in tests/unit/watch/kube/fake_api.h.
 //
 // Thread safety: none. One transport serves one resource's reflector loop,
 // one request at a time, on the event loop that runs that loop.

@@ -2,7 +2,7 @@
 // JSON path of the offending field, and none crashes the decoder.
 #include <catch.hpp>
 
-#include "tests/unit/decode/fixtures.h"
+#include "tests/unit/watch/decode/fixtures.h"
 #include "watch/decode.h"
 
 using namespace sb::watch;

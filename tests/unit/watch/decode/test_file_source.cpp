@@ -12,7 +12,7 @@
 #include <functional>
 #include <thread>
 
-#include "tests/unit/decode/fixtures.h"
+#include "tests/unit/watch/decode/fixtures.h"
 #include "watch/file_source.h"
 
 using namespace sb::watch;

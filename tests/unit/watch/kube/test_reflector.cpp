@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "tests/unit/exposition.h"
-#include "tests/unit/kube/fake_api.h"
+#include "tests/unit/watch/kube/fake_api.h"
 #include "watch/kube/reflector.h"
 #include "watch/kube/resources.h"
 

@@ -1,5 +1,5 @@
 // Decoding a Service (docs/decoding.md, "Service").
-#include "watch/decoder.h"
+#include "watch/decode/decoder.h"
 
 #include "base/text.h"
 

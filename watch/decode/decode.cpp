@@ -1,9 +1,10 @@
-// Whole documents (an object or a List) and watch event lines; the single
-// objects are decoded through the kind table (decode_kinds.h).
+// The public API (watch/decode.h), on top of watch/decode/: single objects,
+// whole documents (an object or a List) and watch event lines, all decoded
+// through the kind table (kinds.h).
 #include "watch/decode.h"
 
-#include "watch/decode_json.h"
-#include "watch/decode_kinds.h"
+#include "watch/decode/json.h"
+#include "watch/decode/kinds.h"
 
 namespace sb::watch {
 
@@ -19,14 +20,38 @@ void decode_into(const Value& value, const KindInfo* kind, DecodedDocument& out)
 
 }  // namespace
 
-std::string DecodeError::describe() const {
-    std::string out;
-    if (!kind.empty()) out = kind + " ";
-    out += object;
-    out += ": ";
-    if (!path.empty()) out += path + ": ";
-    out += message;
-    return out;
+Result<Service> decode_service(const Value& value) {
+    return decode_one<Service>(value);
+}
+
+Result<EndpointSlice> decode_endpoint_slice(const Value& value) {
+    return decode_one<EndpointSlice>(value);
+}
+
+Result<Node> decode_node(const Value& value) {
+    return decode_one<Node>(value);
+}
+
+Result<Pod> decode_pod(const Value& value) {
+    return decode_one<Pod>(value);
+}
+
+Result<AnyObject> decode_object(const Value& value) {
+    const Value* kind = value.IsObject() ? member(value, "kind") : nullptr;
+    auto failure = [&](const std::string& message) {
+        DecodeError error{raw_object_name(value), "", "kind", message};
+        return make_error(ErrorCode::kInvalidArgument, error.describe());
+    };
+    if (!value.IsObject()) {
+        DecodeError error{kUnknownObject, "", "",
+                          std::string("expected an object, got ") + type_name(value)};
+        return make_error(ErrorCode::kInvalidArgument, error.describe());
+    }
+    if (!kind) return failure("required field is missing");
+    if (!kind->IsString())
+        return failure(std::string("expected a string, got ") + type_name(*kind));
+    if (const KindInfo* info = find_kind(view(*kind))) return info->decode(value);
+    return failure("unsupported kind " + quoted(view(*kind)) + " (want " + kind_names() + ")");
 }
 
 Result<DecodedDocument> decode_document(std::string_view json) {

@@ -1,5 +1,5 @@
 // Decoding a Node (docs/decoding.md, "Node").
-#include "watch/decoder.h"
+#include "watch/decode/decoder.h"
 
 #include "base/timestamp.h"
 

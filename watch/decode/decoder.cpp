@@ -1,5 +1,5 @@
 // The metadata every kind shares, read with the kind's name rules.
-#include "watch/decoder.h"
+#include "watch/decode/decoder.h"
 
 namespace sb::watch::decoding {
 

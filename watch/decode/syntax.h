@@ -1,7 +1,9 @@
-// The syntax rules of field values that the decoders check (private to
-// watch/decode*): Kubernetes' name rules and IP addresses as the API server
-// accepts them. is_dns_label and is_dns_subdomain are public (decode.h).
-// Pure and thread-safe.
+// The syntax rules of field values that the decoders check: Kubernetes' name
+// rules and IP addresses as the API server accepts them. The lowest module of
+// watch/decode/: it includes none of the others. is_dns_label and
+// is_dns_subdomain are public (the DNS layer checks names with them); the
+// rest, in sb::watch::decoding, is private to watch/decode/. Pure and
+// thread-safe.
 #pragma once
 
 #include <optional>
@@ -9,6 +11,15 @@
 #include <string_view>
 
 #include "base/ip.h"
+
+namespace sb::watch {
+
+// RFC 1123 label (<= 63, [a-z0-9-], alphanumeric at both ends) and subdomain
+// (<= 253, dot-separated labels). Exposed for the DNS layer and the sources.
+bool is_dns_label(std::string_view text);
+bool is_dns_subdomain(std::string_view text);
+
+}  // namespace sb::watch
 
 namespace sb::watch::decoding {
 

@@ -1,8 +1,9 @@
-// The Decoder (private to watch/decode*): decodes one object of a known kind,
+// The Decoder (private to watch/decode/): decodes one object of a known kind,
 // field by field, with the typed readers every kind's decoder uses. Its
-// per-kind decode() methods are in decode_service.cpp,
-// decode_endpoint_slice.cpp, decode_node.cpp and decode_pod.cpp; the
-// metadata, shared by every kind, in decoder.cpp.
+// per-kind decode() methods are in service.cpp, endpoint_slice.cpp, node.cpp
+// and pod.cpp; the metadata, shared by every kind, in decoder.cpp. It knows a
+// kind only by its KindRules, so that the kind table (kinds.h), whose rows
+// point at Decoder code, sits above it.
 #pragma once
 
 #include <limits>
@@ -13,13 +14,30 @@
 #include <utility>
 #include <vector>
 
-#include "watch/decode.h"
-#include "watch/decode_json.h"
-#include "watch/decode_kinds.h"
-#include "watch/decode_syntax.h"
+#include "watch/decode/json.h"
+#include "watch/decode/syntax.h"
+#include "watch/decoded.h"
 #include "watch/objects.h"
 
 namespace sb::watch::decoding {
+
+// What metadata.name must be.
+enum class NameRule {
+    kDns1035Label,  // Service
+    kDnsSubdomain,  // EndpointSlice, Node
+};
+
+// What the Decoder reads of a kind: its "kind" and its metadata rules. The
+// kind table's rows (KindInfo, kinds.h) are these plus the kind's functions.
+struct KindRules {
+    std::string_view name;  // the JSON "kind"
+    bool namespaced;        // metadata.namespace is read (and defaults to "default")
+    NameRule name_rule;
+    // metadata.labels and .annotations are read (and validated) and kept.
+    // Pods' are not: nothing reads them, and a node holds up to hundreds of
+    // Pods whose labels would cost more than the rest of the Pod.
+    bool keeps_labels;
+};
 
 // Remembers the first index of each key, so that checking n items for
 // duplicates costs O(n log n) comparisons, not O(n^2).
@@ -43,7 +61,7 @@ class FirstIndex {
 // stored). Not thread-safe; one Decoder per object.
 class Decoder {
   public:
-    explicit Decoder(const KindInfo& kind) : kind_(kind) {}
+    explicit Decoder(const KindRules& kind) : kind_(kind) {}
 
     const DecodeError& error() const { return error_; }
     DecodeError take_error() { return std::move(error_); }
@@ -246,7 +264,7 @@ class Decoder {
     bool pod_dns_config(const Value& value, const Path& path, PodDnsConfig& out);
     bool pod_ips(const Value& status, const Path& path, Pod& out);
 
-    const KindInfo& kind_;
+    const KindRules& kind_;
     std::string object_ = kUnknownObject;
     DecodeError error_;
 };

@@ -1,17 +1,9 @@
-// The kind table and the single-object decoders (decode_service,
-// decode_endpoint_slice, decode_node, decode_pod, decode_object) that read it.
-#include "watch/decode_kinds.h"
+// The kind table, and decode_one for each of its kinds.
+#include "watch/decode/kinds.h"
 
-#include <type_traits>
 #include <utility>
 
-#include "watch/decoder.h"
-
-namespace sb::watch {
-
-namespace decoding {
-
-namespace {
+namespace sb::watch::decoding {
 
 template <typename T>
 Result<T> decode_one(const Value& value) {
@@ -22,6 +14,13 @@ Result<T> decode_one(const Value& value) {
     }
     return object;
 }
+
+template Result<Service> decode_one<Service>(const Value& value);
+template Result<EndpointSlice> decode_one<EndpointSlice>(const Value& value);
+template Result<Node> decode_one<Node>(const Value& value);
+template Result<Pod> decode_one<Pod>(const Value& value);
+
+namespace {
 
 template <typename T>
 Result<AnyObject> decode_any(const Value& value) {
@@ -55,10 +54,7 @@ void append_to(const Value& value, DecodedDocument& out) {
 template <typename T, std::vector<T> Store::Objects::*objects>
 constexpr KindInfo row(std::string_view name, bool namespaced, NameRule name_rule,
                        bool keeps_labels = true) {
-    return KindInfo{name,
-                    namespaced,
-                    name_rule,
-                    keeps_labels,
+    return KindInfo{{name, namespaced, name_rule, keeps_labels},
                     &decode_any<T>,
                     &metadata_only<T>,
                     &append_to<T, objects>};
@@ -94,43 +90,4 @@ std::string kind_names() {
     return out;
 }
 
-}  // namespace decoding
-
-using decoding::Value;
-
-Result<Service> decode_service(const Value& value) {
-    return decoding::decode_one<Service>(value);
-}
-
-Result<EndpointSlice> decode_endpoint_slice(const Value& value) {
-    return decoding::decode_one<EndpointSlice>(value);
-}
-
-Result<Node> decode_node(const Value& value) {
-    return decoding::decode_one<Node>(value);
-}
-
-Result<Pod> decode_pod(const Value& value) {
-    return decoding::decode_one<Pod>(value);
-}
-
-Result<AnyObject> decode_object(const Value& value) {
-    using namespace decoding;
-    const Value* kind = value.IsObject() ? member(value, "kind") : nullptr;
-    auto failure = [&](const std::string& message) {
-        DecodeError error{raw_object_name(value), "", "kind", message};
-        return make_error(ErrorCode::kInvalidArgument, error.describe());
-    };
-    if (!value.IsObject()) {
-        DecodeError error{kUnknownObject, "", "",
-                          std::string("expected an object, got ") + type_name(value)};
-        return make_error(ErrorCode::kInvalidArgument, error.describe());
-    }
-    if (!kind) return failure("required field is missing");
-    if (!kind->IsString())
-        return failure(std::string("expected a string, got ") + type_name(*kind));
-    if (const KindInfo* info = find_kind(view(*kind))) return info->decode(value);
-    return failure("unsupported kind " + quoted(view(*kind)) + " (want " + kind_names() + ")");
-}
-
-}  // namespace sb::watch
+}  // namespace sb::watch::decoding

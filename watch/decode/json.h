@@ -1,4 +1,4 @@
-// Reading RapidJSON values for the decoders (private to watch/decode*):
+// Reading RapidJSON values for the decoders (private to watch/decode/):
 // parsing a text, typed member access, the JSON path of a field, and the
 // quoting of untrusted text in error messages. Pure and thread-safe.
 #pragma once

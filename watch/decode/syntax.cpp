@@ -1,9 +1,7 @@
-#include "watch/decode_syntax.h"
+#include "watch/decode/syntax.h"
 
 #include <algorithm>
 #include <cstdint>
-
-#include "watch/decode.h"
 
 namespace sb::watch {
 

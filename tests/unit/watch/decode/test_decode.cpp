@@ -2,8 +2,9 @@
 #include <catch.hpp>
 
 #include "base/timestamp.h"
-#include "tests/unit/decode/fixtures.h"
+#include "tests/unit/watch/decode/fixtures.h"
 #include "watch/decode.h"
+#include "watch/decode/syntax.h"
 
 using namespace sb;
 using namespace sb::watch;

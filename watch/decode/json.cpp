@@ -1,4 +1,4 @@
-#include "watch/decode_json.h"
+#include "watch/decode/json.h"
 
 #include <rapidjson/error/en.h>
 

@@ -3,7 +3,7 @@
 // labels and annotations (the kind table's keeps_labels): the Pod's meta
 // holds its key, uid, resourceVersion and creation time only, which keeps a
 // node's Pods a few hundred bytes each (docs/store.md).
-#include "watch/decoder.h"
+#include "watch/decode/decoder.h"
 
 #include "base/timestamp.h"
 

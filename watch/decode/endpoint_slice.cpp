@@ -1,5 +1,5 @@
 // Decoding an EndpointSlice (docs/decoding.md, "EndpointSlice").
-#include "watch/decoder.h"
+#include "watch/decode/decoder.h"
 
 namespace sb::watch::decoding {
 

@@ -1,37 +1,28 @@
-// The kinds switchboard decodes, in one table (private to watch/decode*):
+// The kinds switchboard decodes, in one table (private to watch/decode/):
 // everything that differs between Service, EndpointSlice, Node and Pod for the
 // code that dispatches on a kind (decode_object, the items of documents and
 // lists, watch events) and for the Decoder's metadata rules. A new kind is
 // one row here, one alternative of AnyObject and one Decoder::decode.
-// Immutable; thread-safe.
+// Immutable; thread-safe. Above the Decoder (its rows run it), below the
+// public API (watch/decode.h, implemented in decode.cpp).
 #pragma once
 
 #include <array>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 
 #include "base/result.h"
-#include "watch/decode.h"
-#include "watch/decode_json.h"
+#include "watch/decode/decoder.h"
+#include "watch/decode/json.h"
+#include "watch/decoded.h"
 
 namespace sb::watch::decoding {
 
-// What metadata.name must be.
-enum class NameRule {
-    kDns1035Label,  // Service
-    kDnsSubdomain,  // EndpointSlice, Node
-};
-
-struct KindInfo {
-    std::string_view name;  // the JSON "kind"
-    bool namespaced;        // metadata.namespace is read (and defaults to "default")
-    NameRule name_rule;
-    // metadata.labels and .annotations are read (and validated) and kept.
-    // Pods' are not: nothing reads them, and a node holds up to hundreds of
-    // Pods whose labels would cost more than the rest of the Pod.
-    bool keeps_labels;
+// A kind's rules (what the Decoder reads) and its functions.
+struct KindInfo : KindRules {
     // The whole object, or the DecodeError's describe() as the Error.
     Result<AnyObject> (*decode)(const Value& value);
     // Only the object's key and labels (what a deletion needs); nullopt when
@@ -62,5 +53,11 @@ const KindInfo& kind_info() {
 
 // "Service, EndpointSlice, Node or Pod", for messages.
 std::string kind_names();
+
+// The object of type T, or the DecodeError's describe() as the Error. Defined
+// in kinds.cpp for the alternatives of AnyObject (Service, EndpointSlice,
+// Node, Pod) only.
+template <typename T>
+Result<T> decode_one(const Value& value);
 
 }  // namespace sb::watch::decoding
