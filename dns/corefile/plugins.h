@@ -36,11 +36,13 @@ Result<uint32_t> parse_number(std::string_view text, int64_t min, int64_t max);
 Result<std::chrono::milliseconds> parse_duration(std::string_view text);
 
 // One map_corefile call: the Corefile's path for messages and the warnings
-// so far. Not thread safe; one per call.
+// so far. Not thread safe; one per call. `path` is not copied: it must
+// outlive the context.
 class MapContext {
   public:
     explicit MapContext(std::string_view path) : path_(path) {}
 
+    // kInvalidArgument, `PATH:LINE: why`.
     Error at(int line, const std::string& why) const;
     void warn(int line, const std::string& what);
     // A warning only at the first call with `key` in this Corefile.
