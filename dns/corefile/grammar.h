@@ -1,6 +1,6 @@
 // The grammar of CoreDNS's Corefile (the Caddyfile lexer and parser CoreDNS
 // builds on), as a pure function from text to server blocks. What the
-// directives mean is dns/corefile_config's job. See docs/corefile.md.
+// directives mean is the plugins' job (config.h). See docs/corefile.md.
 //
 // Lexing (Caddy's lexer): tokens are separated by white space; a token that
 // starts with `"` runs to the next unescaped `"` (only `\"` is an escape, any

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "dns/corefile/cache.h"
+#include "dns/corefile/plugin_cache.h"
 #include "dns/forward/forward.h"
 #include "dns/search_path/resolv_conf.h"
 #include "dns/wire/wire.h"

@@ -1,7 +1,7 @@
 #include <catch.hpp>
 
-#include "dns/corefile/cache.h"
 #include "dns/corefile/options.h"
+#include "dns/corefile/plugin_cache.h"
 #include "dns/forward/cache_set.h"
 
 using namespace sb;

@@ -1,13 +1,14 @@
 // The Corefile's `cache` plugins as the server's CacheSet blocks: one per
 // server block on the served port, with the settings CoreDNS's cache plugin
-// would have (docs/corefile.md, "cache").
+// would have (docs/corefile.md, "cache"). The block's mapping, map_cache,
+// is in plugin_cache.cpp too (declared in plugins.h).
 //
 // Thread safety: pure.
 #pragma once
 
 #include <vector>
 
-#include "dns/corefile/config.h"
+#include "dns/corefile/server_config.h"
 #include "dns/forward/cache_set.h"
 
 namespace sb::dns {

@@ -1,0 +1,66 @@
+// CoreDNS's plugin/{log,errors}/setup.go: the query log's rules and the
+// error log switch of a server block.
+#include "dns/corefile/plugins.h"
+
+namespace sb::dns {
+
+// CoreDNS's log setup: no argument logs every name; one is a name; more
+// are names, the last one the format when it has a `{`.
+Status map_log(const CorefileDirective& d, ServerConfig& server, MapContext& context) {
+    std::vector<std::string> names = d.args;
+    std::string format(kCommonLogFormat);
+    if (names.size() > 1 && names.back().find('{') != std::string::npos) {
+        format = names.back();
+        names.pop_back();
+    }
+    if (names.empty()) names.emplace_back(".");
+    uint8_t classes = 0;
+    std::chrono::milliseconds min_duration{0};
+    for (const auto& o : d.block) {
+        if (o.name == "minDuration") {
+            if (auto s = context.count(o, 0, 1); !s) return s;
+            min_duration = std::chrono::milliseconds(100);  // CoreDNS's default
+            if (!o.args.empty()) {
+                auto parsed = context.check(o, parse_duration(o.args[0]));
+                if (!parsed) return parsed.error();
+                min_duration = *parsed;
+            }
+            continue;
+        }
+        if (o.name != "class") return context.unknown_option("log", o);
+        if (auto s = context.count(o, 1, SIZE_MAX); !s) return s;
+        for (const auto& arg : o.args) {
+            if (arg == "all") {
+                classes |= kClassAll;
+            } else if (arg == "success") {
+                classes |= kClassSuccess;
+            } else if (arg == "denial") {
+                classes |= kClassDenial;
+            } else if (arg == "error") {
+                classes |= kClassError;
+            } else {
+                return context.at(o.line, "class: " + escaped_for_message(arg) +
+                                              " is not one of all, success, denial, error");
+            }
+        }
+    }
+    if (classes == 0) classes = kClassAll;
+    auto zones = context.zones_of(d, names);
+    if (!zones) return zones.error();
+    for (auto& zone : *zones) {
+        server.log.push_back(LogConfig{std::move(zone), format, classes, min_duration, d.line});
+    }
+    return {};
+}
+
+// `errors [stacktrace]`: the block's failures are logged.
+Status map_errors(const CorefileDirective& d, ServerConfig& server, MapContext& context) {
+    if (auto s = context.count(d, 0, 1); !s) return s;
+    if (!d.args.empty() && d.args[0] != "stacktrace") {
+        return context.at(d.line, "errors: unknown argument " + escaped_for_message(d.args[0]));
+    }
+    server.errors = true;
+    return {};
+}
+
+}  // namespace sb::dns
