@@ -1,6 +1,6 @@
 // The UDP conntrack reconciler (kube-proxy's pkg/proxy/conntrack
-// CleanStaleEntries), over the ConntrackTable interface below (the kernel:
-// libnetfilter_conntrack, no `conntrack` binary).
+// CleanStaleEntries), over the ConntrackTable interface (rules/kernel/conntrack_table.h; the
+// kernel: libnetfilter_conntrack, no `conntrack` binary).
 // UDP has no teardown, so a client keeps sending to a removed endpoint (or
 // keeps hitting the reject recorded before a service had endpoints) until
 // its conntrack entry expires. After every sync, full ones included, both
@@ -24,29 +24,11 @@
 
 #include "base/ip.h"
 #include "base/result.h"
+#include "rules/kernel/conntrack_table.h"
 #include "rules/plan.h"
 #include "rules/port_changes.h"
 
 namespace sb::rules {
-
-// One UDP flow as conntrack holds it: where the client sent it (original
-// destination) and where the reply comes from (reply source: the endpoint
-// after DNAT, or the service address itself when nothing DNATed it). The
-// rest identifies the entry for a deletion, as the kernel matches it: the
-// original tuple, the zone and conntrack's id of the entry (so a deletion
-// cannot hit a newer flow with the same addresses).
-struct UdpFlow {
-    IpAddress orig_dst;
-    uint16_t orig_dport = 0;
-    IpAddress reply_src;
-    uint16_t reply_sport = 0;
-    IpAddress orig_src;
-    uint16_t orig_sport = 0;
-    uint16_t zone = 0;
-    std::optional<uint32_t> id;  // absent: any entry with that tuple
-
-    bool operator==(const UdpFlow&) const = default;
-};
 
 // What UDP flows may point at, from a whole Plan: for every UDP service port
 // with at least one endpoint, its addresses (cluster IPs, external IPs,
@@ -98,21 +80,6 @@ struct ConntrackReconcile {
     size_t deleted = 0;
     double seconds = 0;
     std::string error;  // when !ok, one line
-};
-
-// The kernel's conntrack table as the reconciler uses it: the UDP flows of
-// one family, and deletions. The real one is libnetfilter_conntrack
-// (rules/conntrack_kernel.h); tests/unit/fake_conntrack.h holds a scripted
-// table and records deletions. Not thread-safe; one caller at a time.
-class ConntrackTable {
-  public:
-    virtual ~ConntrackTable() = default;
-    // Appends `family`'s UDP flows to `out`. On failure `out` keeps the
-    // flows read before it.
-    virtual Status dump_udp(IpFamily family, std::vector<UdpFlow>& out) = 0;
-    // Deletes each of `flows` (all of `family`), in order; one Status per
-    // flow. A flow that is gone already fails with ENOENT (errno_value).
-    virtual std::vector<Status> remove(IpFamily family, const std::vector<UdpFlow>& flows) = 0;
 };
 
 // Dumps the table once per family that `targets` tracks and deletes every

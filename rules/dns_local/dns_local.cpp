@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "rules/dns_local/local_link.h"
 #include "rules/dns_local/notrack.h"
+#include "rules/kernel/address_link.h"
 
 namespace sb::rules::dns_local {
 

@@ -3,33 +3,20 @@
 // traffic out of connection tracking. docs/dns.md ("Node-local addresses")
 // says why each piece exists. Driven by plain addresses; touches only the
 // link named kLinkName (a dummy, or a port-less bridge where the kernel has
-// no dummy type) and the `inet kNotrackTable` table. Not thread-safe: one
+// no dummy type) and the `inet kNotrackTable` table (notrack.h). Not thread-safe: one
 // caller (the daemon's start and its full syncs) at a time.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
 #include <vector>
 
 #include "base/ip.h"
 #include "base/result.h"
 #include "rules/dns_local/addresses.h"
-#include "rules/nftables/model.h"
+#include "rules/dns_local/notrack.h"
 
 namespace sb::rules::dns_local {
 
 inline constexpr const char* kLinkName = "sb-dns0";  // < IFNAMSIZ (16) with its NUL
-inline constexpr const char* kNotrackTable = "switchboard-dns";
-inline constexpr const char* kNotrackPrerouting = "notrack-prerouting";
-inline constexpr const char* kNotrackOutput = "notrack-output";
-inline constexpr int32_t kRawPriority = -300;  // before conntrack (-200)
-
-// The notrack table for `addresses` (pure): chains at raw priority in the
-// prerouting and output hooks; per address and per UDP/TCP one rule for
-// queries (daddr, dport 53) and one for answers (saddr, sport 53) in each,
-// so neither direction of a query, from a Pod or from the node, gets a
-// conntrack entry. No addresses: an empty model (no table is wanted).
-nftables::Model render_notrack(const std::vector<IpAddress>& addresses);
 
 // Makes the kernel match `addresses` (validated): the link exists (adopted
 // when already there and of our kind), is up and carries exactly these

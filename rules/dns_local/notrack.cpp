@@ -11,7 +11,7 @@
 
 #include <string_view>
 
-#include "rules/dns_local/dns_local.h"
+#include "rules/dns_local/addresses.h"
 #include "rules/nftables/netlink.h"
 
 namespace sb::rules::dns_local {

@@ -1,10 +1,10 @@
 #include "rules/iptables/iptables_backend.h"
 
 #include "base/log.h"
-#include "rules/conntrack_kernel.h"
 #include "rules/iptables/iptc.h"
 #include "rules/iptables/render.h"
 #include "rules/iptables/table_apply.h"
+#include "rules/kernel/conntrack_kernel.h"
 
 namespace sb::rules::iptables {
 

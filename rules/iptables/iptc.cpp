@@ -9,7 +9,7 @@
 
 #include "rules/iptables/iptc_entry.h"
 #include "rules/iptables/table_snapshot.h"
-#include "rules/xtables_lock.h"
+#include "rules/kernel/xtables_lock.h"
 
 // libip6tc.h, unlike libiptc.h, has no extern "C" block of its own.
 extern "C" {

@@ -1,7 +1,7 @@
 // The data model of switchboard's x_tables objects: per address family, the
 // chains it owns in the nat and filter tables (all named SWITCHBOARD-...) and
 // the jump rules it inserts into the built-in chains. It is what render()
-// produces from a Plan, what the tracer in tests/unit/iptables evaluates,
+// produces from a Plan, what the tracer in tests/unit/rules/iptables evaluates,
 // what the libiptc layer writes and what to_restore_text() prints in
 // iptables-restore syntax. Plain values; no kernel access.
 #pragma once

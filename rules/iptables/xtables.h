@@ -1,10 +1,10 @@
 // Xtables: what the iptables backend needs from the kernel's legacy x_tables
 // tables, as a small interface (the shape of kube-proxy's utiliptables
-// Interface and knftables' Interface): rules/xtables.h (read a table into a
+// Interface and knftables' Interface): rules/kernel/xtables.h (read a table into a
 // working copy, edit the copy, commit it back whole: one atomic table
 // replace) with rule writing and backups (put a table back as it was). The
 // real implementation is libiptc/libip6tc (rules/iptables/iptc.h);
-// tests/unit/iptables/fake_xtables.h holds the tables in memory as data.
+// tests/unit/rules/iptables/fake_xtables.h holds the tables in memory as data.
 // Rules travel as model Rules (model.h), so the apply logic
 // (rules/iptables/table_apply.h) never sees kernel bytes. None of these
 // objects is thread-safe; one caller (the sync runner) at a time.
@@ -18,11 +18,11 @@
 #include "base/ip.h"
 #include "base/result.h"
 #include "rules/iptables/model.h"
-#include "rules/xtables.h"
+#include "rules/kernel/xtables.h"
 
 namespace sb::rules::iptables {
 
-// rules/xtables.h's working copy, which can also create chains and write
+// rules/kernel/xtables.h's working copy, which can also create chains and write
 // rules.
 class TableCopy : public XtablesTableCopy {
   public:
@@ -45,7 +45,7 @@ class Xtables : public XtablesTables {
   public:
     // Reads `table` of `family` into a working copy.
     virtual Result<std::unique_ptr<TableCopy>> open(IpFamily family, const std::string& table) = 0;
-    // open(), as the copy of rules/xtables.h.
+    // open(), as the copy of rules/kernel/xtables.h.
     Result<std::unique_ptr<XtablesTableCopy>> open_table(IpFamily family,
                                                          const std::string& table) final {
         auto copy = open(family, table);

@@ -3,7 +3,7 @@
 // the virtual servers (rules/ipvs/render.h), how many service ports bring
 // each of them and each service address, and, for the helper table, each
 // changed port's fragment (rules/ipvs/helper_rules.h). A full rebuild and
-// any sequence of updates give the same state (tests/unit/ipvs/
+// any sequence of updates give the same state (tests/unit/rules/ipvs/
 // test_backend.cpp compares the kernels they leave). Not thread-safe.
 #pragma once
 

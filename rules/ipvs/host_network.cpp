@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "rules/dns_local/dns_local.h"
-#include "rules/dns_local/local_link.h"
-#include "rules/kube_proxy_cleanup/steps.h"
+#include "rules/kernel/address_link.h"
+#include "rules/kernel/links.h"
 
 namespace sb::rules::ipvs {
 
@@ -17,7 +17,7 @@ namespace {
 class KernelHostNetwork final : public HostNetwork {
   public:
     Result<std::vector<IpAddress>> node_addresses() override {
-        auto all = kube_proxy_cleanup::interface_addresses();
+        auto all = rules::interface_addresses();
         if (!all) return all.error();
         // switchboard's own links carry service and DNS addresses, not the
         // node's. 0 when a link does not exist: no interface has index 0.
@@ -32,16 +32,16 @@ class KernelHostNetwork final : public HostNetwork {
     }
 
     Result<std::vector<IpAddress>> link_addresses() override {
-        auto present = kube_proxy_cleanup::link_addresses(kLinkName);
+        auto present = rules::link_addresses(kLinkName);
         if (!present) return present.error();
         return present->value_or(std::vector<IpAddress>());
     }
 
     Status ensure_link(const std::vector<IpAddress>& addresses) override {
-        return dns_local::ensure_address_link(kLinkName, addresses);
+        return rules::ensure_address_link(kLinkName, addresses);
     }
 
-    Status remove_link() override { return dns_local::remove_address_link(kLinkName); }
+    Status remove_link() override { return rules::remove_address_link(kLinkName); }
 
     Status set_sysctl(const std::string& path, const std::string& value) override {
         const std::string file = "/proc/sys/" + path;

@@ -1,7 +1,7 @@
 // The node's side of the IPVS mode, apart from IPVS itself: the sb-ipvs0
 // link that makes the service addresses local, the node's own addresses
 // (where NodePorts answer), and the sysctls IPVS needs. A small interface
-// so the backend's logic is tested with a fake (tests/unit/ipvs); the real
+// so the backend's logic is tested with a fake (tests/unit/rules/ipvs); the real
 // one is rtnetlink and /proc/sys. Not thread-safe.
 #pragma once
 

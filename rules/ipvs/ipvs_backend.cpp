@@ -11,11 +11,11 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
-#include "rules/conntrack_kernel.h"
 #include "rules/ipvs/desired_state.h"
 #include "rules/ipvs/diff.h"
 #include "rules/ipvs/helper_rules.h"
 #include "rules/ipvs/render.h"
+#include "rules/kernel/conntrack_kernel.h"
 #include "rules/nftables/diff.h"
 #include "rules/nftables/netlink.h"
 #include "rules/port_changes.h"

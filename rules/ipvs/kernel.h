@@ -1,7 +1,7 @@
 // The kernel's IPVS table as the backend uses it: the listing, one change
 // at a time, and the connection timeouts. The real one talks to the IPVS
 // generic-netlink family through libnl-genl-3 (rules/ipvs/netlink_kernel.cpp; no
-// ipvsadm at run time); tests/unit/ipvs/fake_kernel.h keeps the table as
+// ipvsadm at run time); tests/unit/rules/ipvs/fake_kernel.h keeps the table as
 // data, so the backend's diff and drain logic is tested without the
 // module. IPVS has no transactions: each Op is one request, applied in
 // order, and a failed one leaves the ones before it applied. Not

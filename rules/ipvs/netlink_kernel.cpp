@@ -1,7 +1,7 @@
 // The kernel's IPVS table through the IPVS generic-netlink family: libnl-genl-3
 // connects and resolves the family and sends the messages netlink_messages
 // builds; the answers are read here and matched to their request by
-// sequence number (rules/netlink_answers.h), so an answer a timed-out
+// sequence number (rules/kernel/netlink_answers.h), so an answer a timed-out
 // request left in the socket is skipped, not charged to the next one.
 #include <errno.h>
 #include <linux/ip_vs.h>
@@ -24,7 +24,7 @@
 #include "base/log.h"
 #include "rules/ipvs/kernel.h"
 #include "rules/ipvs/netlink_messages.h"
-#include "rules/netlink_answers.h"
+#include "rules/kernel/netlink_answers.h"
 
 namespace sb::rules::ipvs {
 

@@ -1,5 +1,5 @@
 // kube-proxy's chains in iptables-legacy (the x_tables kernel interface),
-// through the XtablesTables interface (rules/xtables.h): the same libiptc
+// through the XtablesTables interface (rules/kernel/xtables.h): the same libiptc
 // edge that writes switchboard's own chains (rules/iptables/iptc.h), handed
 // in by the caller.
 #include <set>

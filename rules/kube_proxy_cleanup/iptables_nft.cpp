@@ -17,8 +17,9 @@
 
 #include <fmt/format.h>
 
+#include "rules/kernel/nft_batch.h"
 #include "rules/kube_proxy_cleanup/kube_proxy_names.h"
-#include "rules/kube_proxy_cleanup/nft_batch.h"
+#include "rules/kube_proxy_cleanup/nft_listing.h"
 #include "rules/kube_proxy_cleanup/steps.h"
 
 namespace sb::rules::kube_proxy_cleanup {
@@ -171,7 +172,7 @@ Status remove_nft_compat_chains(Removed& removed) {
         jump_rules += jumps->size();
         chains += kube->size();
     }
-    if (Status s = nft_commit(*socket, batch); !s) return s;
+    if (Status s = send(*socket, batch); !s) return s;
     removed.nft_jump_rules += jump_rules;
     removed.nft_chains += chains;
     return {};

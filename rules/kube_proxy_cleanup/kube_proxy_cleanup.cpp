@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "rules/kernel/links.h"
 #include "rules/kube_proxy_cleanup/kube_proxy_names.h"
 #include "rules/kube_proxy_cleanup/steps.h"
 
@@ -21,24 +22,13 @@ Status remove_ipvs_leftovers(Removed& removed) {
     if (!addresses) return addresses.error();
     if (!*addresses) return {};
     if (Status s = remove_ipvs_services(**addresses, removed); !s) return s;
-    return remove_link(kIpvsLink, removed);
+    auto deleted = remove_link(kIpvsLink);
+    if (!deleted) return deleted.error();
+    if (*deleted) ++removed.links;
+    return {};
 }
 
 }  // namespace
-
-bool Removed::nothing() const {
-    return legacy_jump_rules == 0 && legacy_chains == 0 && nft_jump_rules == 0 && nft_chains == 0 &&
-           nftables_tables == 0 && ipvs_services == 0 && links == 0;
-}
-
-std::string describe(const Removed& r) {
-    if (r.nothing()) return "nothing of kube-proxy's found";
-    return fmt::format(
-        "iptables-legacy: {} jump rules, {} chains; iptables-nft: {} jump rules, {} chains; "
-        "nftables: {} tables; ipvs: {} virtual servers, {} links",
-        r.legacy_jump_rules, r.legacy_chains, r.nft_jump_rules, r.nft_chains, r.nftables_tables,
-        r.ipvs_services, r.links);
-}
 
 Result<Removed> remove_kube_proxy_leftovers(XtablesTables& legacy) {
     Removed removed;

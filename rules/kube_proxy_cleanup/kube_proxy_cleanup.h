@@ -4,31 +4,11 @@
 // docs/migrating-from-kube-proxy.md.
 #pragma once
 
-#include <cstddef>
-#include <string>
-
 #include "base/result.h"
-#include "rules/xtables.h"
+#include "rules/kernel/xtables.h"
+#include "rules/kube_proxy_cleanup/removed.h"
 
 namespace sb::rules::kube_proxy_cleanup {
-
-// What one run removed, per kind (for the log line and for tests).
-struct Removed {
-    size_t legacy_jump_rules =
-        0;                      // iptables-legacy: rules in others' chains jumping to kube-proxy's
-    size_t legacy_chains = 0;   // iptables-legacy: kube-proxy's chains
-    size_t nft_jump_rules = 0;  // iptables-nft: the same, in the `ip`/`ip6` x_tables-compat tables
-    size_t nft_chains = 0;
-    size_t nftables_tables = 0;  // `ip kube-proxy`, `ip6 kube-proxy`
-    size_t ipvs_services = 0;    // IPVS virtual servers at kube-ipvs0's addresses
-    size_t links = 0;            // kube-ipvs0
-
-    bool nothing() const;
-};
-
-// "iptables-legacy: 4 jump rules, 19 chains; iptables-nft: ...", or
-// "nothing of kube-proxy's found".
-std::string describe(const Removed& removed);
 
 // Runs every step, in the order the kernel needs (rules before the chains
 // they jump to, IPVS virtual servers before the addresses that select them

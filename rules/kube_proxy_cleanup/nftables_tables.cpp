@@ -7,8 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "rules/kernel/nft_batch.h"
 #include "rules/kube_proxy_cleanup/kube_proxy_names.h"
-#include "rules/kube_proxy_cleanup/nft_batch.h"
+#include "rules/kube_proxy_cleanup/nft_listing.h"
 #include "rules/kube_proxy_cleanup/steps.h"
 
 namespace sb::rules::kube_proxy_cleanup {
@@ -35,7 +36,7 @@ Status remove_nftables_tables(Removed& removed) {
                   });
         ++count;
     }
-    if (Status s = nft_commit(*socket, batch); !s) return s;
+    if (Status s = send(*socket, batch); !s) return s;
     removed.nftables_tables += count;
     return {};
 }

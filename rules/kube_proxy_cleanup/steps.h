@@ -3,13 +3,12 @@
 // removed to `removed` and is idempotent; none is thread-safe.
 #pragma once
 
-#include <optional>
 #include <vector>
 
 #include "base/ip.h"
 #include "base/result.h"
-#include "rules/kube_proxy_cleanup/kube_proxy_cleanup.h"
-#include "rules/xtables.h"
+#include "rules/kernel/xtables.h"
+#include "rules/kube_proxy_cleanup/removed.h"
 
 namespace sb::rules::kube_proxy_cleanup {
 
@@ -25,20 +24,6 @@ Status remove_nft_compat_chains(Removed& removed);
 
 // nftables_tables.cpp: the `ip kube-proxy` and `ip6 kube-proxy` tables.
 Status remove_nftables_tables(Removed& removed);
-
-// link.cpp: every address of every interface (rtnetlink's address dump),
-// and the addresses on interface `name` (nullopt when there is no such
-// interface). Also used by rules/dns_local and rules/ipvs.
-struct InterfaceAddress {
-    unsigned interface_index = 0;
-    IpAddress address;
-};
-Result<std::vector<InterfaceAddress>> interface_addresses();
-
-Result<std::optional<std::vector<IpAddress>>> link_addresses(const char* name);
-
-// link.cpp: deletes interface `name`, whatever its type; absent is success.
-Status remove_link(const char* name, Removed& removed);
 
 // ipvs.cpp: the IPVS virtual servers (address, protocol, port) whose address
 // is one of `addresses`; firewall-mark services are never touched. Succeeds

@@ -1,7 +1,7 @@
 // The nftables backend's whole conversation with the kernel, as a small
 // interface: read switchboard's table back, apply one batch, dump a set's
 // elements, delete the table. NetlinkSocket (rules/nftables/netlink.h) is
-// the real one; tests/unit/nftables/fake_channel.h applies batches to an
+// the real one; tests/unit/rules/nftables/fake_channel.h applies batches to an
 // in-memory table instead (as knftables' fake does for kube-proxy), so the
 // backend's full/incremental/repair logic is tested without root.
 // Implementations need not be thread-safe: the backend makes one call at a
@@ -49,7 +49,7 @@ class Channel {
     virtual Status delete_table() = 0;
 
     // Netlink answers of earlier requests found and skipped since the
-    // channel was opened (rules/netlink_answers.h); never charged to a
+    // channel was opened (rules/kernel/netlink_answers.h); never charged to a
     // later request.
     virtual size_t stale_answers() const = 0;
 };

@@ -3,9 +3,9 @@
 #include <errno.h>
 #include <linux/netlink.h>
 
+#include "rules/kernel/nft_batch.h"
 #include "rules/nftables/netlink_batch.h"
 #include "rules/nftables/netlink_reader.h"
-#include "rules/nftables/netlink_transaction.h"
 
 namespace sb::rules::nftables {
 
@@ -34,9 +34,9 @@ Result<ElementMap> NetlinkSocket::dump_elements(const Set& set) {
 }
 
 Status NetlinkSocket::apply(const Delta& delta, const Model& desired) {
-    Batch b(socket_);
+    NftBatch b;
     write_delta(b, delta, desired);
-    return send(b);
+    return rules::send(socket_, b);
 }
 
 Status NetlinkSocket::delete_table() {
@@ -44,17 +44,17 @@ Status NetlinkSocket::delete_table() {
 }
 
 Status NetlinkSocket::delete_table(const std::string& table) {
-    Batch b(socket_);
+    NftBatch b;
     write_table_deletion(b, table);
-    Status s = send(b);
+    Status s = rules::send(socket_, b);
     if (!s && s.error().errno_value == ENOENT) return {};  // already gone
     return s;
 }
 
 Status NetlinkSocket::replace_table(const std::string& table, const Model& model) {
-    Batch b(socket_);
+    NftBatch b;
     write_replacement(b, table, model);
-    return send(b);
+    return rules::send(socket_, b);
 }
 
 }  // namespace sb::rules::nftables

@@ -1,10 +1,10 @@
 // The real Channel (rules/nftables/channel.h): libnftnl + libmnl on one
 // NETLINK_NETFILTER socket. apply() sends a Delta as ONE batch
 // (NFNL_MSG_BATCH_BEGIN ... END), which the kernel commits atomically or not
-// at all. The jobs under it, one file each: rules/netlink_socket (the
-// exchange, shared with rules/), netlink_transaction (one batch),
-// netlink_reader (read_table, dump_elements), netlink_batch (the batch
-// writer), netlink_expr (rules to expressions), netlink_encoding (values
+// at all. The jobs under it, one file each: rules/kernel/netlink_socket (the
+// exchange) and rules/kernel/nft_batch (one transaction), shared with the
+// rest of rules/; netlink_reader (read_table, dump_elements), netlink_batch
+// (a Delta's messages), netlink_expr (rules to expressions), netlink_encoding (values
 // to numbers and bytes). Not thread-safe.
 #pragma once
 
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "base/result.h"
-#include "rules/netlink_socket.h"
+#include "rules/kernel/netlink_socket.h"
 #include "rules/nftables/channel.h"
 #include "rules/nftables/diff.h"
 #include "rules/nftables/model.h"

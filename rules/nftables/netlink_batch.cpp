@@ -21,16 +21,17 @@ namespace {
 constexpr uint32_t kElementsPerMessage = 256;  // keeps a message's nested attribute < 64 KiB
 
 // `type`: NFT_MSG_NEWTABLE (created when missing) or NFT_MSG_DELTABLE.
-void put_table(Batch& b, const char* table, uint16_t type = NFT_MSG_NEWTABLE) {
+void put_table(NftBatch& b, const char* table, uint16_t type = NFT_MSG_NEWTABLE) {
     nftnl_table* t = nftnl_table_alloc();
     nftnl_table_set_str(t, NFTNL_TABLE_NAME, table);
     nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, NFPROTO_INET);
-    nftnl_table_nlmsg_build_payload(b.header(type, type == NFT_MSG_NEWTABLE ? NLM_F_CREATE : 0), t);
+    nftnl_table_nlmsg_build_payload(
+        b.header(type, NFPROTO_INET, type == NFT_MSG_NEWTABLE ? NLM_F_CREATE : 0), t);
     nftnl_table_free(t);
     b.commit();
 }
 
-void put_chain(Batch& b, uint16_t type, const std::string& name, const Hook* hook,
+void put_chain(NftBatch& b, uint16_t type, const std::string& name, const Hook* hook,
                const char* table) {
     nftnl_chain* c = nftnl_chain_alloc();
     nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, table);
@@ -41,40 +42,42 @@ void put_chain(Batch& b, uint16_t type, const std::string& name, const Hook* hoo
         nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, hook->type.c_str());
         nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, NF_ACCEPT);
     }
-    nftnl_chain_nlmsg_build_payload(b.header(type, type == NFT_MSG_NEWCHAIN ? NLM_F_CREATE : 0), c);
+    nftnl_chain_nlmsg_build_payload(
+        b.header(type, NFPROTO_INET, type == NFT_MSG_NEWCHAIN ? NLM_F_CREATE : 0), c);
     nftnl_chain_free(c);
     b.commit();
 }
 
-void put_flush(Batch& b, const char* table, const std::string& chain) {
+void put_flush(NftBatch& b, const char* table, const std::string& chain) {
     nftnl_rule* r = nftnl_rule_alloc();
     nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table);
     nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain.c_str());
-    nftnl_rule_nlmsg_build_payload(b.header(NFT_MSG_DELRULE, 0), r);
+    nftnl_rule_nlmsg_build_payload(b.header(NFT_MSG_DELRULE, NFPROTO_INET, 0), r);
     nftnl_rule_free(r);
     b.commit();
 }
 
 // DELSETELEM without an element list flushes the set.
-void put_set_flush(Batch& b, const char* table, const std::string& set) {
-    nlmsghdr* nlh = b.header(NFT_MSG_DELSETELEM, 0);
+void put_set_flush(NftBatch& b, const char* table, const std::string& set) {
+    nlmsghdr* nlh = b.header(NFT_MSG_DELSETELEM, NFPROTO_INET, 0);
     mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, table);
     mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_SET, set.c_str());
     b.commit();
 }
 
-void put_rule(Batch& b, const char* table, const std::string& chain, const Rule& rule) {
+void put_rule(NftBatch& b, const char* table, const std::string& chain, const Rule& rule) {
     nftnl_rule* r = nftnl_rule_alloc();
     nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table);
     nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain.c_str());
     nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, NFPROTO_INET);
     add_expressions(r, rule);
-    nftnl_rule_nlmsg_build_payload(b.header(NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND), r);
+    nftnl_rule_nlmsg_build_payload(
+        b.header(NFT_MSG_NEWRULE, NFPROTO_INET, NLM_F_CREATE | NLM_F_APPEND), r);
     nftnl_rule_free(r);
     b.commit();
 }
 
-void put_set(Batch& b, const char* table, uint16_t type, const Set& set, uint32_t id) {
+void put_set(NftBatch& b, const char* table, uint16_t type, const Set& set, uint32_t id) {
     nftnl_set* s = nftnl_set_alloc();
     nftnl_set_set_str(s, NFTNL_SET_TABLE, table);
     nftnl_set_set_str(s, NFTNL_SET_NAME, set.name.c_str());
@@ -95,7 +98,8 @@ void put_set(Batch& b, const char* table, uint16_t type, const Set& set, uint32_
                                static_cast<uint32_t>(udata.size()));
         }
     }
-    nftnl_set_nlmsg_build_payload(b.header(type, type == NFT_MSG_NEWSET ? NLM_F_CREATE : 0), s);
+    nftnl_set_nlmsg_build_payload(
+        b.header(type, NFPROTO_INET, type == NFT_MSG_NEWSET ? NLM_F_CREATE : 0), s);
     nftnl_set_free(s);
     b.commit();
 }
@@ -118,7 +122,7 @@ void put_value(nftnl_set_elem* e, SetLayout layout, const Verdict& value) {
 // gives an element's key, by value (ElementMap's iterators yield temporaries). NEWSETELEM takes
 // each value from `set` (the desired model's; null when it has none).
 template <typename It, typename KeyOf>
-void put_set_elements(Batch& b, const char* table, uint16_t type, const std::string& set_name,
+void put_set_elements(NftBatch& b, const char* table, uint16_t type, const std::string& set_name,
                       const Set* set, It first, It last, KeyOf key_of) {
     const SetLayout layout = set ? set->layout : SetLayout::kAddrAddr;
     while (first != last) {
@@ -138,14 +142,15 @@ void put_set_elements(Batch& b, const char* table, uint16_t type, const std::str
             nftnl_set_elem_add(s, e);
         }
         nftnl_set_elems_nlmsg_build_payload(
-            b.header(type, type == NFT_MSG_NEWSETELEM ? NLM_F_CREATE : 0), s);
+            b.header(type, NFPROTO_INET, type == NFT_MSG_NEWSETELEM ? NLM_F_CREATE : 0), s);
         nftnl_set_free(s);
         b.commit();
     }
 }
 
 // Listed elements, grouped per run of the same set.
-void put_elements(Batch& b, uint16_t type, const std::vector<ElementId>& ids, const Model& model) {
+void put_elements(NftBatch& b, uint16_t type, const std::vector<ElementId>& ids,
+                  const Model& model) {
     auto first = ids.begin();
     while (first != ids.end()) {
         const std::string& set_name = first->first;
@@ -160,7 +165,7 @@ void put_elements(Batch& b, uint16_t type, const std::vector<ElementId>& ids, co
 }
 
 // Every element of the named sets of `model`.
-void put_filled_sets(Batch& b, const std::vector<std::string>& names, const Model& model) {
+void put_filled_sets(NftBatch& b, const std::vector<std::string>& names, const Model& model) {
     for (const std::string& name : names) {
         auto it = model.sets.find(name);
         if (it == model.sets.end()) continue;
@@ -173,7 +178,7 @@ void put_filled_sets(Batch& b, const std::vector<std::string>& names, const Mode
 
 }  // namespace
 
-void write_delta(Batch& b, const Delta& delta, const Model& desired) {
+void write_delta(NftBatch& b, const Delta& delta, const Model& desired) {
     const char* table = desired.table.c_str();
     put_table(b, table);
     for (const std::string& c : delta.flush_chains) put_flush(b, table, c);
@@ -204,7 +209,7 @@ void write_delta(Batch& b, const Delta& delta, const Model& desired) {
     put_elements(b, NFT_MSG_NEWSETELEM, delta.add_elements, desired);
 }
 
-void write_replacement(Batch& b, const std::string& table, const Model& model) {
+void write_replacement(NftBatch& b, const std::string& table, const Model& model) {
     // Created first so that the delete never fails on a missing table.
     put_table(b, table.c_str());
     put_table(b, table.c_str(), NFT_MSG_DELTABLE);
@@ -217,7 +222,7 @@ void write_replacement(Batch& b, const std::string& table, const Model& model) {
     }
 }
 
-void write_table_deletion(Batch& b, const std::string& table) {
+void write_table_deletion(NftBatch& b, const std::string& table) {
     put_table(b, table.c_str(), NFT_MSG_DELTABLE);
 }
 

@@ -64,8 +64,9 @@ class RuleCompiler {
   public:
     explicit RuleCompiler(nftnl_rule* rule) : rule_(rule) {}
 
+    // One expression kind per case; the kinds that take more than a couple
+    // of expressions have a method of their own below.
     void add(const Expr& e) {
-        const uint32_t n = address_length(e.family);
         switch (e.kind) {
             case ExprKind::kNfproto:
                 meta_load(NFT_META_NFPROTO, NFT_REG_1);
@@ -88,154 +89,198 @@ class RuleCompiler {
                 address_match(e);
                 break;
             case ExprKind::kFibDaddrLocal:
-            case ExprKind::kFibSaddrLocal: {
-                nftnl_expr* x = expr("fib");
-                nftnl_expr_set_u32(x, NFTNL_EXPR_FIB_DREG, NFT_REG_1);
-                nftnl_expr_set_u32(x, NFTNL_EXPR_FIB_RESULT, NFT_FIB_RESULT_ADDRTYPE);
-                nftnl_expr_set_u32(
-                    x, NFTNL_EXPR_FIB_FLAGS,
-                    e.kind == ExprKind::kFibDaddrLocal ? NFTA_FIB_F_DADDR : NFTA_FIB_F_SADDR);
-                push(x);
-                cmp_u32(NFT_CMP_EQ, RTN_LOCAL);
+            case ExprKind::kFibSaddrLocal:
+                fib_local(e);
                 break;
-            }
             case ExprKind::kIifname:
-            case ExprKind::kIifnamePrefix: {
-                // As nft compiles `iifname "NAME"`: the name NUL-padded to
-                // IFNAMSIZ; `iifname "NAME*"`: the prefix bytes only.
-                meta_load(NFT_META_IIFNAME, NFT_REG_1);
-                char name[IFNAMSIZ] = {};
-                const size_t len = std::min(e.name.size(), sizeof(name) - 1);
-                std::memcpy(name, e.name.data(), len);
-                cmp(NFT_CMP_EQ, name,
-                    e.kind == ExprKind::kIifname ? sizeof(name) : static_cast<uint32_t>(len));
+            case ExprKind::kIifnamePrefix:
+                iifname(e);
                 break;
-            }
             case ExprKind::kMarkSetOr:
-                meta_load(NFT_META_MARK, NFT_REG_1);
-                bitwise(~e.value, e.value);
-                meta_set_mark();
-                break;
             case ExprKind::kMarkSetXor:
-                meta_load(NFT_META_MARK, NFT_REG_1);
-                bitwise(0xffffffff, e.value);
-                meta_set_mark();
-                break;
             case ExprKind::kMarkUnset:
-                meta_load(NFT_META_MARK, NFT_REG_1);
-                bitwise(e.value, 0);
-                cmp_u32(NFT_CMP_EQ, 0);
+                mark(e);
                 break;
             case ExprKind::kNumgen:
                 numgen(NFT_REG_1, e.value);
                 cmp_u32(NFT_CMP_EQ, 0);
                 break;
-            case ExprKind::kVmapDaddrProtoPort: {
-                RegisterRun key;
-                load(key, {Field::kDaddr, Field::kL4proto, Field::kDport}, e);
-                lookup(e.name, key.first(), NFT_REG_VERDICT);
-                break;
-            }
-            case ExprKind::kVmapProtoPort: {
-                RegisterRun key;
-                load(key, {Field::kL4proto, Field::kDport}, e);
-                lookup(e.name, key.first(), NFT_REG_VERDICT);
-                break;
-            }
+            case ExprKind::kVmapDaddrProtoPort:
+            case ExprKind::kVmapProtoPort:
             case ExprKind::kSetDaddr:
-                payload_load(NFT_PAYLOAD_NETWORK_HEADER, daddr_offset(e.family), n, NFT_REG_1);
-                lookup(e.name, NFT_REG_1, std::nullopt);
+            case ExprKind::kSetSaddrDaddr:
+                set_lookup(e);
                 break;
-            case ExprKind::kSetSaddrDaddr: {
-                RegisterRun key;
-                load(key, {Field::kSaddr, Field::kDaddr}, e);
-                lookup(e.name, key.first(), std::nullopt);
+            case ExprKind::kAffinityUpdate:
+                affinity_update(e);
                 break;
-            }
-            case ExprKind::kAffinityUpdate: {
-                // The value (the chosen endpoint) follows the key.
-                RegisterRun run;
-                load(run, kFlowKey, e);
-                const uint32_t address = run.take(n);
-                immediate(address, e.prefix.address().bytes(), n);
-                immediate_port(run.take(2), e.port);
-                nftnl_expr* x = expr("dynset");
-                nftnl_expr_set_u32(x, NFTNL_EXPR_DYNSET_SREG_KEY, run.first());
-                nftnl_expr_set_u32(x, NFTNL_EXPR_DYNSET_SREG_DATA, address);
-                nftnl_expr_set_u32(x, NFTNL_EXPR_DYNSET_OP, NFT_DYNSET_OP_UPDATE);
-                nftnl_expr_set_u64(x, NFTNL_EXPR_DYNSET_TIMEOUT, uint64_t{e.value} * 1000);
-                nftnl_expr_set_str(x, NFTNL_EXPR_DYNSET_SET_NAME, e.name.c_str());
-                push(x);
+            case ExprKind::kAffinityDnat:
+            case ExprKind::kDnat:
+            case ExprKind::kDnatByAddress:
+            case ExprKind::kDnatByPort:
+                dnat(e);
                 break;
-            }
-            case ExprKind::kAffinityDnat: {
-                RegisterRun key;
-                load(key, kFlowKey, e);
-                lookup_and_dnat(e, key);
-                break;
-            }
-            case ExprKind::kDnat: {
-                RegisterRun target;
-                const uint32_t address = target.take(n);
-                immediate(address, e.prefix.address().bytes(), n);
-                const uint32_t port = target.take(2);
-                immediate_port(port, e.port);
-                nat(e.family, address, port);
-                break;
-            }
-            case ExprKind::kDnatByAddress: {
-                RegisterRun key;
-                load(key, {Field::kDaddr, Field::kL4proto, Field::kDport, Field::kSlot}, e);
-                lookup_and_dnat(e, key);
-                break;
-            }
-            case ExprKind::kDnatByPort: {
-                RegisterRun key;
-                load(key, {Field::kL4proto, Field::kDport, Field::kSlot}, e);
-                lookup_and_dnat(e, key);
-                break;
-            }
             case ExprKind::kMasquerade:
                 push(expr("masq"));
                 break;
             case ExprKind::kRejectTcpReset:
-            case ExprKind::kRejectPortUnreachable: {
-                nftnl_expr* x = expr("reject");
-                const bool tcp = e.kind == ExprKind::kRejectTcpReset;
-                nftnl_expr_set_u32(x, NFTNL_EXPR_REJECT_TYPE,
-                                   tcp ? NFT_REJECT_TCP_RST : NFT_REJECT_ICMPX_UNREACH);
-                nftnl_expr_set_u8(x, NFTNL_EXPR_REJECT_CODE,
-                                  tcp ? 0 : NFT_REJECT_ICMPX_PORT_UNREACH);
-                push(x);
+            case ExprKind::kRejectPortUnreachable:
+                reject(e);
                 break;
-            }
             case ExprKind::kThDport:
-            case ExprKind::kThSport: {
-                payload_load(NFT_PAYLOAD_TRANSPORT_HEADER, e.kind == ExprKind::kThSport ? 0 : 2, 2,
-                             NFT_REG_1);
-                const uint8_t port[2] = {static_cast<uint8_t>(e.port >> 8),
-                                         static_cast<uint8_t>(e.port)};
-                cmp(NFT_CMP_EQ, port, 2);
+            case ExprKind::kThSport:
+                th_port(e);
                 break;
-            }
             case ExprKind::kNotrack:
                 push(expr("notrack"));
                 break;
-            case ExprKind::kVerdict: {
-                nftnl_expr* x = expr("immediate");
-                nftnl_expr_set_u32(x, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
-                nftnl_expr_set_u32(x, NFTNL_EXPR_IMM_VERDICT,
-                                   static_cast<uint32_t>(verdict_code(e.verdict.kind)));
-                if (!e.verdict.chain.empty()) {
-                    nftnl_expr_set_str(x, NFTNL_EXPR_IMM_CHAIN, e.verdict.chain.c_str());
-                }
-                push(x);
+            case ExprKind::kVerdict:
+                verdict(e);
                 break;
-            }
         }
     }
 
   private:
+    // `fib daddr|saddr type local`.
+    void fib_local(const Expr& e) {
+        nftnl_expr* x = expr("fib");
+        nftnl_expr_set_u32(x, NFTNL_EXPR_FIB_DREG, NFT_REG_1);
+        nftnl_expr_set_u32(x, NFTNL_EXPR_FIB_RESULT, NFT_FIB_RESULT_ADDRTYPE);
+        nftnl_expr_set_u32(
+            x, NFTNL_EXPR_FIB_FLAGS,
+            e.kind == ExprKind::kFibDaddrLocal ? NFTA_FIB_F_DADDR : NFTA_FIB_F_SADDR);
+        push(x);
+        cmp_u32(NFT_CMP_EQ, RTN_LOCAL);
+    }
+
+    // As nft compiles `iifname "NAME"`: the name NUL-padded to IFNAMSIZ;
+    // `iifname "NAME*"`: the prefix bytes only.
+    void iifname(const Expr& e) {
+        meta_load(NFT_META_IIFNAME, NFT_REG_1);
+        char name[IFNAMSIZ] = {};
+        const size_t len = std::min(e.name.size(), sizeof(name) - 1);
+        std::memcpy(name, e.name.data(), len);
+        cmp(NFT_CMP_EQ, name,
+            e.kind == ExprKind::kIifname ? sizeof(name) : static_cast<uint32_t>(len));
+    }
+
+    // Sets bits of the packet mark (or), flips them (xor), or matches a
+    // packet whose `value` bits are unset.
+    void mark(const Expr& e) {
+        meta_load(NFT_META_MARK, NFT_REG_1);
+        switch (e.kind) {
+            case ExprKind::kMarkSetOr:
+                bitwise(~e.value, e.value);
+                meta_set_mark();
+                break;
+            case ExprKind::kMarkSetXor:
+                bitwise(0xffffffff, e.value);
+                meta_set_mark();
+                break;
+            default:  // kMarkUnset
+                bitwise(e.value, 0);
+                cmp_u32(NFT_CMP_EQ, 0);
+                break;
+        }
+    }
+
+    // A verdict map's lookup (its verdict decides) or a plain set's (a
+    // match).
+    void set_lookup(const Expr& e) {
+        RegisterRun key;
+        switch (e.kind) {
+            case ExprKind::kVmapDaddrProtoPort:
+                load(key, {Field::kDaddr, Field::kL4proto, Field::kDport}, e);
+                lookup(e.name, key.first(), NFT_REG_VERDICT);
+                break;
+            case ExprKind::kVmapProtoPort:
+                load(key, {Field::kL4proto, Field::kDport}, e);
+                lookup(e.name, key.first(), NFT_REG_VERDICT);
+                break;
+            case ExprKind::kSetDaddr:
+                payload_load(NFT_PAYLOAD_NETWORK_HEADER, daddr_offset(e.family),
+                             address_length(e.family), NFT_REG_1);
+                lookup(e.name, NFT_REG_1, std::nullopt);
+                break;
+            default:  // kSetSaddrDaddr
+                load(key, {Field::kSaddr, Field::kDaddr}, e);
+                lookup(e.name, key.first(), std::nullopt);
+                break;
+        }
+    }
+
+    // Records the flow's chosen endpoint in the affinity set; the value (the
+    // endpoint) follows the key.
+    void affinity_update(const Expr& e) {
+        const uint32_t n = address_length(e.family);
+        RegisterRun run;
+        load(run, kFlowKey, e);
+        const uint32_t address = run.take(n);
+        immediate(address, e.prefix.address().bytes(), n);
+        immediate_port(run.take(2), e.port);
+        nftnl_expr* x = expr("dynset");
+        nftnl_expr_set_u32(x, NFTNL_EXPR_DYNSET_SREG_KEY, run.first());
+        nftnl_expr_set_u32(x, NFTNL_EXPR_DYNSET_SREG_DATA, address);
+        nftnl_expr_set_u32(x, NFTNL_EXPR_DYNSET_OP, NFT_DYNSET_OP_UPDATE);
+        nftnl_expr_set_u64(x, NFTNL_EXPR_DYNSET_TIMEOUT, uint64_t{e.value} * 1000);
+        nftnl_expr_set_str(x, NFTNL_EXPR_DYNSET_SET_NAME, e.name.c_str());
+        push(x);
+    }
+
+    // DNAT to a fixed endpoint, or to the one a map gives for the key.
+    void dnat(const Expr& e) {
+        RegisterRun key;
+        switch (e.kind) {
+            case ExprKind::kDnat: {
+                const uint32_t n = address_length(e.family);
+                const uint32_t address = key.take(n);
+                immediate(address, e.prefix.address().bytes(), n);
+                const uint32_t port = key.take(2);
+                immediate_port(port, e.port);
+                nat(e.family, address, port);
+                return;
+            }
+            case ExprKind::kAffinityDnat:
+                load(key, kFlowKey, e);
+                break;
+            case ExprKind::kDnatByAddress:
+                load(key, {Field::kDaddr, Field::kL4proto, Field::kDport, Field::kSlot}, e);
+                break;
+            default:  // kDnatByPort
+                load(key, {Field::kL4proto, Field::kDport, Field::kSlot}, e);
+                break;
+        }
+        lookup_and_dnat(e, key);
+    }
+
+    void reject(const Expr& e) {
+        nftnl_expr* x = expr("reject");
+        const bool tcp = e.kind == ExprKind::kRejectTcpReset;
+        nftnl_expr_set_u32(x, NFTNL_EXPR_REJECT_TYPE,
+                           tcp ? NFT_REJECT_TCP_RST : NFT_REJECT_ICMPX_UNREACH);
+        nftnl_expr_set_u8(x, NFTNL_EXPR_REJECT_CODE, tcp ? 0 : NFT_REJECT_ICMPX_PORT_UNREACH);
+        push(x);
+    }
+
+    // `th dport|sport PORT`.
+    void th_port(const Expr& e) {
+        payload_load(NFT_PAYLOAD_TRANSPORT_HEADER, e.kind == ExprKind::kThSport ? 0 : 2, 2,
+                     NFT_REG_1);
+        const uint8_t port[2] = {static_cast<uint8_t>(e.port >> 8), static_cast<uint8_t>(e.port)};
+        cmp(NFT_CMP_EQ, port, 2);
+    }
+
+    void verdict(const Expr& e) {
+        nftnl_expr* x = expr("immediate");
+        nftnl_expr_set_u32(x, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
+        nftnl_expr_set_u32(x, NFTNL_EXPR_IMM_VERDICT,
+                           static_cast<uint32_t>(verdict_code(e.verdict.kind)));
+        if (!e.verdict.chain.empty()) {
+            nftnl_expr_set_str(x, NFTNL_EXPR_IMM_CHAIN, e.verdict.chain.c_str());
+        }
+        push(x);
+    }
+
     static nftnl_expr* expr(const char* name) { return nftnl_expr_alloc(name); }
     void push(nftnl_expr* x) { nftnl_rule_add_expr(rule_, x); }
 

@@ -1,14 +1,14 @@
 // The table reader: switchboard's table as the kernel has it, and the
 // elements of one of its sets, through GET requests and dumps on a
-// rules::NetlinkSocket (rules/netlink_socket.h). See Channel (rules/nftables/channel.h) for what is
-// read and why rules and static elements are not.
+// rules::NetlinkSocket (rules/kernel/netlink_socket.h). See Channel (rules/nftables/channel.h) for
+// what is read and why rules and static elements are not.
 #pragma once
 
 #include <map>
 #include <optional>
 
 #include "base/result.h"
-#include "rules/netlink_socket.h"
+#include "rules/kernel/netlink_socket.h"
 #include "rules/nftables/model.h"
 
 namespace sb::rules::nftables {

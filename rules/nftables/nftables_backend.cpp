@@ -4,7 +4,7 @@
 
 #include "base/log.h"
 #include "rules/conntrack.h"
-#include "rules/conntrack_kernel.h"
+#include "rules/kernel/conntrack_kernel.h"
 #include "rules/nftables/affinity_cleanup.h"
 #include "rules/nftables/diff.h"
 #include "rules/nftables/netlink.h"

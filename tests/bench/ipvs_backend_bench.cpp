@@ -24,8 +24,8 @@
 #include "rules/nftables/nftables_backend.h"
 #include "tests/bench/bench_plans.h"
 #include "tests/unit/fake_conntrack.h"
-#include "tests/unit/ipvs/fake_kernel.h"
-#include "tests/unit/nftables/fake_channel.h"
+#include "tests/unit/rules/ipvs/fake_kernel.h"
+#include "tests/unit/rules/nftables/fake_channel.h"
 
 namespace {
 

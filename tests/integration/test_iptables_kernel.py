@@ -18,7 +18,7 @@ import network_namespace
 from catch_driver import require_cases, run_case
 from conftest import BUILD
 
-DRIVER = BUILD / "tests" / "unit" / "iptables" / "kernel_iptables"
+DRIVER = BUILD / "tests" / "unit" / "rules" / "iptables" / "kernel_iptables"
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "deploy" / "examples" / "nodeport.json"
 
 CASES = [

@@ -13,7 +13,7 @@ import pytest
 from catch_driver import require_cases, run_case
 from conftest import BUILD
 
-DRIVER = BUILD / "tests" / "unit" / "nftables" / "kernel_nftables"
+DRIVER = BUILD / "tests" / "unit" / "rules" / "nftables" / "kernel_nftables"
 
 CASES = [
     "kernel: a plan is applied in one batch and listed back by nft",

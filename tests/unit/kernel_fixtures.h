@@ -1,5 +1,5 @@
 // Fixtures shared by the kernel tests of both backends
-// (tests/unit/nftables/kernel_test.cpp, tests/unit/iptables/kernel_test.cpp):
+// (tests/unit/rules/nftables/kernel_test.cpp, tests/unit/rules/iptables/kernel_test.cpp):
 // entering a private network namespace, running a shell command, making
 // UDP conntrack entries. Need root; header-only.
 #pragma once

@@ -1,5 +1,5 @@
 // Fixtures shared by the unit tests of both kernel backends
-// (tests/unit/nftables, tests/unit/iptables): plan-building helpers, the
+// (tests/unit/rules/nftables, tests/unit/rules/iptables): plan-building helpers, the
 // packet and outcome vocabulary of their packet tracers, and the checks over
 // traced outcomes. Each backend keeps its own Tracer (the rule evaluation
 // differs); its Outcome must have fate, dnat, masquerade, probability,
