@@ -14,25 +14,32 @@ using namespace sb;
 
 namespace {
 
-std::string temp_path(const char* tag) {
-    return "/tmp/sb-test-file-watch-" + std::to_string(::getpid()) + "-" + tag;
-}
+// A file under /tmp that the test replaces whole, as kubelet replaces a
+// ConfigMap's file (a new inode each time), and removes when done.
+class ScratchFile {
+  public:
+    explicit ScratchFile(const char* tag)
+        : path_("/tmp/sb-test-file-watch-" + std::to_string(::getpid()) + "-" + tag) {}
+    ~ScratchFile() { std::remove(path_.c_str()); }
 
-void write_file(const std::string& path, const std::string& text) {
-    // Written beside and renamed over, as a ConfigMap update does: a new inode.
-    std::string tmp = path + ".new";
-    {
-        std::ofstream file(tmp);
-        file << text;
+    const std::string& path() const { return path_; }
+    void replace(const std::string& text) const {
+        const std::string next = path_ + ".next";
+        std::ofstream(next) << text;
+        REQUIRE(std::rename(next.c_str(), path_.c_str()) == 0);
     }
-    REQUIRE(std::rename(tmp.c_str(), path.c_str()) == 0);
-}
+    void remove() const { std::remove(path_.c_str()); }
+
+  private:
+    const std::string path_;
+};
 
 }  // namespace
 
 TEST_CASE("file watch: a look reads the file when its identity changed") {
-    const std::string path = temp_path("look");
-    write_file(path, "one\n");
+    ScratchFile file("look");
+    const std::string& path = file.path();
+    file.replace("one\n");
     FileWatch watch;
     auto first = watch.look(path, 1024);
     REQUIRE(first.ok());
@@ -46,7 +53,7 @@ TEST_CASE("file watch: a look reads the file when its identity changed") {
     CHECK(again->content.empty());  // not read
     CHECK(again->identity == first->identity);
 
-    write_file(path, "two\n");
+    file.replace("two\n");
     auto second = watch.look(path, 1024);
     REQUIRE(second.ok());
     CHECK(second->changed);
@@ -56,21 +63,21 @@ TEST_CASE("file watch: a look reads the file when its identity changed") {
     auto forgotten = watch.look(path, 1024);
     REQUIRE(forgotten.ok());
     CHECK(forgotten->changed);
-    std::remove(path.c_str());
 }
 
 TEST_CASE("file watch: an error forgets the last look") {
-    const std::string path = temp_path("errors");
-    write_file(path, "one\n");
+    ScratchFile file("errors");
+    const std::string& path = file.path();
+    file.replace("one\n");
     FileWatch watch;
     REQUIRE(watch.look(path, 1024).ok());
 
-    std::remove(path.c_str());
+    file.remove();
     auto missing = watch.look(path, 1024);
     REQUIRE_FALSE(missing.ok());
     CHECK(missing.error().message == "cannot open " + path);
 
-    write_file(path, std::string(11, '#'));
+    file.replace(std::string(11, '#'));
     auto large = watch.look(path, 10);
     REQUIRE_FALSE(large.ok());
     CHECK(large.error().message == path + " is over 10 bytes");
@@ -84,7 +91,6 @@ TEST_CASE("file watch: an error forgets the last look") {
     REQUIRE(back.ok());
     CHECK(back->changed);
     CHECK(back->content == std::string(11, '#'));
-    std::remove(path.c_str());
 }
 
 TEST_CASE("file watch: content read elsewhere is a change when it differs") {
