@@ -10,7 +10,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <functional>
 #include <set>
 
 #include "base/log.h"
@@ -183,16 +182,13 @@ Status FileSource::read_file(const std::string& file, FileState& state, bool& ch
             ++file_errors_;
             state.last_error = message;
         }
-        state.has_hash = false;
+        state.watch.forget();
         return make_error(ErrorCode::kIo, message);
     }
-    const uint64_t hash = std::hash<std::string_view>()(*content);
-    if (state.has_hash && state.hash == hash) {
+    if (!state.watch.changed(*content)) {
         if (state.last_error.empty()) return {};
         return make_error(ErrorCode::kInvalidArgument, state.last_error);
     }
-    state.hash = hash;
-    state.has_hash = true;
 
     auto document = decode_document(*content);
     if (!document) {

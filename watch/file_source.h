@@ -20,6 +20,7 @@
 #include <string>
 #include <thread>
 
+#include "base/file_watch.h"
 #include "base/metrics.h"
 #include "base/result.h"
 #include "watch/store.h"
@@ -46,8 +47,7 @@ class FileSource {
   private:
     struct FileState {
         Store::Objects objects;  // last good objects of this file
-        uint64_t hash = 0;       // of the content last decoded (valid when has_hash)
-        bool has_hash = false;
+        FileWatch watch;         // the content last decoded; forgotten when unreadable
         std::string last_error;  // empty when the last read was good
     };
 

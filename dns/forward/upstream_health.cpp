@@ -11,7 +11,7 @@ namespace sb::dns {
 namespace {
 
 // health_check 0 is valid in CoreDNS (probes back to back); a floor keeps a
-// dead upstream from spinning this thread.
+// dead upstream from spinning the probe thread.
 constexpr auto kMinInterval = std::chrono::milliseconds(10);
 
 }  // namespace
@@ -30,28 +30,33 @@ UpstreamHealth::~UpstreamHealth() {
 void UpstreamHealth::start() {
     bool any = std::any_of(targets_.begin(), targets_.end(),
                            [](const Target& target) { return target.max_fails > 0; });
-    if (any) thread_ = std::thread([this] { run(); });
+    if (any) probe_thread_.emplace();
 }
 
 void UpstreamHealth::stop() {
+    std::vector<Background::Task> probes;
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
+        for (size_t i = 0; i < targets_.size(); ++i) probes.push_back(std::move(states_[i].probes));
     }
-    wake_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    // Outside the lock, which a probe's end takes.
+    probes.clear();
+    probe_thread_.reset();
 }
 
 void UpstreamHealth::exchange_failed(size_t upstream) {
     if (targets_.at(upstream).max_fails == 0) return;
-    {
-        std::lock_guard lock(mutex_);
-        State& state = states_[upstream];
-        if (state.probing) return;
-        state.probing = true;
-        state.next_probe = std::chrono::steady_clock::now();
-    }
-    wake_.notify_all();
+    // The previous probes' task, over (its last probe got a reply), is
+    // released after the lock.
+    Background::Task over;
+    std::lock_guard lock(mutex_);
+    State& state = states_[upstream];
+    if (stopping_ || !probe_thread_ || state.probing) return;
+    state.probing = true;
+    over = std::exchange(state.probes,
+                         probe_thread_->repeat("dns health probe", Background::Duration(0),
+                                               [this, upstream] { return probe_once(upstream); }));
 }
 
 bool UpstreamHealth::down(size_t upstream) const {
@@ -77,45 +82,26 @@ bool UpstreamHealth::probe(const Target& target) {
     return reply.ok();
 }
 
-void UpstreamHealth::run() {
-    std::unique_lock lock(mutex_);
-    while (!stopping_) {
-        auto now = std::chrono::steady_clock::now();
-        auto wake_at = now + std::chrono::hours(1);
-        size_t due = targets_.size();
-        for (size_t i = 0; i < targets_.size(); ++i) {
-            if (!states_[i].probing) continue;
-            if (states_[i].next_probe <= now) {
-                due = i;
-                break;
-            }
-            wake_at = std::min(wake_at, states_[i].next_probe);
+Background::Next UpstreamHealth::probe_once(size_t upstream) {
+    const Target& target = targets_[upstream];
+    State& state = states_[upstream];
+    bool healthy = probe(target);
+    if (healthy) {
+        if (state.fails.exchange(0) > target.max_fails) {
+            log::info("dns: upstream {} answers its health probe again",
+                      target.address.to_string());
         }
-        if (due == targets_.size()) {
-            wake_.wait_until(lock, wake_at);
-            continue;
+    } else {
+        metrics_.health_check_failed(upstream);
+        if (state.fails.fetch_add(1) + 1 == target.max_fails + 1) {
+            log::warn("dns: upstream {} is down: {} health probes failed",
+                      target.address.to_string(), target.max_fails + 1);
         }
-        lock.unlock();
-        const Target& target = targets_[due];
-        bool healthy = probe(target);
-        State& state = states_[due];
-        if (healthy) {
-            if (state.fails.exchange(0) > target.max_fails) {
-                log::info("dns: upstream {} answers its health probe again",
-                          target.address.to_string());
-            }
-        } else {
-            metrics_.health_check_failed(due);
-            if (state.fails.fetch_add(1) + 1 == target.max_fails + 1) {
-                log::warn("dns: upstream {} is down: {} health probes failed",
-                          target.address.to_string(), target.max_fails + 1);
-            }
-        }
-        lock.lock();
-        state.probing = !healthy;
-        state.next_probe = std::chrono::steady_clock::now() +
-                           std::max<std::chrono::milliseconds>(target.interval, kMinInterval);
     }
+    std::lock_guard lock(mutex_);
+    state.probing = !healthy;
+    if (healthy) return std::nullopt;
+    return std::max<std::chrono::milliseconds>(target.interval, kMinInterval);
 }
 
 }  // namespace sb::dns

@@ -5,8 +5,12 @@
 // upstream with more than max_fails fails is down. max_fails 0 turns it off:
 // never probed, never down. docs/dns.md#forwarding.
 //
-// Probes run on one thread of their own, one at a time, each bounded by
-// `probe_timeout` (CoreDNS's 1 s), over TCP for force_tcp sets, else UDP.
+// Probes run one at a time, each bounded by `probe_timeout` (CoreDNS's 1 s),
+// over TCP for force_tcp sets, else UDP, as tasks (base/background.h) of a
+// Background of their own rather than the process's shared one: a probe
+// blocks on its socket, and a set of dead upstreams would hold the shared
+// thread's reloads and retries back by a probe timeout each
+// (docs/foundations.md, "Background work").
 //
 // Thread safety: exchange_failed() and down() may be called from any thread;
 // start() and stop() from one controlling thread.
@@ -14,12 +18,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <thread>
+#include <optional>
 #include <vector>
 
+#include "base/background.h"
 #include "base/ip.h"
 #include "dns/forward/forward_metrics.h"
 #include "dns/forward/secure_random.h"
@@ -43,7 +47,7 @@ class UpstreamHealth {
     UpstreamHealth& operator=(const UpstreamHealth&) = delete;
 
     void start();
-    void stop();  // idempotent
+    void stop();  // idempotent; waits for a probe under way
 
     // An exchange with `upstream` failed: probe it now unless it is being
     // probed already (CoreDNS's Proxy.Healthcheck).
@@ -54,22 +58,23 @@ class UpstreamHealth {
   private:
     struct State {
         std::atomic<uint32_t> fails{0};
-        bool probing = false;  // guarded by mutex_
-        std::chrono::steady_clock::time_point next_probe;
+        bool probing = false;     // guarded by mutex_
+        Background::Task probes;  // guarded by mutex_; until a probe gets a reply
     };
 
-    void run();
+    // One probe of `upstream` and its verdict; the delay to the next probe
+    // while it gets no reply.
+    Background::Next probe_once(size_t upstream);
     bool probe(const Target& target);
 
     const std::vector<Target> targets_;
     ForwardMetrics& metrics_;
     const std::chrono::milliseconds probe_timeout_;
     std::unique_ptr<State[]> states_;
-    std::mutex mutex_;  // guards each State's probing and next_probe, stopping_
-    std::condition_variable wake_;
-    bool stopping_ = false;
-    std::thread thread_;
-    SecureRandom random_;  // the probe thread's only
+    std::mutex mutex_;                        // guards each State's probing and probes, stopping_
+    bool stopping_ = false;                   // set once by stop()
+    std::optional<Background> probe_thread_;  // from start(), when any target is checked
+    SecureRandom random_;                     // the probe thread's only
 };
 
 }  // namespace sb::dns

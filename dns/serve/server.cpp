@@ -60,7 +60,13 @@ Status Server::start() {
             }
         }
     }
-    if (!bind_pending(false)) retry_thread_ = std::thread([this] { retry_binds(); });
+    if (!bind_pending(false)) {
+        retries_ = Background::shared().repeat("dns bind retry", options_.bind_retry_interval,
+                                               [this]() -> Background::Next {
+                                                   if (bind_pending(true)) return std::nullopt;
+                                                   return options_.bind_retry_interval;
+                                               });
+    }
     return {};
 }
 
@@ -137,16 +143,6 @@ bool Server::bind_pending(bool late) {
     return all;
 }
 
-void Server::retry_binds() {
-    std::unique_lock lock(mutex_);
-    while (!retry_cv_.wait_for(lock, options_.bind_retry_interval, [this] { return stopping_; })) {
-        lock.unlock();
-        bool all = bind_pending(true);
-        lock.lock();
-        if (all) return;
-    }
-}
-
 void Server::stop() {
     if (stopped_) return;
     stopped_ = true;
@@ -154,9 +150,8 @@ void Server::stop() {
         std::lock_guard lock(mutex_);
         stopping_ = true;
     }
-    retry_cv_.notify_all();
-    // No socket is added to a worker once the retry thread is gone.
-    if (retry_thread_.joinable()) retry_thread_.join();
+    // No socket is added to a worker once the retry task is cancelled.
+    retries_.cancel();
     for (auto& worker : workers_) worker->stop();
 }
 

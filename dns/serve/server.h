@@ -16,7 +16,8 @@
 // Each (address, protocol) is a listener bound on its own: one that cannot
 // bind (the port is taken, the address is not on this host yet) is logged
 // once at warn, counted and retried every `bind_retry_interval` on the
-// server's own retry thread, and the others serve meanwhile.
+// process's background thread (base/background.h), and the others serve
+// meanwhile.
 //
 // Thread safety: start() and stop() for one controlling thread; the zone
 // holder, metrics, serving(), listeners() and bound() may be used from any
@@ -32,14 +33,13 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "base/background.h"
 #include "base/ip.h"
 #include "base/metrics.h"
 #include "base/result.h"
@@ -97,10 +97,9 @@ class Server {
     };
 
     // Binds every listener not serving yet; true when all are serving.
-    // start() and then the retry thread, never both at once.
+    // start() and then the retry task, never both at once.
     bool bind_pending(bool late);
     Status bind_listener(size_t index);
-    void retry_binds();
     ListenerState state_of(const Listener& listener) const;  // mutex_ held
 
     ServerOptions options_;
@@ -110,9 +109,8 @@ class Server {
     mutable std::mutex mutex_;
     std::vector<HostPort> addresses_;  // guarded by mutex_ (ports picked late)
     std::vector<Listener> listeners_;  // guarded by mutex_
-    std::condition_variable retry_cv_;
-    bool stopping_ = false;  // guarded by mutex_
-    std::thread retry_thread_;
+    bool stopping_ = false;            // guarded by mutex_
+    Background::Task retries_;         // until every listener is bound
     bool stopped_ = false;
 };
 

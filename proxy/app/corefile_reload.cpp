@@ -2,10 +2,7 @@
 
 #include <openssl/evp.h>
 
-#include <random>
-
 #include "base/log.h"
-#include "base/panic_guard.h"
 
 namespace sb::proxy {
 
@@ -78,7 +75,9 @@ CorefileReloader::CorefileReloader(std::string path, const std::string& running,
       apply_(std::move(apply)),
       digest_(corefile_digest(running, path_, lookup_)),
       version_(digest_) {
-    period_ = pick_period(reload);
+    watch_.changed(running);  // the text serving is the last one seen
+    // CoreDNS: interval + rand(jitter) - jitter/2, fixed until the next reload.
+    period_ = jittered(reload.interval, reload.jitter);
     log::info("plugin/reload: Running configuration SHA512 = {}", digest_);
 }
 
@@ -86,38 +85,18 @@ CorefileReloader::~CorefileReloader() {
     stop();
 }
 
-std::chrono::milliseconds CorefileReloader::pick_period(const dns::ReloadConfig& reload) {
-    // CoreDNS: interval + rand(jitter) - jitter/2, fixed until the next reload.
-    const auto jitter = reload.jitter.count();
-    if (jitter <= 0) return reload.interval;
-    std::mt19937_64 random(std::random_device{}());
-    std::uniform_int_distribution<int64_t> pick(0, jitter - 1);
-    return reload.interval + std::chrono::milliseconds(pick(random) - jitter / 2);
-}
-
 void CorefileReloader::start() {
-    thread_ = std::thread([this] { run(); });
+    // An exception while applying (an allocation failure) is counted in
+    // coredns_panics_total by the background thread; the running
+    // configuration stays and the checks go on.
+    checks_ = Background::shared().repeat("corefile reload", *period_, [this] {
+        check();
+        return period_;
+    });
 }
 
 void CorefileReloader::stop() {
-    {
-        std::lock_guard lock(mutex_);
-        stopping_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-}
-
-void CorefileReloader::run() {
-    std::unique_lock lock(mutex_);
-    while (period_ && !cv_.wait_for(lock, *period_, [this] { return stopping_; })) {
-        lock.unlock();
-        // Nothing may escape the thread (an exception while applying, e.g. an
-        // allocation failure): counted in coredns_panics_total; the running
-        // configuration stays and the checks go on.
-        run_guarded("corefile reload", [this] { check(); });
-        lock.lock();
-    }
+    checks_.cancel();
 }
 
 void CorefileReloader::check() {
@@ -127,6 +106,8 @@ void CorefileReloader::check() {
         log::debug("plugin/reload: {}", text.error().describe());
         return;
     }
+    // The same text parses the same: only a changed text is parsed again.
+    if (!watch_.changed(*text)) return;
     std::string digest = corefile_digest(*text, path_, lookup_);
     if (digest == digest_) return;
     // As CoreDNS: a content is tried once, even when it fails, and the
@@ -149,7 +130,7 @@ void CorefileReloader::check() {
         period_.reset();
         return;
     }
-    period_ = pick_period(**applied);
+    period_ = jittered((*applied)->interval, (*applied)->jitter);
 }
 
 void CorefileReloader::append_metrics(metrics::TextWriter& out) const {

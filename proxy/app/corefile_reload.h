@@ -3,7 +3,9 @@
 // Every INTERVAL plus a jitter picked once per configuration (uniform in
 // [-JITTER/2, JITTER/2), as CoreDNS picks it) the --dns-corefile path is
 // opened again (a ConfigMap update swaps the `..data` symlink under it) and
-// read. The SHA-512 of its parsed form (blocks, keys, directives: comments
+// read, on the process's background thread (base/background.h). A content
+// seen before (base/file_watch.h) is no change; otherwise the SHA-512 of its
+// parsed form (blocks, keys, directives: comments
 // and spacing do not count, as CoreDNS hashes its parsed server blocks) is
 // compared with the last one seen; a change is handed to `apply`. A Corefile
 // that does not parse or apply is logged once (`PATH:LINE: why`) and counted
@@ -12,18 +14,18 @@
 // docs/corefile.md, "reload".
 //
 // Thread safety: start() and stop() for one controlling thread; the checks
-// run on the reloader's own thread; append_metrics() from any thread.
+// run on the background thread; append_metrics() from any thread.
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
+#include "base/background.h"
+#include "base/file_watch.h"
 #include "base/metrics.h"
 #include "base/result.h"
 #include "dns/corefile/config.h"
@@ -45,7 +47,7 @@ class CorefileReloader {
     // Applies a changed Corefile text: the `reload` of the new configuration
     // (nullopt: none, checks end), or an error, one line `PATH:LINE: why`,
     // when it is invalid or cannot be applied (then nothing changed). Called
-    // on the reloader's thread.
+    // on the background thread.
     using Apply = std::function<Result<std::optional<dns::ReloadConfig>>(const std::string& text)>;
     // Reads the file anew at each call (errors name the path).
     using Read = std::function<Result<std::string>(const std::string& path)>;
@@ -67,21 +69,17 @@ class CorefileReloader {
     void check();
 
   private:
-    void run();
-    std::chrono::milliseconds pick_period(const dns::ReloadConfig& reload);
-
     const std::string path_;
     const dns::EnvironmentLookup lookup_;
     const Read read_;
     const Apply apply_;
+    FileWatch watch_;     // check() only: the last text read
     std::string digest_;  // check() only: the last content seen, applied or not
     std::optional<std::chrono::milliseconds> period_;  // check() only; nullopt: no more checks
-    mutable std::mutex mutex_;                         // guards version_, stopping_
+    mutable std::mutex mutex_;                         // guards version_
     std::string version_;                              // digest_ as exported
-    bool stopping_ = false;
-    std::condition_variable cv_;
     std::atomic<uint64_t> failures_{0};
-    std::thread thread_;
+    Background::Task checks_;
 };
 
 }  // namespace sb::proxy

@@ -1,0 +1,87 @@
+#include "base/file_watch.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <functional>
+
+namespace sb {
+
+namespace {
+
+// The file's bytes, at most `max_bytes`; `fd` stays the caller's.
+Result<std::string> read_bounded(int fd, const std::string& path, size_t max_bytes) {
+    std::string text;
+    char buffer[65536];
+    while (true) {
+        ssize_t n = ::read(fd, buffer, sizeof(buffer));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return make_error(ErrorCode::kIo, "cannot read " + path, errno);
+        }
+        if (n == 0) return text;
+        if (text.size() + static_cast<size_t>(n) > max_bytes) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              path + " is over " + std::to_string(max_bytes) + " bytes");
+        }
+        text.append(buffer, static_cast<size_t>(n));
+    }
+}
+
+// The identity of a regular file open as `fd`.
+Result<FileIdentity> identity_of(int fd, const std::string& path) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return make_error(ErrorCode::kIo, "cannot stat " + path, errno);
+    if (!S_ISREG(st.st_mode)) {
+        return make_error(ErrorCode::kInvalidArgument, path + " is not a regular file");
+    }
+    return FileIdentity{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                        static_cast<int64_t>(st.st_size),
+                        static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+}  // namespace
+
+Result<FileWatch::Look> FileWatch::look(const std::string& path, size_t max_bytes) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        forget();
+        return make_error(ErrorCode::kIo, "cannot open " + path, errno);
+    }
+    Look look;
+    Status status = [&]() -> Status {
+        auto identity = identity_of(fd, path);
+        if (!identity) return identity.error();
+        look.identity = *identity;
+        look.changed = see(Fingerprint{look.identity, std::nullopt});
+        if (!look.changed) return {};
+        auto content = read_bounded(fd, path, max_bytes);
+        if (!content) return content.error();
+        look.content = std::move(*content);
+        return {};
+    }();
+    ::close(fd);
+    if (!status) {
+        forget();
+        return status.error();
+    }
+    return look;
+}
+
+bool FileWatch::changed(std::string_view content) {
+    return see(Fingerprint{std::nullopt, std::hash<std::string_view>()(content)});
+}
+
+void FileWatch::forget() {
+    last_.reset();
+}
+
+bool FileWatch::see(const Fingerprint& now) {
+    const bool changed = last_ != now;
+    last_ = now;
+    return changed;
+}
+
+}  // namespace sb
