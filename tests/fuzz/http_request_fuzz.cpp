@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "base/log.h"
+#include "proxy/http/limits.h"
 #include "proxy/http/routing.h"
 #include "tests/fuzz/fuzz_check.h"
 
