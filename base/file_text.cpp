@@ -1,5 +1,9 @@
 #include "base/file_text.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <fstream>
 #include <sstream>
@@ -13,6 +17,28 @@ Result<std::string> read_file_text(const std::string& path) {
     text << file.rdbuf();
     if (file.bad()) return make_error(ErrorCode::kIo, "cannot read " + path, errno);
     return text.str();
+}
+
+Result<std::string> read_open_file(int fd, const std::string& path, size_t max_bytes) {
+    std::string text;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+        text.reserve(std::min(static_cast<size_t>(st.st_size), max_bytes));
+    }
+    char buffer[65536];
+    while (true) {
+        const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return make_error(ErrorCode::kIo, "cannot read " + path, errno);
+        }
+        if (n == 0) return text;
+        if (text.size() + static_cast<size_t>(n) > max_bytes) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              path + " is over " + std::to_string(max_bytes) + " bytes");
+        }
+        text.append(buffer, static_cast<size_t>(n));
+    }
 }
 
 }  // namespace sb

@@ -2,6 +2,7 @@
 // files, /proc and /sys entries.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "base/result.h"
@@ -11,5 +12,12 @@ namespace sb {
 // The file's bytes. kIo with errno and "cannot read PATH" when it cannot be
 // opened or read. Not for files that may be large or unbounded.
 Result<std::string> read_file_text(const std::string& path);
+
+// The rest of the open file `fd` (which stays the caller's), at most
+// `max_bytes`: kIo with errno and "cannot read PATH" when a read fails,
+// kInvalidArgument "PATH is over N bytes" past the bound. `path` only names
+// the file in messages. The one reader of a descriptor's whole content for
+// the file watchers and the file source.
+Result<std::string> read_open_file(int fd, const std::string& path, size_t max_bytes);
 
 }  // namespace sb

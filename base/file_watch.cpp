@@ -7,28 +7,11 @@
 #include <cerrno>
 #include <functional>
 
+#include "base/file_text.h"
+
 namespace sb {
 
 namespace {
-
-// The file's bytes, at most `max_bytes`; `fd` stays the caller's.
-Result<std::string> read_bounded(int fd, const std::string& path, size_t max_bytes) {
-    std::string text;
-    char buffer[65536];
-    while (true) {
-        ssize_t n = ::read(fd, buffer, sizeof(buffer));
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return make_error(ErrorCode::kIo, "cannot read " + path, errno);
-        }
-        if (n == 0) return text;
-        if (text.size() + static_cast<size_t>(n) > max_bytes) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              path + " is over " + std::to_string(max_bytes) + " bytes");
-        }
-        text.append(buffer, static_cast<size_t>(n));
-    }
-}
 
 // The identity of a regular file open as `fd`.
 Result<FileIdentity> identity_of(int fd, const std::string& path) {
@@ -57,7 +40,7 @@ Result<FileWatch::Look> FileWatch::look(const std::string& path, size_t max_byte
         look.identity = *identity;
         look.changed = see(Fingerprint{look.identity, std::nullopt});
         if (!look.changed) return {};
-        auto content = read_bounded(fd, path, max_bytes);
+        auto content = read_open_file(fd, path, max_bytes);
         if (!content) return content.error();
         look.content = std::move(*content);
         return {};

@@ -10,8 +10,10 @@
 
 #include <cerrno>
 #include <chrono>
+#include <limits>
 #include <set>
 
+#include "base/file_text.h"
 #include "base/log.h"
 #include "watch/decode.h"
 
@@ -42,21 +44,7 @@ Error io_error(const std::string& message) {
 Result<std::string> read_whole_file(const std::string& file) {
     const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return io_error("cannot read " + file);
-    std::string content;
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && st.st_size > 0) content.reserve(static_cast<size_t>(st.st_size));
-    char buffer[65536];
-    while (true) {
-        const ssize_t n = ::read(fd, buffer, sizeof buffer);
-        if (n == 0) break;
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            Error error = io_error("cannot read " + file);
-            ::close(fd);
-            return error;
-        }
-        content.append(buffer, static_cast<size_t>(n));
-    }
+    auto content = read_open_file(fd, file, std::numeric_limits<size_t>::max());
     ::close(fd);
     return content;
 }
