@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/format.h"
 #include "base/result.h"
 
 namespace sb {
@@ -105,3 +106,12 @@ struct HostPort {
 Result<HostPort> parse_host_port(std::string_view text, uint16_t default_port = 0);
 
 }  // namespace sb
+
+template <>
+struct fmt::formatter<sb::IpFamily> : sb::FormatAsText<sb::IpFamily> {};
+template <>
+struct fmt::formatter<sb::IpAddress> : sb::FormatAsText<sb::IpAddress> {};
+template <>
+struct fmt::formatter<sb::Prefix> : sb::FormatAsText<sb::Prefix> {};
+template <>
+struct fmt::formatter<sb::HostPort> : sb::FormatAsText<sb::HostPort> {};

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "base/format.h"
+
 namespace sb {
 
 enum class Protocol : uint8_t { kTCP, kUDP, kSCTP };
@@ -12,3 +14,6 @@ const char* to_string(Protocol protocol);       // "TCP", "UDP", "SCTP"
 uint8_t ip_protocol_number(Protocol protocol);  // IPPROTO_TCP, ...
 
 }  // namespace sb
+
+template <>
+struct fmt::formatter<sb::Protocol> : sb::FormatAsText<sb::Protocol> {};
