@@ -1,5 +1,6 @@
 #include "proxy/commands/kubelet_dns_flags.h"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -70,18 +71,25 @@ Result<KubeletConfigDns> parse_kubelet_config_dns(const std::string& text,
     return config;
 }
 
-void add_kubelet_dns_flags(CLI::App& app, KubeletDnsFlags& flags) {
-    app.add_option("--cluster-dns", flags.cluster_dns,
-                   "kubelet's clusterDNS: the cluster DNS server addresses, IP[,IP]");
-    app.add_option("--cluster-domain", flags.cluster_domain,
-                   "kubelet's clusterDomain (default cluster.local)");
-    app.add_option("--node-resolv-conf,--resolv-conf", flags.resolv_conf,
-                   "kubelet's resolvConf: the node resolv.conf Default Pods copy and "
-                   "ClusterFirst Pods take search domains from; \"\" for none "
-                   "(default /etc/resolv.conf)");
-    app.add_option("--kubelet-config", flags.kubelet_config,
-                   std::string("a KubeletConfiguration file to read the three from (default ") +
-                       kDefaultKubeletConfig + " when it exists); the flags win");
+void add_kubelet_dns_flags(std::vector<CommandOption>& options, KubeletDnsFlags& flags) {
+    options.push_back(optional_text_option(
+        {"--cluster-dns"}, "kubelet's clusterDNS: the cluster DNS server addresses, IP[,IP]",
+        flags.cluster_dns));
+    options.push_back(
+        optional_text_option({"--cluster-domain"}, "kubelet's clusterDomain", flags.cluster_domain)
+            .with_default("cluster.local"));
+    options.push_back(optional_text_option({"--node-resolv-conf", "--resolv-conf"},
+                                           "kubelet's resolvConf: the node resolv.conf Default "
+                                           "Pods copy and ClusterFirst Pods take search domains "
+                                           "from; \"\" for none",
+                                           flags.resolv_conf)
+                          .with_default("/etc/resolv.conf"));
+    options.push_back(optional_text_option(
+        {"--kubelet-config"},
+        fmt::format("a KubeletConfiguration file to read the three from (default {} when it "
+                    "exists); the flags win",
+                    kDefaultKubeletConfig),
+        flags.kubelet_config));
 }
 
 Result<dns::KubeletDnsSettings> finish_kubelet_dns_flags(const KubeletDnsFlags& flags) {

@@ -6,13 +6,13 @@
 // Called from main's thread only.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
 #include "dns/search_path/pod_resolv_conf.h"
+#include "proxy/options/command_options.h"
 
 namespace sb::proxy {
 
@@ -24,7 +24,7 @@ struct KubeletDnsFlags {
     std::optional<std::string> resolv_conf;     // kubelet's /etc/resolv.conf when unset
     std::optional<std::string> kubelet_config;  // explicit: must be readable
 };
-void add_kubelet_dns_flags(CLI::App& app, KubeletDnsFlags& flags);
+void add_kubelet_dns_flags(std::vector<CommandOption>& options, KubeletDnsFlags& flags);
 
 // What a KubeletConfiguration file says of the three settings (absent: the
 // file does not set it).

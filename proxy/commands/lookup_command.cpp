@@ -267,33 +267,31 @@ void print_json(const watch::Pod& pod, const Asked& asked, const dns::LookupWalk
 }  // namespace
 
 int run_lookup(const std::vector<std::string>& args) {
-    CLI::App app{
+    LookupFlags flags;
+    SourceFlags source;
+    KubeletDnsFlags kubelet;
+    CommandLine line{
+        kCommand,
         "Walks the lookup a Pod's resolver makes for QNAME (glibc's rules): each name "
         "of its search list in order, who answers it and what, and where the walk "
         "stops. The Pod and the Services come from the source; names in the cluster "
         "domain are answered from a zone built as the daemon builds it, the rest by "
         "the upstreams the cluster DNS server forwards to.",
-        kCommand};
-    LookupFlags flags;
-    SourceFlags source;
-    KubeletDnsFlags kubelet;
-    app.add_option("--pod", flags.pod, "the Pod whose resolver to follow, NAMESPACE/NAME")
-        ->required();
-    app.add_option("QNAME", flags.qname, "the name the Pod looks up")->required();
-    app.add_option("--type", flags.type, "A, AAAA, SRV or PTR")->capture_default_str();
-    app.add_flag("--json", flags.json, "print the walk as JSON");
-    app.add_flag("--live", flags.live,
-                 "ask the Pod's nameservers themselves (the running cluster DNS server, "
-                 "reached from here) instead of a zone built from the source");
-    app.add_option("--dns-upstream", flags.upstream,
-                   "the cluster DNS server's upstreams, ADDR[:PORT],... (default: the node "
-                   "resolv.conf's nameservers)");
-    app.add_option("--timeout-ms", flags.timeout_ms, "how long to wait for each reply")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 30000));
-    add_source_flags(app, source);
-    add_kubelet_dns_flags(app, kubelet);
-    app.footer(
+        {text_option({"--pod"}, "the Pod whose resolver to follow, NAMESPACE/NAME", flags.pod)
+             .as_required(),
+         text_option({"QNAME"}, "the name the Pod looks up", flags.qname).as_required(),
+         text_option({"--type"}, "A, AAAA, SRV or PTR", flags.type).with_default("A"),
+         bool_option({"--json"}, "print the walk as JSON", flags.json),
+         bool_option({"--live"},
+                     "ask the Pod's nameservers themselves (the running cluster DNS server, "
+                     "reached from here) instead of a zone built from the source",
+                     flags.live),
+         text_option({"--dns-upstream"},
+                     "the cluster DNS server's upstreams, ADDR[:PORT],... (default: the node "
+                     "resolv.conf's nameservers)",
+                     flags.upstream),
+         int_option({"--timeout-ms"}, "how long to wait for each reply", flags.timeout_ms, 1, 30000)
+             .with_default("2000")},
         "Example:\n"
         "  switchboard lookup --pod shop/web-0 --source file:cluster.json \\\n"
         "      --cluster-dns 10.96.0.10 api.example.com\n"
@@ -306,8 +304,10 @@ int run_lookup(const std::vector<std::string>& args) {
         "    4. api.example.com. A: answer from the upstream 192.0.2.53:53\n"
         "  Answer: api.example.com. (the 4th of 4 names)\n"
         "Exit codes: 0 the walk was made (answered or not); 1 the source failed; 2 bad flags, "
-        "an unknown namespace or Pod.\n");
-    if (auto code = parse_pod_command_line(app, args)) return *code;
+        "an unknown namespace or Pod.\n"};
+    add_source_flags(line.options, source);
+    add_kubelet_dns_flags(line.options, kubelet);
+    if (auto code = parse_pod_command_line(line, args)) return *code;
 
     auto qtype = query_type(flags.type);
     if (!qtype) return report_command_error(kCommand, qtype.error());

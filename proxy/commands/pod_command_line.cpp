@@ -1,10 +1,10 @@
 #include "proxy/commands/pod_command_line.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
@@ -14,30 +14,30 @@
 
 namespace sb::proxy {
 
-std::optional<int> parse_pod_command_line(CLI::App& app, const std::vector<std::string>& args) {
-    // CLI11 reads a vector from its end.
-    std::vector<std::string> reversed(args.rbegin(), args.rend());
-    try {
-        app.parse(reversed);
-    } catch (const CLI::CallForHelp&) {
-        std::cout << app.help() << std::flush;
+std::optional<int> parse_pod_command_line(const CommandLine& line,
+                                          const std::vector<std::string>& args) {
+    auto request = parse_command_line(line, args);
+    if (!request) return report_command_error(std::string(line.command), request.error());
+    if (*request == CommandRequest::kHelp) {
+        std::cout << command_help(line) << std::flush;
         return kExitOk;
-    } catch (const CLI::ParseError& error) {
-        std::fprintf(stderr, "switchboard %s: %s\n", app.get_name().c_str(),
-                     one_line(error.what()).c_str());
-        return kExitUsage;
     }
     return std::nullopt;
 }
 
-void add_source_flags(CLI::App& app, SourceFlags& flags) {
-    app.add_option("--source", flags.source,
-                   "kubernetes (the API server) or file:PATH (a JSON List file or folder)")
-        ->capture_default_str();
-    app.add_option("--kubeconfig", flags.kubeconfig, "kubeconfig for the API server");
-    app.add_option("--master", flags.master, "the API server's address, over the kubeconfig's");
-    app.add_option("--hostname-override", flags.hostname_override,
-                   "this node's name (else $NODE_NAME, else the host name)");
+void add_source_flags(std::vector<CommandOption>& options, SourceFlags& flags) {
+    options.push_back(
+        text_option({"--source"},
+                    "kubernetes (the API server) or file:PATH (a JSON List file or folder)",
+                    flags.source)
+            .with_default("kubernetes"));
+    options.push_back(
+        text_option({"--kubeconfig"}, "kubeconfig for the API server", flags.kubeconfig));
+    options.push_back(
+        text_option({"--master"}, "the API server's address, over the kubeconfig's", flags.master));
+    options.push_back(text_option({"--hostname-override"},
+                                  "this node's name (else $NODE_NAME, else the host name)",
+                                  flags.hostname_override));
 }
 
 Result<SourceSettings> finish_source_flags(const SourceFlags& flags, bool watch_pods) {
@@ -49,8 +49,8 @@ Result<SourceSettings> finish_source_flags(const SourceFlags& flags, bool watch_
         }
     } else if (flags.source != "kubernetes") {
         return make_error(ErrorCode::kInvalidArgument,
-                          "--source: " + quote_for_message(flags.source) +
-                              " is not one of kubernetes, file:PATH");
+                          fmt::format("--source: {} is not one of kubernetes, file:PATH",
+                                      quote_for_message(flags.source)));
     }
     settings.kubeconfig = flags.kubeconfig;
     settings.master = flags.master;
@@ -70,8 +70,7 @@ Result<SourceSettings> finish_source_flags(const SourceFlags& flags, bool watch_
 
 int report_command_error(const std::string& command, const Error& error) {
     // Messages quote paths and names from the command line and the source.
-    std::fprintf(stderr, "switchboard %s: %s\n", command.c_str(),
-                 one_line(error.describe()).c_str());
+    fmt::print(stderr, "switchboard {}: {}\n", command, one_line(error.describe()));
     return exit_code_for(error);
 }
 

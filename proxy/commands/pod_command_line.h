@@ -1,25 +1,28 @@
 // The command line of the one-shot commands that show what a Pod sees
 // (`pod-dns`, `pod-env`, `lookup`; README "What does my Pod see"). Each
-// parses its own flags with CLI11, apart from the daemon's kube-proxy
-// option table: they take none of the daemon's flags but the source's.
+// declares its own options (proxy/options/command_options.h), apart from
+// the daemon's kube-proxy option table: they take none of the daemon's
+// flags but the source's, and are split by the same splitter.
 //
 // Thread safety: called from main's thread only.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
 #include "proxy/app/source_state.h"
+#include "proxy/options/command_options.h"
 
 namespace sb::proxy {
 
-// Parses `args` (after the command word) into `app`. nullopt: go on.
-// Otherwise the exit code to return: 0 after printing --help to stdout, 2
-// after one line on stderr naming the bad flag or argument.
-std::optional<int> parse_pod_command_line(CLI::App& app, const std::vector<std::string>& args);
+// Parses `args` (after the command word) into the options of `line`.
+// nullopt: go on. Otherwise the exit code to return: 0 after printing the
+// help to stdout, 2 after one line on stderr, "switchboard COMMAND: ...",
+// naming the bad flag or argument.
+std::optional<int> parse_pod_command_line(const CommandLine& line,
+                                          const std::vector<std::string>& args);
 
 // --source, --kubeconfig, --master and --hostname-override, read into the
 // returned settings by finish_source_flags().
@@ -29,7 +32,7 @@ struct SourceFlags {
     std::string master;
     std::string hostname_override;
 };
-void add_source_flags(CLI::App& app, SourceFlags& flags);
+void add_source_flags(std::vector<CommandOption>& options, SourceFlags& flags);
 
 // The settings the flags name (the node from --hostname-override, else
 // $NODE_NAME, else the host name); kInvalidArgument naming the flag.

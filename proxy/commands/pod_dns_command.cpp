@@ -11,26 +11,25 @@
 namespace sb::proxy {
 
 int run_pod_dns(const std::vector<std::string>& args) {
-    CLI::App app{
+    std::string pod_file;
+    KubeletDnsFlags kubelet;
+    CommandLine line{
+        "pod-dns",
         "Prints the /etc/resolv.conf kubelet writes for a Pod: its dnsPolicy and "
         "dnsConfig over kubelet's clusterDNS, clusterDomain and resolvConf, with "
         "kubelet's limits (3 nameservers; 32 search domains, 2048 characters). "
         "Kubelet's warnings go to stderr.",
-        "pod-dns"};
-    std::string pod_file;
-    KubeletDnsFlags kubelet;
-    app.add_option("POD.json", pod_file,
-                   "the Pod, as `kubectl get pod NAME -o json` prints it; - for stdin")
-        ->required();
-    add_kubelet_dns_flags(app, kubelet);
-    app.footer(
+        {text_option({"POD.json"},
+                     "the Pod, as `kubectl get pod NAME -o json` prints it; - for stdin", pod_file)
+             .as_required()},
         "Example:\n"
         "  kubectl get pod web-0 -o json | switchboard pod-dns - --cluster-dns 10.96.0.10\n"
         "  search default.svc.cluster.local svc.cluster.local cluster.local\n"
         "  nameserver 10.96.0.10\n"
         "  options ndots:5\n"
-        "Exit codes: 0 ok; 2 bad flags, or a file that is not a valid Pod.\n");
-    if (auto code = parse_pod_command_line(app, args)) return *code;
+        "Exit codes: 0 ok; 2 bad flags, or a file that is not a valid Pod.\n"};
+    add_kubelet_dns_flags(line.options, kubelet);
+    if (auto code = parse_pod_command_line(line, args)) return *code;
 
     auto pod = read_pod_file(pod_file);
     if (!pod) return report_command_error("pod-dns", pod.error());

@@ -1,5 +1,7 @@
 // `switchboard pod-env`: the Service environment variables kubelet gives a
 // Pod started now in a namespace (docs/pod-commands.md, "pod-env").
+#include <fmt/format.h>
+
 #include <iostream>
 
 #include "base/quote.h"
@@ -12,28 +14,24 @@
 namespace sb::proxy {
 
 int run_pod_env(const std::vector<std::string>& args) {
-    CLI::App app{
+    std::string ns;
+    bool enable_service_links = true;
+    SourceFlags source;
+    CommandLine line{
+        "pod-env",
         "Prints the Service environment variables kubelet gives a Pod started now in "
         "NAMESPACE, one NAME=value a line, sorted: those of default/kubernetes in "
         "every namespace, and with service links (enableServiceLinks, the default) "
         "those of every Service of NAMESPACE with a ClusterIP. Headless and "
         "ExternalName Services have none.",
-        "pod-env"};
-    std::string ns;
-    bool enable_service_links = true;
-    SourceFlags source;
-    app.add_option("--namespace,-n", ns, "the Pod's namespace")->required();
-    // An option with an optional value rather than a flag: a CLI11 flag takes
-    // no separate word, and kubelet-style `--enable-service-links false`
-    // must parse as `=false` does (bare: true).
-    app.add_option("--enable-service-links", enable_service_links,
-                   "the Pod's spec.enableServiceLinks: --enable-service-links=false keeps only "
-                   "the KUBERNETES_* variables")
-        ->expected(0, 1)
-        ->type_name("[true|false]")
-        ->default_str("true");
-    add_source_flags(app, source);
-    app.footer(
+        {text_option({"--namespace", "-n"}, "the Pod's namespace", ns).as_required(),
+         // kubelet-style `--enable-service-links false` parses as `=false`
+         // does (bare: true).
+         bool_option({"--enable-service-links"},
+                     "the Pod's spec.enableServiceLinks: --enable-service-links=false keeps "
+                     "only the KUBERNETES_* variables",
+                     enable_service_links, FlagValue::kBooleanOrWord)
+             .with_default("true")},
         "Example:\n"
         "  switchboard pod-env --namespace shop --source file:cluster.json\n"
         "  KUBERNETES_PORT=tcp://10.96.0.1:443\n"
@@ -46,8 +44,9 @@ int run_pod_env(const std::vector<std::string>& args) {
         "  REDIS_PRIMARY_SERVICE_HOST=10.0.0.11\n"
         "  REDIS_PRIMARY_SERVICE_PORT=6379\n"
         "Exit codes: 0 ok; 1 the source failed; 2 bad flags, a bad source file, or a namespace "
-        "no object of the source is in.\n");
-    if (auto code = parse_pod_command_line(app, args)) return *code;
+        "no object of the source is in.\n"};
+    add_source_flags(line.options, source);
+    if (auto code = parse_pod_command_line(line, args)) return *code;
 
     auto settings = finish_source_flags(source, /*watch_pods=*/false);
     if (!settings) return report_command_error("pod-env", settings.error());
@@ -57,13 +56,13 @@ int run_pod_env(const std::vector<std::string>& args) {
     if (!watch::namespace_in_use(*snapshot, ns)) {
         return report_command_error(
             "pod-env", make_error(ErrorCode::kInvalidArgument,
-                                  "--namespace: " + quote_for_message(ns) +
-                                      " is unknown: no Service, EndpointSlice or Pod of the "
-                                      "source is in it"));
+                                  fmt::format("--namespace: {} is unknown: no Service, "
+                                              "EndpointSlice or Pod of the source is in it",
+                                              quote_for_message(ns))));
     }
     std::string text;
     for (const auto& variable : pod_service_environment(*snapshot, ns, enable_service_links)) {
-        text += variable.name + "=" + variable.value + "\n";
+        text += fmt::format("{}={}\n", variable.name, variable.value);
     }
     std::cout << text << std::flush;
     return kExitOk;

@@ -1,5 +1,6 @@
 #include "proxy/options/flags.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "base/quote.h"
 #include "base/text.h"
 #include "dns/corefile/options.h"
+#include "proxy/options/command_line.h"
 #include "proxy/options/kube_proxy_config.h"
 #include "proxy/options/option_table.h"
 
@@ -73,55 +75,36 @@ struct Token {
     std::string text;
 };
 
-// Splits the command line as pflag does: `--flag=value`, `--flag value`,
-// `--flag` for booleans, `-v=2`, `-v 2`, `-v2`; '_' counts as '-' in names.
-// Ignored kube-proxy flags are dropped with one warning each; unknown,
+// Splits the command line (proxy/options/command_line.h) into the table's
+// rows. Ignored kube-proxy flags are dropped with one warning each; unknown,
 // refused and valueless flags and stray arguments are errors.
 Result<std::vector<Token>> tokenize(const std::vector<std::string>& args,
                                     std::vector<std::string>& warnings) {
-    std::vector<Token> tokens;
-    std::vector<const OptionSpec*> warned;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& arg = args[i];
-        std::string name;
-        std::optional<std::string> value;
-        if (arg.size() > 2 && arg.rfind("--", 0) == 0) {
-            size_t equals = arg.find('=');
-            name = arg.substr(0, equals);
-            if (equals != std::string::npos) value = arg.substr(equals + 1);
-        } else if (arg.size() > 1 && arg[0] == '-' && arg[1] != '-') {
-            name = arg.substr(0, 2);
-            std::string rest = arg.substr(2);
-            if (!rest.empty()) value = rest.front() == '=' ? rest.substr(1) : rest;
-        } else {
-            return make_error(ErrorCode::kInvalidArgument,
-                              one_line("\"" + arg.substr(0, 200) +
-                                       "\": unexpected argument (only flags follow the command "
-                                       "word)"));
-        }
+    auto lookup = [](std::string_view name) -> Result<FlagValue> {
         const OptionSpec* spec = find_flag(name);
         if (spec == nullptr) return flag_error(name, "unknown flag (see --help)");
         if (spec->role == OptionRole::kRefused) {
-            return flag_error(name, "not supported: " + std::string(spec->help));
+            return flag_error(name, fmt::format("not supported: {}", spec->help));
         }
-        if (!value) {
-            if (spec->kind == ValueKind::kBool) {
-                value = "true";
-            } else if (i + 1 < args.size()) {
-                value = args[++i];
-            } else {
-                return flag_error(name, "needs a value");
-            }
-        }
+        return spec->kind == ValueKind::kBool ? FlagValue::kBoolean : FlagValue::kRequired;
+    };
+    auto words = split_command_line(args, lookup,
+                                    PositionalWords{false, "only flags follow the command word"});
+    if (!words) return words.error();
+    std::vector<Token> tokens;
+    std::vector<const OptionSpec*> warned;
+    for (auto& word : *words) {
+        const OptionSpec* spec = find_flag(word.name);
         if (spec->role == OptionRole::kIgnored) {
             if (std::find(warned.begin(), warned.end(), spec) == warned.end()) {
                 warned.push_back(spec);
-                warnings.push_back(name + ": accepted for kube-proxy compatibility and ignored: " +
-                                   std::string(spec->help));
+                warnings.push_back(
+                    fmt::format("{}: accepted for kube-proxy compatibility and ignored: {}",
+                                word.name, spec->help));
             }
             continue;
         }
-        tokens.push_back(Token{spec, name, std::move(*value)});
+        tokens.push_back(Token{spec, std::move(word.name), std::move(word.value)});
     }
     return tokens;
 }

@@ -1,18 +1,9 @@
 #include "proxy/options/option_spec.h"
 
 #include "base/go_duration.h"
+#include "proxy/options/command_line.h"
 
 namespace sb::proxy {
-
-std::optional<bool> parse_bool_text(std::string_view text) {
-    for (std::string_view yes : {"1", "t", "T", "TRUE", "true", "True"}) {
-        if (text == yes) return true;
-    }
-    for (std::string_view no : {"0", "f", "F", "FALSE", "false", "False"}) {
-        if (text == no) return false;
-    }
-    return std::nullopt;
-}
 
 bool is_zero_text(ValueKind kind, std::string_view text) {
     if (text.empty()) return true;

@@ -116,10 +116,6 @@ struct OptionSpec {
     std::string_view name() const { return names.empty() ? fields.front().path : names.front(); }
 };
 
-// pflag's boolean spellings (strconv.ParseBool): 1 t T TRUE true True and
-// 0 f F FALSE false False.
-std::optional<bool> parse_bool_text(std::string_view text);
-
 // Whether `text` is the zero value of `kind` ("", "0", "0s", "false"...).
 bool is_zero_text(ValueKind kind, std::string_view text);
 

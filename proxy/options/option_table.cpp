@@ -1,8 +1,8 @@
 #include "proxy/options/option_table.h"
 
-#include <algorithm>
 #include <string>
 
+#include "proxy/options/command_line.h"
 #include "proxy/options/rows_dns.h"
 #include "proxy/options/rows_ignored.h"
 #include "proxy/options/rows_kube_proxy.h"
@@ -29,8 +29,7 @@ const std::vector<OptionSpec>& option_table() {
 }
 
 const OptionSpec* find_flag(std::string_view name) {
-    std::string normalized(name);
-    std::replace(normalized.begin(), normalized.end(), '_', '-');
+    const std::string normalized = normalised_flag_name(name);
     for (const auto& spec : option_table()) {
         for (auto candidate : spec.names) {
             if (candidate == normalized) return &spec;

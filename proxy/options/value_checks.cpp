@@ -2,6 +2,7 @@
 
 #include "base/quote.h"
 #include "base/text.h"
+#include "proxy/options/command_line.h"
 
 namespace sb::proxy {
 
