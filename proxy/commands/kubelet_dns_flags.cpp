@@ -18,7 +18,7 @@ Result<KubeletConfigDns> read_kubelet_config(const std::string& path) {
     auto text = read_file_text(path);
     if (!text) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "--kubelet-config: " + text.error().describe());
+                          fmt::format("--kubelet-config: {}", text.error().describe()));
     }
     return parse_kubelet_config_dns(*text, path);
 }
@@ -33,7 +33,7 @@ Result<std::vector<std::string>> split_addresses(const std::string& text, const 
         if (!IpAddress::parse(item)) {
             return make_error(
                 ErrorCode::kInvalidArgument,
-                std::string(flag) + ": " + quote_for_message(item) + " is not an IP address");
+                fmt::format("{}: {} is not an IP address", flag, quote_for_message(item)));
         }
         addresses.push_back(std::move(item));
         if (comma == std::string::npos) break;
@@ -50,8 +50,9 @@ Result<KubeletConfigDns> parse_kubelet_config_dns(const std::string& text,
     try {
         const YAML::Node root = YAML::Load(text);
         if (!root.IsMap()) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "--kubelet-config: " + path + ": not a KubeletConfiguration");
+            return make_error(
+                ErrorCode::kInvalidArgument,
+                fmt::format("--kubelet-config: {}: not a KubeletConfiguration", path));
         }
         if (const YAML::Node dns = root["clusterDNS"]) {
             config.cluster_dns = dns.as<std::vector<std::string>>();
@@ -64,9 +65,9 @@ Result<KubeletConfigDns> parse_kubelet_config_dns(const std::string& text,
         }
     } catch (const YAML::Exception& error) {
         // yaml-cpp's message is its own text; the mark says where.
-        return make_error(ErrorCode::kInvalidArgument, "--kubelet-config: " + path + ":" +
-                                                           std::to_string(error.mark.line + 1) +
-                                                           ": " + one_line(error.msg));
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("--kubelet-config: {}:{}: {}", path, error.mark.line + 1,
+                                      one_line(error.msg)));
     }
     return config;
 }
@@ -111,9 +112,10 @@ Result<dns::KubeletDnsSettings> finish_kubelet_dns_flags(const KubeletDnsFlags& 
     } else if (file.cluster_dns) {
         for (const auto& address : *file.cluster_dns) {
             if (!IpAddress::parse(address)) {
-                return make_error(ErrorCode::kInvalidArgument,
-                                  "--kubelet-config: " + config_path + ": clusterDNS: " +
-                                      quote_for_message(address) + " is not an IP address");
+                return make_error(
+                    ErrorCode::kInvalidArgument,
+                    fmt::format("--kubelet-config: {}: clusterDNS: {} is not an IP address",
+                                config_path, quote_for_message(address)));
             }
         }
         settings.cluster_dns = *file.cluster_dns;
@@ -129,7 +131,7 @@ Result<dns::KubeletDnsSettings> finish_kubelet_dns_flags(const KubeletDnsFlags& 
         auto text = read_file_text(resolv_conf);
         if (!text) {
             return make_error(ErrorCode::kInvalidArgument,
-                              "--node-resolv-conf: " + text.error().describe());
+                              fmt::format("--node-resolv-conf: {}", text.error().describe()));
         }
         settings.node = dns::parse_resolv_conf_as_kubelet(*text);
     }

@@ -4,6 +4,7 @@
 // resolv.conf is kubelet's (dns/search_path/pod_resolv_conf.h); names the cluster DNS
 // server answers come from a zone built as the daemon builds it, and the
 // rest from the upstreams it would forward to.
+#include <fmt/format.h>
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 
@@ -44,8 +45,9 @@ Result<uint16_t> query_type(const std::string& text) {
     if (text == "AAAA") return dns::type::kAAAA;
     if (text == "SRV") return dns::type::kSRV;
     if (text == "PTR") return dns::type::kPTR;
-    return make_error(ErrorCode::kInvalidArgument,
-                      "--type: " + quote_for_message(text) + " is not one of A, AAAA, SRV, PTR");
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("--type: {} is not one of A, AAAA, SRV, PTR", quote_for_message(text)));
 }
 
 Result<watch::ObjectKey> pod_key(const std::string& text) {
@@ -53,7 +55,7 @@ Result<watch::ObjectKey> pod_key(const std::string& text) {
     if (slash == std::string::npos || slash == 0 || slash + 1 == text.size() ||
         text.find('/', slash + 1) != std::string::npos) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "--pod: " + quote_for_message(text) + " is not NAMESPACE/NAME");
+                          fmt::format("--pod: {} is not NAMESPACE/NAME", quote_for_message(text)));
     }
     return watch::ObjectKey{text.substr(0, slash), text.substr(slash + 1)};
 }
@@ -64,16 +66,17 @@ dns::LookupAnswer ask_servers(const std::vector<HostPort>& servers, const dns::Q
                               std::chrono::milliseconds timeout, const std::string& role) {
     dns::LookupAnswer answer;
     if (servers.empty()) {
-        answer.detail = "no " + role + " to ask";
+        answer.detail = fmt::format("no {} to ask", role);
         return answer;
     }
     for (const auto& server : servers) {
         auto reply = dns::ask_question(server, question, timeout);
         if (!reply) {
-            answer.detail += (answer.detail.empty() ? "" : "; ") + reply.error().describe();
+            answer.detail +=
+                fmt::format("{}{}", answer.detail.empty() ? "" : "; ", reply.error().describe());
             continue;
         }
-        answer.source = role + " " + server.to_string();
+        answer.source = fmt::format("{} {}", role, server);
         answer.outcome = dns::outcome_of(*reply, question.qtype);
         answer.answers = std::move(reply->answers);
         return answer;
@@ -102,7 +105,7 @@ dns::LookupAnswer ask_cluster_dns(const dns::Zone& zone, const std::vector<HostP
     auto& chain = resolution.response.answers;
     if (!chain.empty()) {
         answer.answers.insert(answer.answers.begin(), chain.begin(), chain.end());
-        answer.source = "zone (CNAME), then " + answer.source;
+        answer.source = fmt::format("zone (CNAME), then {}", answer.source);
     }
     return answer;
 }
@@ -113,7 +116,7 @@ std::string ordinal(size_t n) {
                          : n % 10 == 2                    ? "nd"
                          : n % 10 == 3                    ? "rd"
                                                           : "th";
-    return std::to_string(n) + suffix;
+    return fmt::format("{}{}", n, suffix);
 }
 
 std::string joined(const std::vector<std::string>& items, const char* separator = " ") {
@@ -319,9 +322,9 @@ int run_lookup(const std::vector<std::string>& args) {
     if (!flags.upstream.empty()) {
         auto parsed = dns::parse_upstreams(flags.upstream);
         if (!parsed) {
-            return report_command_error(kCommand,
-                                        make_error(ErrorCode::kInvalidArgument,
-                                                   "--dns-upstream: " + parsed.error().message));
+            return report_command_error(
+                kCommand, make_error(ErrorCode::kInvalidArgument,
+                                     fmt::format("--dns-upstream: {}", parsed.error().message)));
         }
         upstreams = std::move(*parsed);
     } else {
@@ -343,17 +346,19 @@ int run_lookup(const std::vector<std::string>& args) {
         if (!watch::namespace_in_use(*snapshot, key->ns)) {
             return report_command_error(
                 kCommand, make_error(ErrorCode::kInvalidArgument,
-                                     "--pod: namespace " + quote_for_message(key->ns) +
-                                         " is unknown: no Service, EndpointSlice or Pod of the "
-                                         "source is in it"));
+                                     fmt::format("--pod: namespace {} is unknown: no Service, "
+                                                 "EndpointSlice or Pod of the source is in it",
+                                                 quote_for_message(key->ns))));
         }
         return report_command_error(
-            kCommand, make_error(ErrorCode::kInvalidArgument,
-                                 "--pod: no Pod " + one_line(key->to_string()) + " in the source" +
-                                     (settings->source_file.empty()
-                                          ? " (the API source lists the Pods of node " +
-                                                settings->node_name + " only: --hostname-override)"
-                                          : std::string())));
+            kCommand,
+            make_error(ErrorCode::kInvalidArgument,
+                       fmt::format("--pod: no Pod {} in the source{}", one_line(key->to_string()),
+                                   settings->source_file.empty()
+                                       ? fmt::format(" (the API source lists the Pods of "
+                                                     "node {} only: --hostname-override)",
+                                                     settings->node_name)
+                                       : std::string())));
     }
     const watch::Pod& pod = **found;
     auto conf = dns::compose_pod_resolv_conf(pod, *kubelet_settings);
@@ -367,8 +372,8 @@ int run_lookup(const std::vector<std::string>& args) {
     auto zone = dns::Zone::build(*snapshot, zone_config);
     if (!zone) {
         return report_command_error(
-            kCommand,
-            make_error(ErrorCode::kInvalidArgument, "--cluster-domain: " + zone.error().message));
+            kCommand, make_error(ErrorCode::kInvalidArgument,
+                                 fmt::format("--cluster-domain: {}", zone.error().message)));
     }
     Asked asked{&*conf, false};
     const auto& cluster_dns = kubelet_settings->cluster_dns;

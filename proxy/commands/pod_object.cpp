@@ -1,5 +1,7 @@
 #include "proxy/commands/pod_object.h"
 
+#include <fmt/format.h>
+
 #include <iostream>
 #include <iterator>
 
@@ -11,7 +13,7 @@ namespace sb::proxy {
 namespace {
 
 Error bad_file(const std::string& path, const std::string& message) {
-    return make_error(ErrorCode::kInvalidArgument, path + ": " + message);
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: {}", path, message));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "proxy/commands/service_env.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -22,12 +24,6 @@ std::string lower(std::string text) {
     return text;
 }
 
-// Go's net.JoinHostPort.
-std::string host_port(const IpAddress& address, uint16_t port) {
-    const std::string host = address.to_string();
-    return (address.is_v6() ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
 }  // namespace
 
 std::vector<EnvVar> service_variables(const watch::Service& service) {
@@ -45,8 +41,9 @@ std::vector<EnvVar> service_variables(const watch::Service& service) {
     for (size_t i = 0; i < service.ports.size(); ++i) {
         const auto& port = service.ports[i];
         const std::string protocol = watch::to_string(port.protocol);
-        const std::string url =
-            lower(protocol) + "://" + host_port(service.cluster_ips.front(), port.port);
+        // HostPort's text is Go's net.JoinHostPort.
+        const std::string url = fmt::format("{}://{}", lower(protocol),
+                                            HostPort{service.cluster_ips.front(), port.port});
         // Docker special-cases the first port.
         if (i == 0) variables.push_back({prefix + "_PORT", url});
         const std::string port_prefix =

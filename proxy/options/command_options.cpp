@@ -6,6 +6,7 @@
 
 #include "base/quote.h"
 #include "base/text.h"
+#include "proxy/options/value_checks.h"
 
 namespace sb::proxy {
 
@@ -13,6 +14,17 @@ namespace {
 
 Error usage_error(std::string_view message) {
     return make_error(ErrorCode::kInvalidArgument, one_line(message));
+}
+
+// `text` cut at its spaces.
+std::vector<std::string> split_words(std::string_view text) {
+    std::vector<std::string> words;
+    for (size_t start = 0; start < text.size();) {
+        const size_t space = std::min(text.find(' ', start), text.size());
+        if (space > start) words.emplace_back(text.substr(start, space - start));
+        start = space + 1;
+    }
+    return words;
 }
 
 bool is_help(std::string_view name) {
@@ -33,9 +45,7 @@ const CommandOption* find_option(const CommandLine& line, std::string_view name)
 
 // "--namespace, -n TEXT" or "QNAME".
 std::string option_heading(const CommandOption& option) {
-    std::string heading;
-    for (auto name : option.names)
-        heading += fmt::format("{}{}", heading.empty() ? "" : ", ", name);
+    const std::string heading = fmt::format("{}", fmt::join(option.names, ", "));
     if (option.positional()) return heading;
     switch (option.value) {
         case FlagValue::kRequired:
@@ -48,28 +58,27 @@ std::string option_heading(const CommandOption& option) {
     return heading;
 }
 
-// `text` in lines of at most 78 columns, broken at spaces.
-std::string wrapped(std::string_view text) {
-    std::string out;
-    size_t column = 0;
-    for (std::string_view rest = text; !rest.empty();) {
-        const size_t space = rest.find(' ');
-        const std::string_view word = rest.substr(0, space);
-        rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
-        if (column > 0 && column + 1 + word.size() > 78) {
-            out += '\n';
-            column = 0;
-        } else if (column > 0) {
-            out += ' ';
+}  // namespace
+
+std::string wrap_words(const std::vector<std::string>& words, std::string_view indent) {
+    std::string text(indent);
+    size_t column = indent.size();
+    bool line_empty = true;
+    for (const auto& word : words) {
+        if (!line_empty && column + 1 + word.size() > kHelpColumns) {
+            text += fmt::format("\n{}", indent);
+            column = indent.size();
+            line_empty = true;
+        } else if (!line_empty) {
+            text += ' ';
             ++column;
         }
-        out += word;
+        text += word;
         column += word.size();
+        line_empty = false;
     }
-    return out;
+    return text;
 }
-
-}  // namespace
 
 CommandOption text_option(std::vector<std::string_view> names, std::string help,
                           std::string& target) {
@@ -105,11 +114,8 @@ CommandOption bool_option(std::vector<std::string_view> names, std::string help,
                          "",
                          false,
                          [&target](const std::string& text) -> Status {
-                             auto set = parse_bool_text(text);
-                             if (!set) {
-                                 return usage_error(fmt::format("{} is not a boolean (true|false)",
-                                                                quote_for_message(text)));
-                             }
+                             auto set = parse_bool_value(text);
+                             if (!set) return set.error();
                              target = *set;
                              return {};
                          }};
@@ -186,7 +192,7 @@ std::string command_help(const CommandLine& line) {
         usage += option.required ? fmt::format(" {}", name) : fmt::format(" [{}]", name);
     }
     std::string text = fmt::format("{}\n\n{}\n\nOPTIONS:\n  -h, --help\n      this help\n", usage,
-                                   wrapped(line.description));
+                                   wrap_words(split_words(line.description), ""));
     for (const auto& option : line.options) {
         text += fmt::format("  {}\n      {}", option_heading(option), option.help);
         if (!option.default_text.empty()) text += fmt::format(" (default {})", option.default_text);

@@ -76,6 +76,14 @@ enum class CommandRequest { kRun, kHelp };
 Result<CommandRequest> parse_command_line(const CommandLine& line,
                                           const std::vector<std::string>& args);
 
+// The width of every --help text.
+inline constexpr size_t kHelpColumns = 78;
+
+// `words` joined by spaces in lines of at most kHelpColumns columns, each
+// line starting with `indent` (a word longer than a line gets one alone).
+// No trailing newline. Pure.
+std::string wrap_words(const std::vector<std::string>& words, std::string_view indent);
+
 // The --help text: the usage line, the description, the options with their
 // help and defaults, the footer.
 std::string command_help(const CommandLine& line);

@@ -17,6 +17,7 @@
 #include "base/text.h"
 #include "dns/corefile/options.h"
 #include "proxy/options/command_line.h"
+#include "proxy/options/command_options.h"
 #include "proxy/options/kube_proxy_config.h"
 #include "proxy/options/option_table.h"
 
@@ -48,7 +49,7 @@ Environment current_environment() {
         if (!text) {
             // A --config that cannot be read is a configuration error (exit 2).
             return make_error(ErrorCode::kInvalidArgument,
-                              path + ": " + std::strerror(text.error().errno_value));
+                              fmt::format("{}: {}", path, std::strerror(text.error().errno_value)));
         }
         return text;
     };
@@ -65,7 +66,8 @@ namespace {
 // Values and file names are quoted in messages, so control characters are
 // replaced: the message stays one line.
 Error flag_error(std::string_view prefix, const std::string& message) {
-    return make_error(ErrorCode::kInvalidArgument, one_line(std::string(prefix) + ": " + message));
+    return make_error(ErrorCode::kInvalidArgument,
+                      one_line(fmt::format("{}: {}", prefix, message)));
 }
 
 // One flag of the command line: its row, the spelling used, its value.
@@ -121,7 +123,7 @@ std::map<const OptionSpec*, const Token*> last_tokens(const std::vector<Token>& 
 Origin default_origin(const OptionSpec& spec, const std::string& config_file) {
     if (!config_file.empty() && spec.role == OptionRole::kKubeProxy && !spec.fields.empty()) {
         std::string field(spec.fields.front().path);
-        return Origin{config_file + ": " + field, field};
+        return Origin{fmt::format("{}: {}", config_file, field), field};
     }
     std::string name(spec.name());
     return Origin{name, name};
@@ -145,9 +147,10 @@ std::optional<OptionValue> choose_value(const OptionSpec& spec, const Token* tok
                 break;
             }
             if (token != nullptr) {
-                warnings.push_back(token->spelling + ": ignored: --config " + config_file +
-                                   " sets kube-proxy's options (only --hostname-override and "
-                                   "-v apply over it)");
+                warnings.push_back(
+                    fmt::format("{}: ignored: --config {} sets kube-proxy's options (only "
+                                "--hostname-override and -v apply over it)",
+                                token->spelling, config_file));
             }
             if (in_file != file.end()) return in_file->second;
             break;
@@ -176,9 +179,10 @@ Status check_combinations(const Options& options, Command command,
         origins.at(ipvs ? "--ipvs-min-sync-period" : "--iptables-min-sync-period");
     if (options.sync_period.count() == 0) return flag_error(sync.prefix, "must be greater than 0");
     if (options.sync_period < options.min_sync_period) {
-        return flag_error(sync.prefix, format_go_duration(options.sync_period) +
-                                           " is shorter than " + min_sync.name + " " +
-                                           format_go_duration(options.min_sync_period));
+        return flag_error(
+            sync.prefix,
+            fmt::format("{} is shorter than {} {}", format_go_duration(options.sync_period),
+                        min_sync.name, format_go_duration(options.min_sync_period)));
     }
     if (options.dry_run) {
         for (auto [set, flag] : {std::pair{options.cleanup, "--cleanup"},
@@ -199,19 +203,9 @@ Status check_combinations(const Options& options, Command command,
 }
 
 // "a, b, c" in lines of at most 78 columns, indented by two.
-std::string wrap_list(const std::vector<std::string>& items) {
-    std::string text = " ";
-    size_t column = 1;
-    for (size_t i = 0; i < items.size(); ++i) {
-        std::string item = items[i] + (i + 1 < items.size() ? "," : "");
-        if (column + 1 + item.size() > 78) {
-            text += "\n ";
-            column = 1;
-        }
-        text += " " + item;
-        column += 1 + item.size();
-    }
-    return text + "\n";
+std::string wrap_list(std::vector<std::string> items) {
+    for (size_t i = 0; i + 1 < items.size(); ++i) items[i] += ',';
+    return wrap_words(items, "  ") + "\n";
 }
 
 }  // namespace
@@ -234,7 +228,9 @@ Result<Options> parse_flags(const std::vector<std::string>& args, const Environm
         std::string_view name = spec->name();
         if (name != "--help" && name != "--version") continue;
         auto set = token->text == "raw" ? std::optional<bool>(true) : parse_bool_text(token->text);
-        if (!set) return flag_error(token->spelling, "\"" + token->text + "\" is not a boolean");
+        if (!set) {
+            return flag_error(token->spelling, fmt::format("\"{}\" is not a boolean", token->text));
+        }
         if (*set) {
             Options answer;
             answer.command = name == "--help" ? Command::kHelp : Command::kVersion;
@@ -265,9 +261,9 @@ Result<Options> parse_flags(const std::vector<std::string>& args, const Environm
         if (!value) continue;
         if (spec.applies_in != nullptr && !spec.applies_in(options.proxy_mode)) {
             if (token != last.end() && value->origin.name == token->second->spelling) {
-                options.warnings.push_back(value->origin.prefix + ": ignored in " +
-                                           to_string(options.proxy_mode) +
-                                           " mode (kube-proxy reads it in another mode only)");
+                options.warnings.push_back(
+                    fmt::format("{}: ignored in {} mode (kube-proxy reads it in another mode only)",
+                                value->origin.prefix, to_string(options.proxy_mode)));
             }
             continue;
         }
@@ -318,33 +314,34 @@ std::string usage() {
     std::string refused;
     for (const auto& spec : option_table()) {
         if (spec.names.empty()) continue;
-        std::string names;
-        for (auto name : spec.names) names += (names.empty() ? "" : ", ") + std::string(name);
+        const std::string names = fmt::format("{}", fmt::join(spec.names, ", "));
         if (spec.role == OptionRole::kIgnored) {
             ignored.push_back(names);
             continue;
         }
         if (spec.role == OptionRole::kRefused) {
-            refused += "  " + names + ": " + std::string(spec.help) + "\n";
+            refused += fmt::format("  {}: {}\n", names, spec.help);
             continue;
         }
-        text += "  " + names + "\n      " + std::string(spec.help);
+        text += fmt::format("  {}\n      {}", names, spec.help);
         if (spec.default_text && !spec.default_text->empty()) {
-            text += " (default " + std::string(*spec.default_text) + ")";
+            text += fmt::format(" (default {})", *spec.default_text);
         }
         if (!spec.fields.empty()) {
-            text += " [--config: " + std::string(spec.fields.front().path) + "]";
+            text += fmt::format(" [--config: {}]", spec.fields.front().path);
         }
         text += "\n";
     }
-    return text + "\nkube-proxy flags accepted with a warning and no effect:\n" +
-           wrap_list(ignored) + "\nkube-proxy flags refused:\n" + refused;
+    return fmt::format(
+        "{}\nkube-proxy flags accepted with a warning and no effect:\n{}\nkube-proxy flags "
+        "refused:\n{}",
+        text, wrap_list(ignored), refused);
 }
 
 std::string version_text() {
-    return std::string("switchboard ") + SWITCHBOARD_VERSION +
-           "\nkube-proxy compatible: its flags and KubeProxyConfiguration "
-           "kubeproxy.config.k8s.io/v1alpha1\n";
+    return fmt::format("switchboard {}\n{}", SWITCHBOARD_VERSION,
+                       "kube-proxy compatible: its flags and KubeProxyConfiguration "
+                       "kubeproxy.config.k8s.io/v1alpha1\n");
 }
 
 }  // namespace sb::proxy

@@ -1,5 +1,7 @@
 #include "proxy/options/value_checks.h"
 
+#include <fmt/format.h>
+
 #include "base/quote.h"
 #include "base/text.h"
 #include "proxy/options/command_line.h"
@@ -19,14 +21,14 @@ Status check_one_of(std::string_view value, std::initializer_list<std::string_vi
         if (!list.empty()) list += ", ";
         list += candidate;
     }
-    return invalid_value(quote_for_message(value) + " is not one of " + list);
+    return invalid_value(fmt::format("{} is not one of {}", quote_for_message(value), list));
 }
 
 Result<std::vector<Prefix>> parse_prefix_list(std::string_view text) {
     std::vector<Prefix> prefixes;
     for (const auto& item : split_list(text)) {
         auto prefix = Prefix::parse(item, /*allow_host_bits=*/true);
-        if (!prefix) return invalid_value(quote_for_message(item) + " is not a CIDR");
+        if (!prefix) return invalid_value(fmt::format("{} is not a CIDR", quote_for_message(item)));
         prefixes.push_back(*prefix);
     }
     return prefixes;
@@ -34,7 +36,10 @@ Result<std::vector<Prefix>> parse_prefix_list(std::string_view text) {
 
 Result<bool> parse_bool_value(std::string_view text) {
     auto value = parse_bool_text(text);
-    if (!value) return invalid_value(quote_for_message(text) + " is not a boolean (true or false)");
+    if (!value) {
+        return invalid_value(
+            fmt::format("{} is not a boolean (true or false)", quote_for_message(text)));
+    }
     return *value;
 }
 

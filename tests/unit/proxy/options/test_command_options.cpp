@@ -82,7 +82,7 @@ TEST_CASE("what a command line refuses, in one line naming the flag or word") {
     CHECK(refusal({"-n", "a", "web", "more"}) == "\"more\": unexpected argument");
     CHECK(refusal({"-n", "a", "web", "--bogus"}) == "--bogus: unknown flag (see --help)");
     CHECK(refusal({"-n", "a", "web", "--json=maybe"}) ==
-          "--json: \"maybe\" is not a boolean (true|false)");
+          "--json: \"maybe\" is not a boolean (true or false)");
     CHECK(refusal({"-n", "a", "web", "--timeout-ms=0"}) ==
           "--timeout-ms: 0 is out of range 1-30000");
     CHECK(refusal({"-n", "a", "web", "--timeout-ms", "soon"}).starts_with("--timeout-ms: "));
