@@ -1,15 +1,13 @@
 #include "watch/decoded.h"
 
+#include <fmt/format.h>
+
 namespace sb::watch {
 
 std::string DecodeError::describe() const {
-    std::string out;
-    if (!kind.empty()) out = kind + " ";
-    out += object;
-    out += ": ";
-    if (!path.empty()) out += path + ": ";
-    out += message;
-    return out;
+    const std::string named = kind.empty() ? object : fmt::format("{} {}", kind, object);
+    if (path.empty()) return fmt::format("{}: {}", named, message);
+    return fmt::format("{}: {}: {}", named, path, message);
 }
 
 }  // namespace sb::watch

@@ -13,6 +13,8 @@
 #include <limits>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "base/file_text.h"
 #include "base/log.h"
 #include "watch/decode.h"
@@ -43,7 +45,7 @@ Error io_error(const std::string& message) {
 
 Result<std::string> read_whole_file(const std::string& file) {
     const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return io_error("cannot read " + file);
+    if (fd < 0) return io_error(fmt::format("cannot read {}", file));
     auto content = read_open_file(fd, file, std::numeric_limits<size_t>::max());
     ::close(fd);
     return content;
@@ -53,7 +55,7 @@ Result<std::string> read_whole_file(const std::string& file) {
 // names are skipped: editors keep lock and swap files there.
 Result<std::set<std::string>> list_json_files(const std::string& folder) {
     DIR* dir = ::opendir(folder.c_str());
-    if (!dir) return io_error("cannot read folder " + folder);
+    if (!dir) return io_error(fmt::format("cannot read folder {}", folder));
     std::set<std::string> files;
     while (const dirent* entry = ::readdir(dir)) {
         const std::string_view name = entry->d_name;
@@ -110,7 +112,7 @@ Status FileSource::reload() {
     struct stat st {};
     std::set<std::string> names;
     if (::stat(path_.c_str(), &st) != 0) {
-        Error error = io_error("file source: cannot read " + path_);
+        Error error = io_error(fmt::format("file source: cannot read {}", path_));
         if (error.describe() != last_path_error_) {
             last_path_error_ = error.describe();
             log::warn("{} (keeping the last good objects)", last_path_error_);
@@ -122,7 +124,7 @@ Status FileSource::reload() {
         auto listed = list_json_files(path_);
         if (!listed) {
             Error error = listed.error();
-            error.message = "file source: " + error.message;
+            error.message = fmt::format("file source: {}", error.message);
             if (error.describe() != last_path_error_) {
                 last_path_error_ = error.describe();
                 log::warn("{} (keeping the last good objects)", last_path_error_);
@@ -164,7 +166,7 @@ Status FileSource::read_file(const std::string& file, FileState& state, bool& ch
     if (!content) {
         // Unreadable for now (permissions, a race with a rename): keep the
         // last good objects, report once per distinct error.
-        const std::string message = "file source: " + content.error().describe();
+        const std::string message = fmt::format("file source: {}", content.error().describe());
         if (message != state.last_error) {
             log::warn("{} (keeping its last good objects)", message);
             ++file_errors_;
@@ -180,7 +182,7 @@ Status FileSource::read_file(const std::string& file, FileState& state, bool& ch
 
     auto document = decode_document(*content);
     if (!document) {
-        state.last_error = "file source: " + file + ": " + document.error().message;
+        state.last_error = fmt::format("file source: {}: {}", file, document.error().message);
         log::warn("{} (keeping its last good objects)", state.last_error);
         ++file_errors_;
         return make_error(ErrorCode::kInvalidArgument, state.last_error);
@@ -232,7 +234,9 @@ void FileSource::push_union() {
 Status FileSource::start() {
     if (thread_.joinable()) return {};
     struct stat st {};
-    if (::stat(path_.c_str(), &st) != 0) return io_error("file source: cannot read " + path_);
+    if (::stat(path_.c_str(), &st) != 0) {
+        return io_error(fmt::format("file source: cannot read {}", path_));
+    }
     watch_dir_ = S_ISDIR(st.st_mode) ? path_ : parent_folder(path_);
 
     inotify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -241,7 +245,7 @@ Status FileSource::start() {
     watch_descriptor_ =
         wake_fd_ < 0 ? -1 : ::inotify_add_watch(inotify_fd_, watch_dir_.c_str(), kWatchMask);
     if (wake_fd_ < 0 || watch_descriptor_ < 0) {
-        Error error = io_error("file source: cannot watch " + watch_dir_);
+        Error error = io_error(fmt::format("file source: cannot watch {}", watch_dir_));
         ::close(inotify_fd_);
         if (wake_fd_ >= 0) ::close(wake_fd_);
         inotify_fd_ = wake_fd_ = -1;

@@ -3,6 +3,8 @@
 // through the kind table (kinds.h).
 #include "watch/decode.h"
 
+#include <fmt/format.h>
+
 #include "watch/decode/json.h"
 #include "watch/decode/kinds.h"
 
@@ -44,14 +46,14 @@ Result<AnyObject> decode_object(const Value& value) {
     };
     if (!value.IsObject()) {
         DecodeError error{kUnknownObject, "", "",
-                          std::string("expected an object, got ") + type_name(value)};
+                          fmt::format("expected an object, got {}", type_name(value))};
         return make_error(ErrorCode::kInvalidArgument, error.describe());
     }
     if (!kind) return failure("required field is missing");
     if (!kind->IsString())
-        return failure(std::string("expected a string, got ") + type_name(*kind));
+        return failure(fmt::format("expected a string, got {}", type_name(*kind)));
     if (const KindInfo* info = find_kind(view(*kind))) return info->decode(value);
-    return failure("unsupported kind " + quoted(view(*kind)) + " (want " + kind_names() + ")");
+    return failure(fmt::format("unsupported kind {} (want {})", quoted(view(*kind)), kind_names()));
 }
 
 Result<DecodedDocument> decode_document(std::string_view json) {
@@ -59,10 +61,11 @@ Result<DecodedDocument> decode_document(std::string_view json) {
     rapidjson::Document document;
     if (auto parsed = parse(json, buffer, document, "document"); !parsed) return parsed.error();
     auto bad = [](const std::string& why) {
-        return make_error(ErrorCode::kInvalidArgument, "not a Kubernetes object or list: " + why);
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("not a Kubernetes object or list: {}", why));
     };
     if (!document.IsObject()) {
-        return bad(std::string("expected a JSON object, got ") + type_name(document));
+        return bad(fmt::format("expected a JSON object, got {}", type_name(document)));
     }
     const Value* kind = member(document, "kind");
     if (!kind || !kind->IsString()) return bad("no \"kind\" string");
@@ -84,7 +87,7 @@ Result<DecodedDocument> decode_document(std::string_view json) {
     const Value* items = member(document, "items");
     if (!items) return out;
     if (!items->IsArray()) {
-        return bad(std::string("items: expected an array, got ") + type_name(*items));
+        return bad(fmt::format("items: expected an array, got {}", type_name(*items)));
     }
     // A typed list (ServiceList, as the API server sends it) omits the kind
     // of its items; a generic List (kubectl's) names each item's kind.
@@ -94,11 +97,11 @@ Result<DecodedDocument> decode_document(std::string_view json) {
 
     for (rapidjson::SizeType i = 0; i < items->Size(); ++i) {
         const Value& item = (*items)[i];
-        const std::string where = "items[" + std::to_string(i) + "]";
+        const std::string where = fmt::format("items[{}]", i);
         if (!item.IsObject()) {
             out.errors.push_back(
                 DecodeError{kUnknownObject, "", where,
-                            std::string("expected an object, got ") + type_name(item)});
+                            fmt::format("expected an object, got {}", type_name(item))});
             continue;
         }
         const KindInfo* item_kind = list_kind;
@@ -130,21 +133,22 @@ Result<WatchEvent> decode_watch_event(std::string_view line) {
         return parsed.error();
     }
     auto bad = [](const std::string& path, const std::string& why) {
-        return make_error(ErrorCode::kInvalidArgument, "watch event: " + path + ": " + why);
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("watch event: {}: {}", path, why));
     };
     if (!document.IsObject()) {
         return make_error(
             ErrorCode::kInvalidArgument,
-            std::string("watch event: expected a JSON object, got ") + type_name(document));
+            fmt::format("watch event: expected a JSON object, got {}", type_name(document)));
     }
     const Value* type = member(document, "type");
     if (!type) return bad("type", "required field is missing");
     if (!type->IsString())
-        return bad("type", std::string("expected a string, got ") + type_name(*type));
+        return bad("type", fmt::format("expected a string, got {}", type_name(*type)));
     const Value* object = member(document, "object");
     if (!object) return bad("object", "required field is missing");
     if (!object->IsObject()) {
-        return bad("object", std::string("expected an object, got ") + type_name(*object));
+        return bad("object", fmt::format("expected an object, got {}", type_name(*object)));
     }
 
     WatchEvent event;
@@ -181,8 +185,9 @@ Result<WatchEvent> decode_watch_event(std::string_view line) {
     } else if (type_text == "DELETED") {
         event.type = WatchEvent::Type::kDeleted;
     } else {
-        return bad("type", "unknown event type " + quoted(type_text) +
-                               " (want ADDED, MODIFIED, DELETED, BOOKMARK or ERROR)");
+        return bad("type", fmt::format("unknown event type {} (want ADDED, MODIFIED, DELETED, "
+                                       "BOOKMARK or ERROR)",
+                                       quoted(type_text)));
     }
 
     auto decoded = decode_object(*object);

@@ -1,6 +1,8 @@
 // The metadata every kind shares, read with the kind's name rules.
 #include "watch/decode/decoder.h"
 
+#include <fmt/format.h>
+
 namespace sb::watch::decoding {
 
 namespace {
@@ -15,7 +17,7 @@ bool Decoder::check_kind(const Value& value) {
     if (!get_string(value, Path{}, "kind", kind)) return false;
     if (!kind.empty() && kind != kind_.name) {
         return fail(Path{}.child("kind"),
-                    "expected kind " + std::string(kind_.name) + ", got " + quoted(kind));
+                    fmt::format("expected kind {}, got {}", kind_.name, quoted(kind)));
     }
     return true;
 }
@@ -46,22 +48,24 @@ bool Decoder::decode_meta(const Value& value, ObjectMeta& out) {
     const std::string_view name_text = view(*name);
     if (kind_.name_rule == NameRule::kDns1035Label && !is_dns1035_label(name_text)) {
         return fail(path.child("name"),
-                    "invalid name " + quoted(name_text) +
-                        ": must be an RFC 1035 label (at most 63 lowercase alphanumerics or "
-                        "'-', starting with a letter, ending with an alphanumeric)");
+                    fmt::format("invalid name {}: must be an RFC 1035 label (at most 63 lowercase "
+                                "alphanumerics or '-', starting with a letter, ending with an "
+                                "alphanumeric)",
+                                quoted(name_text)));
     }
     if (kind_.name_rule == NameRule::kDnsSubdomain && !is_dns_subdomain(name_text)) {
         return fail(path.child("name"),
-                    "invalid name " + quoted(name_text) +
-                        ": must be an RFC 1123 subdomain (at most 253 characters, "
-                        "dot-separated lowercase labels)");
+                    fmt::format("invalid name {}: must be an RFC 1123 subdomain (at most 253 "
+                                "characters, dot-separated lowercase labels)",
+                                quoted(name_text)));
     }
     out.name = std::string(name_text);
     if (namespaced) {
         if (ns && !ns->IsString()) return type_error(path.child("namespace"), "a string", *ns);
         if (!is_dns_label(ns_used)) {
-            return fail(path.child("namespace"),
-                        "invalid namespace " + quoted(ns_used) + ": must be an RFC 1123 label");
+            return fail(
+                path.child("namespace"),
+                fmt::format("invalid namespace {}: must be an RFC 1123 label", quoted(ns_used)));
         }
         out.ns = std::string(ns_used);
     }

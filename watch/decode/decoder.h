@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "watch/decode/json.h"
 #include "watch/decode/syntax.h"
 #include "watch/decoded.h"
@@ -83,7 +85,7 @@ class Decoder {
   private:
     // ---- typed field readers: absent and null leave `out` as it is.
     bool type_error(const Path& path, const char* want, const Value& got) {
-        return fail(path, std::string("expected ") + want + ", got " + type_name(got));
+        return fail(path, fmt::format("expected {}, got {}", want, type_name(got)));
     }
     bool get_object(const Value& parent, const Path& path, const char* key, const Value*& out) {
         out = member(parent, key);
@@ -96,8 +98,8 @@ class Decoder {
         out = member(parent, key);
         if (out && !out->IsArray()) return type_error(path.child(key), "an array", *out);
         if (out && out->Size() > max_items) {
-            return fail(path.child(key), "too many items: " + std::to_string(out->Size()) +
-                                             " (at most " + std::to_string(max_items) + ")");
+            return fail(path.child(key),
+                        fmt::format("too many items: {} (at most {})", out->Size(), max_items));
         }
         return true;
     }
@@ -118,7 +120,7 @@ class Decoder {
     bool as_integer(const Value& value, const Path& path, int64_t& out) {
         if (!value.IsNumber()) return type_error(path, "an integer", value);
         if (!value.IsInt64()) {
-            return fail(path, "expected an integer, got " + number_text(value));
+            return fail(path, fmt::format("expected an integer, got {}", number_text(value)));
         }
         out = value.GetInt64();
         return true;
@@ -143,8 +145,7 @@ class Decoder {
             return true;
         }
         if (*number < 1 || *number > 65535) {
-            return fail(path.child(key),
-                        "port " + std::to_string(*number) + " out of range 1-65535");
+            return fail(path.child(key), fmt::format("port {} out of range 1-65535", *number));
         }
         out = static_cast<uint16_t>(*number);
         return true;
@@ -171,7 +172,7 @@ class Decoder {
         if (!get_string(parent, path, key, text)) return false;
         if (!text.empty() && !valid(text)) {
             return fail(path.child(key),
-                        "invalid " + std::string(key) + " " + quoted(text) + ": must be " + rule);
+                        fmt::format("invalid {} {}: must be {}", key, quoted(text), rule));
         }
         out = std::string(text);
         return true;
@@ -209,8 +210,9 @@ class Decoder {
         } else if (text == "Local") {
             out = TrafficPolicy::kLocal;
         } else {
-            return fail(path.child(key),
-                        "unknown traffic policy " + quoted(text) + " (want Cluster or Local)");
+            return fail(
+                path.child(key),
+                fmt::format("unknown traffic policy {} (want Cluster or Local)", quoted(text)));
         }
         return true;
     }
@@ -225,14 +227,14 @@ class Decoder {
             out = Protocol::kSCTP;
         } else {
             return fail(path.child("protocol"),
-                        "unknown protocol " + quoted(text) + " (want TCP, UDP or SCTP)");
+                        fmt::format("unknown protocol {} (want TCP, UDP or SCTP)", quoted(text)));
         }
         return true;
     }
     bool ip_address(const Value& value, const Path& path, IpAddress& out) {
         if (!value.IsString()) return type_error(path, "a string", value);
         auto parsed = parse_ip(view(value));
-        if (!parsed) return fail(path, "invalid IP address " + quoted(view(value)));
+        if (!parsed) return fail(path, fmt::format("invalid IP address {}", quoted(view(value))));
         out = *parsed;
         return true;
     }

@@ -1,6 +1,8 @@
 // Decoding an EndpointSlice (docs/decoding.md, "EndpointSlice").
 #include "watch/decode/decoder.h"
 
+#include <fmt/format.h>
+
 namespace sb::watch::decoding {
 
 namespace {
@@ -20,9 +22,9 @@ bool Decoder::decode(const Value& value, EndpointSlice& out) {
     auto label = out.meta.labels.find(kServiceNameLabel);
     if (label != out.meta.labels.end() && !label->second.empty()) {
         if (!is_dns_label(label->second)) {
-            return fail(
-                root.child("metadata").child("labels").map_key(kServiceNameLabel),
-                "invalid Service name " + quoted(label->second) + ": must be an RFC 1123 label");
+            return fail(root.child("metadata").child("labels").map_key(kServiceNameLabel),
+                        fmt::format("invalid Service name {}: must be an RFC 1123 label",
+                                    quoted(label->second)));
         }
         out.service_name = label->second;
     }
@@ -38,8 +40,8 @@ bool Decoder::decode(const Value& value, EndpointSlice& out) {
     } else if (view(*type) == "FQDN") {
         out.address_type = AddressType::kFQDN;
     } else {
-        return fail(type_path,
-                    "unknown addressType " + quoted(view(*type)) + " (want IPv4, IPv6 or FQDN)");
+        return fail(type_path, fmt::format("unknown addressType {} (want IPv4, IPv6 or FQDN)",
+                                           quoted(view(*type))));
     }
 
     const Value* endpoints = nullptr;
@@ -71,20 +73,21 @@ bool Decoder::endpoint(const Value& value, const Path& path, AddressType type, E
         const std::string_view text = view(item);
         if (type == AddressType::kFQDN) {
             if (!is_dns_subdomain(text)) {
-                return fail(here, "invalid FQDN " + quoted(text) +
-                                      ": must be an RFC 1123 subdomain (addressType FQDN)");
+                return fail(here, fmt::format("invalid FQDN {}: must be an RFC 1123 subdomain "
+                                              "(addressType FQDN)",
+                                              quoted(text)));
             }
             continue;
         }
         auto ip = parse_ip(text);
-        if (!ip) return fail(here, "invalid IP address " + quoted(text));
+        if (!ip) return fail(here, fmt::format("invalid IP address {}", quoted(text)));
         const IpFamily want = type == AddressType::kIPv4 ? IpFamily::kV4 : IpFamily::kV6;
         if (ip->family() != want) {
-            return fail(here, "address " + quoted(text) + " is not " + to_string(want) +
-                                  " (addressType " + to_string(type) + ")");
+            return fail(here, fmt::format("address {} is not {} (addressType {})", quoted(text),
+                                          want, to_string(type)));
         }
         if (std::string why = special_endpoint_range(*ip); !why.empty()) {
-            return fail(here, "address " + quoted(text) + " " + why);
+            return fail(here, fmt::format("address {} {}", quoted(text), why));
         }
         out.addresses.push_back(*ip);
     }
@@ -158,8 +161,9 @@ bool Decoder::endpoint_ports(const Value& value, EndpointSlice& out) {
                 return false;
             }
             if (auto j = names.earlier(port.name, i)) {
-                return fail(here.child("name"), "duplicate port name " + quoted(port.name) +
-                                                    " (also ports[" + std::to_string(*j) + "])");
+                return fail(
+                    here.child("name"),
+                    fmt::format("duplicate port name {} (also ports[{}])", quoted(port.name), *j));
             }
             if (!get_protocol(item, here, port.protocol)) return false;
             if (!get_port(item, here, "port", false, port.port)) return false;

@@ -3,7 +3,8 @@
 #include <rapidjson/error/en.h>
 
 #include <algorithm>
-#include <cstdio>
+
+#include <fmt/format.h>
 
 namespace sb::watch::decoding {
 
@@ -29,9 +30,9 @@ std::string printable(std::string_view text, size_t limit) {
 std::string Path::str() const {
     std::string out = parent ? parent->str() : std::string();
     if (index >= 0) {
-        out += "[" + std::to_string(index) + "]";
+        out += fmt::format("[{}]", index);
     } else if (quoted) {
-        out += "[\"" + printable(key) + "\"]";  // a map key is outside text
+        out += fmt::format("[\"{}\"]", printable(key));  // a map key is outside text
     } else if (!key.empty()) {
         if (!out.empty()) out += '.';
         out += key;
@@ -40,7 +41,7 @@ std::string Path::str() const {
 }
 
 std::string quoted(std::string_view text) {
-    return "\"" + printable(text) + "\"";
+    return fmt::format("\"{}\"", printable(text));
 }
 
 const char* type_name(const Value& value) {
@@ -69,11 +70,9 @@ const Value* member(const Value& object, const char* name) {
 }
 
 std::string number_text(const Value& value) {
-    if (value.IsInt64()) return std::to_string(value.GetInt64());
-    if (value.IsUint64()) return std::to_string(value.GetUint64());
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.17g", value.GetDouble());
-    return buffer;
+    if (value.IsInt64()) return fmt::format("{}", value.GetInt64());
+    if (value.IsUint64()) return fmt::format("{}", value.GetUint64());
+    return fmt::format("{:.17g}", value.GetDouble());
 }
 
 std::string raw_object_name(const Value& value) {
@@ -93,9 +92,8 @@ Result<void> parse(std::string_view json, std::string& buffer, rapidjson::Docume
                    const char* what) {
     // A raw NUL is never valid JSON, and the in-situ parser would stop at it.
     if (const auto nul = json.find('\0'); nul != std::string_view::npos) {
-        return make_error(
-            ErrorCode::kInvalidArgument,
-            std::string(what) + ": invalid JSON: NUL byte at offset " + std::to_string(nul));
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("{}: invalid JSON: NUL byte at offset {}", what, nul));
     }
     buffer.assign(json.data(), json.size());
     // RapidJSON's UTF-8 check reads a lead byte's continuation bytes (up to
@@ -109,9 +107,8 @@ Result<void> parse(std::string_view json, std::string& buffer, rapidjson::Docume
     const size_t line =
         1 + std::count(json.begin(), json.begin() + std::min(offset, json.size()), '\n');
     return make_error(ErrorCode::kInvalidArgument,
-                      std::string(what) + ": invalid JSON at line " + std::to_string(line) +
-                          " (offset " + std::to_string(offset) +
-                          "): " + rapidjson::GetParseError_En(document.GetParseError()));
+                      fmt::format("{}: invalid JSON at line {} (offset {}): {}", what, line, offset,
+                                  rapidjson::GetParseError_En(document.GetParseError())));
 }
 
 }  // namespace sb::watch::decoding

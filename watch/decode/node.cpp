@@ -1,6 +1,8 @@
 // Decoding a Node (docs/decoding.md, "Node").
 #include "watch/decode/decoder.h"
 
+#include <fmt/format.h>
+
 #include "base/timestamp.h"
 
 namespace sb::watch::decoding {
@@ -16,7 +18,7 @@ bool Decoder::decode(const Value& value, Node& out) {
         if (text.empty()) return true;
         if (!parse_rfc3339(text)) {
             return fail(path.child("deletionTimestamp"),
-                        "invalid time " + quoted(text) + ": must be RFC 3339");
+                        fmt::format("invalid time {}: must be RFC 3339", quoted(text)));
         }
         out.being_deleted = true;
         return true;
@@ -32,19 +34,21 @@ bool Decoder::decode(const Value& value, Node& out) {
         if (key.empty()) return fail(here.child("key"), "required field is missing");
         if (!is_qualified_name(key)) {
             return fail(here.child("key"),
-                        "invalid key " + quoted(key) +
-                            ": must be a qualified name ([prefix/]name, name at most 63 "
-                            "alphanumerics, '-', '_' or '.')");
+                        fmt::format("invalid key {}: must be a qualified name ([prefix/]name, "
+                                    "name at most 63 alphanumerics, '-', '_' or '.')",
+                                    quoted(key)));
         }
         if (!text.empty() && !is_label_value(text)) {
-            return fail(here.child("value"),
-                        "invalid value " + quoted(text) + ": must be a Kubernetes label value");
+            return fail(
+                here.child("value"),
+                fmt::format("invalid value {}: must be a Kubernetes label value", quoted(text)));
         }
         if (effect.empty()) return fail(here.child("effect"), "required field is missing");
         if (effect != "NoSchedule" && effect != "PreferNoSchedule" && effect != "NoExecute") {
             return fail(here.child("effect"),
-                        "unknown effect " + quoted(effect) +
-                            " (want NoSchedule, PreferNoSchedule or NoExecute)");
+                        fmt::format("unknown effect {} (want NoSchedule, PreferNoSchedule or "
+                                    "NoExecute)",
+                                    quoted(effect)));
         }
         out.taints.push_back(Taint{std::string(key), std::string(text), std::string(effect)});
         return true;
@@ -56,12 +60,12 @@ bool Decoder::decode(const Value& value, Node& out) {
         const std::string_view text = view(item);
         auto prefix = Prefix::parse(text, true);
         if (!prefix || !parse_ip(text.substr(0, text.find('/')))) {
-            return fail(here, "invalid CIDR " + quoted(text));
+            return fail(here, fmt::format("invalid CIDR {}", quoted(text)));
         }
         for (const auto& other : out.pod_cidrs) {
             if (other.family() == prefix->family()) {
-                return fail(here, "a second " + std::string(to_string(prefix->family())) +
-                                      " CIDR " + quoted(text) + ": at most one per family");
+                return fail(here, fmt::format("a second {} CIDR {}: at most one per family",
+                                              prefix->family(), quoted(text)));
             }
         }
         out.pod_cidrs.push_back(*prefix);
@@ -92,7 +96,7 @@ bool Decoder::decode(const Value& value, Node& out) {
         // Only the IP types are read as addresses; Hostname and
         // InternalDNS entries are names and kept as written.
         if ((type == "InternalIP" || type == "ExternalIP") && !parse_ip(text)) {
-            return fail(here.child("address"), "invalid IP address " + quoted(text));
+            return fail(here.child("address"), fmt::format("invalid IP address {}", quoted(text)));
         }
         out.addresses.push_back(NodeAddress{std::string(type), std::string(text)});
         return true;

@@ -5,6 +5,8 @@
 // node's Pods a few hundred bytes each (docs/store.md).
 #include "watch/decode/decoder.h"
 
+#include <fmt/format.h>
+
 #include "base/timestamp.h"
 
 namespace sb::watch::decoding {
@@ -47,15 +49,16 @@ bool Decoder::pod_dns_config(const Value& value, const Path& path, PodDnsConfig&
             const std::string_view text = view(item);
             joined += text.size() + (i > 0 ? 1 : 0);
             if (joined > kMaxSearchListChars) {
-                return fail(here, "search list longer than " + std::to_string(kMaxSearchListChars) +
-                                      " characters");
+                return fail(here, fmt::format("search list longer than {} characters",
+                                              kMaxSearchListChars));
             }
             // A trailing dot (an absolute name) is allowed, as the API allows it.
             const std::string_view name =
                 !text.empty() && text.back() == '.' ? text.substr(0, text.size() - 1) : text;
             if (!is_dns_subdomain(name)) {
-                return fail(here.at(i), "invalid search domain " + quoted(text) +
-                                            ": must be an RFC 1123 subdomain");
+                return fail(here.at(i),
+                            fmt::format("invalid search domain {}: must be an RFC 1123 subdomain",
+                                        quoted(text)));
             }
             out.searches.emplace_back(text);
         }
@@ -66,7 +69,7 @@ bool Decoder::pod_dns_config(const Value& value, const Path& path, PodDnsConfig&
         if (name.empty()) return fail(here.child("name"), "required field is missing");
         if (name.size() > kMaxOptionText) {
             return fail(here.child("name"),
-                        "longer than " + std::to_string(kMaxOptionText) + " characters");
+                        fmt::format("longer than {} characters", kMaxOptionText));
         }
         PodDnsOption decoded{std::string(name), std::nullopt};
         // Present but empty ("ndots:") differs from absent (a flag).
@@ -74,7 +77,7 @@ bool Decoder::pod_dns_config(const Value& value, const Path& path, PodDnsConfig&
             if (!text->IsString()) return type_error(here.child("value"), "a string", *text);
             if (text->GetStringLength() > kMaxOptionText) {
                 return fail(here.child("value"),
-                            "longer than " + std::to_string(kMaxOptionText) + " characters");
+                            fmt::format("longer than {} characters", kMaxOptionText));
             }
             decoded.value = std::string(view(*text));
         }
@@ -90,9 +93,8 @@ bool Decoder::pod_ips(const Value& status, const Path& path, Pod& out) {
         if (!ip_address(text, here, address)) return false;
         for (const auto& other : out.pod_ips) {
             if (other.family() == address.family()) {
-                return fail(here, "a second " + std::string(to_string(address.family())) +
-                                      " address " + quoted(view(text)) +
-                                      ": at most one per family");
+                return fail(here, fmt::format("a second {} address {}: at most one per family",
+                                              address.family(), quoted(view(text))));
             }
         }
         out.pod_ips.push_back(address);
@@ -122,7 +124,7 @@ bool Decoder::decode(const Value& value, Pod& out) {
         auto created = parse_rfc3339(text);
         if (!created) {
             return fail(path.child("creationTimestamp"),
-                        "invalid time " + quoted(text) + ": must be RFC 3339");
+                        fmt::format("invalid time {}: must be RFC 3339", quoted(text)));
         }
         out.created = *created;
         return true;
@@ -146,8 +148,9 @@ bool Decoder::decode(const Value& value, Pod& out) {
             out.dns_policy = DnsPolicy::kNone;
         } else {
             return fail(path.child("dnsPolicy"),
-                        "unknown DNS policy " + quoted(policy) +
-                            " (want ClusterFirst, ClusterFirstWithHostNet, Default or None)");
+                        fmt::format("unknown DNS policy {} (want ClusterFirst, "
+                                    "ClusterFirstWithHostNet, Default or None)",
+                                    quoted(policy)));
         }
         return with_object(spec, path, "dnsConfig", [&](const Value& config, const Path& here) {
             out.dns_config.emplace();
@@ -170,8 +173,9 @@ bool Decoder::decode(const Value& value, Pod& out) {
             out.phase = PodPhase::kUnknown;
         } else {
             return fail(path.child("phase"),
-                        "unknown phase " + quoted(phase) +
-                            " (want Pending, Running, Succeeded, Failed or Unknown)");
+                        fmt::format("unknown phase {} (want Pending, Running, Succeeded, Failed "
+                                    "or Unknown)",
+                                    quoted(phase)));
         }
         return pod_ips(status, path, out);
     });

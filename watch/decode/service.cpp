@@ -1,6 +1,8 @@
 // Decoding a Service (docs/decoding.md, "Service").
 #include "watch/decode/decoder.h"
 
+#include <fmt/format.h>
+
 #include "base/text.h"
 
 namespace sb::watch::decoding {
@@ -35,8 +37,9 @@ bool Decoder::decode(const Value& value, Service& out) {
         out.type = ServiceType::kExternalName;
     } else {
         return fail(path.child("type"),
-                    "unknown Service type " + quoted(type) +
-                        " (want ClusterIP, NodePort, LoadBalancer or ExternalName)");
+                    fmt::format("unknown Service type {} (want ClusterIP, NodePort, LoadBalancer "
+                                "or ExternalName)",
+                                quoted(type)));
     }
 
     if (!cluster_ips(*spec, path, out)) return false;
@@ -57,8 +60,9 @@ bool Decoder::decode(const Value& value, Service& out) {
             return fail(path.child("externalName"), "required for type ExternalName");
         }
         if (!is_dns_subdomain(external_name)) {
-            return fail(path.child("externalName"), "invalid DNS name " + quoted(external_name) +
-                                                        ": must be an RFC 1123 subdomain");
+            return fail(path.child("externalName"),
+                        fmt::format("invalid DNS name {}: must be an RFC 1123 subdomain",
+                                    quoted(external_name)));
         }
         out.external_name = external_name;
     }
@@ -90,7 +94,7 @@ bool Decoder::decode(const Value& value, Service& out) {
             const std::string_view text = trim(view(range));
             auto prefix = Prefix::parse(text, true);
             if (!prefix || !parse_ip(text.substr(0, text.find('/')))) {
-                return fail(here.at(i), "invalid CIDR " + quoted(view(range)));
+                return fail(here.at(i), fmt::format("invalid CIDR {}", quoted(view(range))));
             }
             out.load_balancer_source_ranges.push_back(*prefix);
         }
@@ -121,8 +125,8 @@ bool Decoder::cluster_ips(const Value& spec, const Path& path, Service& out) {
             texts.push_back(view(item));
         }
         if (!cluster_ip.empty() && !texts.empty() && texts[0] != cluster_ip) {
-            return fail(list_path.at(0),
-                        quoted(texts[0]) + " differs from spec.clusterIP " + quoted(cluster_ip));
+            return fail(list_path.at(0), fmt::format("{} differs from spec.clusterIP {}",
+                                                     quoted(texts[0]), quoted(cluster_ip)));
         }
     }
     const bool from_list = !texts.empty();
@@ -131,7 +135,7 @@ bool Decoder::cluster_ips(const Value& spec, const Path& path, Service& out) {
 
     if (texts.size() > 2) {
         return fail(list_path,
-                    "at most 2 addresses (one per family), got " + std::to_string(texts.size()));
+                    fmt::format("at most 2 addresses (one per family), got {}", texts.size()));
     }
     if (!texts.empty() && texts[0] == "None") {
         if (texts.size() > 1) return fail(list_path.at(1), "a headless Service has no other IPs");
@@ -141,12 +145,13 @@ bool Decoder::cluster_ips(const Value& spec, const Path& path, Service& out) {
     std::vector<IpAddress> ips;
     for (size_t i = 0; i < texts.size(); ++i) {
         auto ip = parse_ip(texts[i]);
-        if (!ip) return fail(where(i), "invalid IP address " + quoted(texts[i]));
+        if (!ip) return fail(where(i), fmt::format("invalid IP address {}", quoted(texts[i])));
         ips.push_back(*ip);
     }
     if (ips.size() == 2 && ips[0].family() == ips[1].family()) {
-        return fail(list_path.at(1), std::string("second cluster IP has the same family (") +
-                                         to_string(ips[0].family()) + ") as the first");
+        return fail(list_path.at(1),
+                    fmt::format("second cluster IP has the same family ({}) as the first",
+                                ips[0].family()));
     }
     // The API server allocates no cluster IP for ExternalName Services.
     if (out.type != ServiceType::kExternalName) out.cluster_ips = std::move(ips);
@@ -163,7 +168,7 @@ bool Decoder::ip_families(const Value& spec, const Path& path, Service& out) {
     }
     const Path here = path.child("ipFamilies");
     if (list->Size() > 2) {
-        return fail(here, "at most 2 families, got " + std::to_string(list->Size()));
+        return fail(here, fmt::format("at most 2 families, got {}", list->Size()));
     }
     for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
         const Value& item = (*list)[i];
@@ -174,15 +179,15 @@ bool Decoder::ip_families(const Value& spec, const Path& path, Service& out) {
         } else if (view(item) == "IPv6") {
             family = IpFamily::kV6;
         } else {
-            return fail(here.at(i),
-                        "unknown IP family " + quoted(view(item)) + " (want IPv4 or IPv6)");
+            return fail(here.at(i), fmt::format("unknown IP family {} (want IPv4 or IPv6)",
+                                                quoted(view(item))));
         }
         if (!out.ip_families.empty() && out.ip_families[0] == family) {
-            return fail(here.at(i), std::string("duplicate family ") + to_string(family));
+            return fail(here.at(i), fmt::format("duplicate family {}", family));
         }
         if (i < out.cluster_ips.size() && out.cluster_ips[i].family() != family) {
-            return fail(here.at(i), std::string(to_string(family)) + " does not match cluster IP " +
-                                        out.cluster_ips[i].to_string());
+            return fail(here.at(i),
+                        fmt::format("{} does not match cluster IP {}", family, out.cluster_ips[i]));
         }
         out.ip_families.push_back(family);
     }
@@ -207,9 +212,10 @@ bool Decoder::service_port(const Value& value, const Path& path, ServicePort& ou
             const std::string_view text = view(*target);
             if (!text.empty()) {
                 if (!is_iana_svc_name(text)) {
-                    return fail(here, "invalid port name " + quoted(text) +
-                                          ": must be an IANA service name (at most 15 "
-                                          "lowercase alphanumerics or '-', with a letter)");
+                    return fail(here, fmt::format("invalid port name {}: must be an IANA service "
+                                                  "name (at most 15 lowercase alphanumerics or "
+                                                  "'-', with a letter)",
+                                                  quoted(text)));
                 }
                 out.target_port = IntOrString{true, 0, std::string(text)};
             }
@@ -217,7 +223,7 @@ bool Decoder::service_port(const Value& value, const Path& path, ServicePort& ou
             int64_t number = 0;
             if (!as_integer(*target, here, number)) return false;
             if (number < 0 || number > 65535) {
-                return fail(here, "port " + std::to_string(number) + " out of range 1-65535");
+                return fail(here, fmt::format("port {} out of range 1-65535", number));
             }
             if (number != 0) out.target_port.number = static_cast<int32_t>(number);
         } else {
@@ -249,13 +255,13 @@ bool Decoder::service_ports(const Value& spec, const Path& path, Service& out) {
             return fail(item.child("name"), "required when a Service has more than one port");
         }
         if (auto j = names.earlier(port.name, i)) {
-            return fail(item.child("name"), "duplicate port name " + quoted(port.name) +
-                                                " (also spec.ports[" + std::to_string(*j) + "])");
+            return fail(
+                item.child("name"),
+                fmt::format("duplicate port name {} (also spec.ports[{}])", quoted(port.name), *j));
         }
         if (auto j = numbers.earlier({port.port, port.protocol}, i)) {
-            return fail(item, "duplicate port " + std::to_string(port.port) + "/" +
-                                  to_string(port.protocol) + " (also spec.ports[" +
-                                  std::to_string(*j) + "])");
+            return fail(item, fmt::format("duplicate port {}/{} (also spec.ports[{}])", port.port,
+                                          port.protocol, *j));
         }
         out.ports.push_back(std::move(port));
     }
@@ -270,8 +276,9 @@ bool Decoder::session_affinity(const Value& spec, const Path& path, Service& out
         return true;
     }
     if (affinity != "ClientIP") {
-        return fail(path.child("sessionAffinity"),
-                    "unknown session affinity " + quoted(affinity) + " (want None or ClientIP)");
+        return fail(
+            path.child("sessionAffinity"),
+            fmt::format("unknown session affinity {} (want None or ClientIP)", quoted(affinity)));
     }
     out.session_affinity = SessionAffinity::kClientIP;
     return with_object(
@@ -284,9 +291,8 @@ bool Decoder::session_affinity(const Value& spec, const Path& path, Service& out
                         return false;
                     if (!timeout) return true;
                     if (*timeout < 1 || *timeout > kMaxAffinityTimeoutSeconds) {
-                        return fail(
-                            client_path.child("timeoutSeconds"),
-                            "timeout " + std::to_string(*timeout) + " out of range 1-86400");
+                        return fail(client_path.child("timeoutSeconds"),
+                                    fmt::format("timeout {} out of range 1-86400", *timeout));
                     }
                     out.affinity_timeout_seconds = static_cast<int32_t>(*timeout);
                     return true;
@@ -312,7 +318,7 @@ bool Decoder::load_balancer_status(const Value& value, Service& out) {
             entry.ip_mode_proxy = true;
         } else if (!mode.empty() && mode != "VIP") {
             return fail(here.child("ipMode"),
-                        "unknown ipMode " + quoted(mode) + " (want VIP or Proxy)");
+                        fmt::format("unknown ipMode {} (want VIP or Proxy)", quoted(mode)));
         }
         out.load_balancer_ingress.push_back(std::move(entry));
         return true;

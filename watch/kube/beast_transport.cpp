@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "watch/kube/line_splitter.h"
 
 namespace sb::watch::kube {
@@ -87,11 +89,11 @@ awaitable<std::optional<std::string>> BeastTransport::connect() {
     auto endpoints =
         co_await resolver.async_resolve(credentials_.address.host, credentials_.address.port,
                                         asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return "cannot resolve " + credentials_.address.host + ": " + ec.message();
+    if (ec) co_return fmt::format("cannot resolve {}: {}", credentials_.address.host, ec.message());
     auto& tcp_stream = beast::get_lowest_layer(fresh->stream);
     tcp_stream.expires_after(request_timeout_);
     co_await tcp_stream.async_connect(endpoints, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return "cannot connect: " + ec.message();
+    if (ec) co_return fmt::format("cannot connect: {}", ec.message());
 
     SSL* ssl_handle = fresh->stream.native_handle();
     const std::string& name = credentials_.tls_server_name.empty() ? credentials_.address.host
@@ -114,10 +116,10 @@ awaitable<std::optional<std::string>> BeastTransport::connect() {
     if (ec) {
         long verify = SSL_get_verify_result(ssl_handle);
         if (verify != X509_V_OK) {
-            co_return std::string("TLS certificate of the server rejected: ") +
-                X509_verify_cert_error_string(verify);
+            co_return fmt::format("TLS certificate of the server rejected: {}",
+                                  X509_verify_cert_error_string(verify));
         }
-        co_return "TLS handshake failed: " + ec.message();
+        co_return fmt::format("TLS handshake failed: {}", ec.message());
     }
     connection_ = std::move(fresh);
     co_return std::nullopt;
@@ -132,13 +134,13 @@ awaitable<std::optional<std::string>> BeastTransport::send(const std::string& ta
     request.set(http::field::accept, "application/json");
     // Re-read for every request: a projected service account token rotates.
     auto token = credentials_.bearer_token();
-    if (!token) co_return "cannot read the token: " + token.error().describe();
+    if (!token) co_return fmt::format("cannot read the token: {}", token.error().describe());
     if (!token->empty()) request.set(http::field::authorization, "Bearer " + *token);
     beast::get_lowest_layer(connection_->stream).expires_after(request_timeout_);
     error_code ec;
     co_await http::async_write(connection_->stream, request,
                                asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return "cannot send the request: " + ec.message();
+    if (ec) co_return fmt::format("cannot send the request: {}", ec.message());
     co_return std::nullopt;
 }
 
@@ -220,7 +222,7 @@ awaitable<StreamEnd> BeastTransport::read_watch(const WatchLineHandlers& handler
 Result<std::shared_ptr<asio::ssl::context>> make_tls_context(const Credentials& credentials) {
     auto fail = [&](const std::string& what, const error_code& ec) {
         return make_error(ErrorCode::kInvalidArgument,
-                          credentials.origin + ": " + what + ": " + ec.message());
+                          fmt::format("{}: {}: {}", credentials.origin, what, ec.message()));
     };
     auto context = std::make_shared<ssl::context>(ssl::context::tls_client);
     error_code ec;

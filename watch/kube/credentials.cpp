@@ -2,9 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <cerrno>
-#include <fstream>
-#include <sstream>
+#include <fmt/format.h>
+
 #include "base/file_text.h"
 #include "base/quote.h"
 
@@ -31,8 +30,9 @@ bool is_port_number(const std::string& text) {
 Result<ServerAddress> parse_server_url(std::string_view url) {
     constexpr std::string_view kScheme = "https://";
     if (url.substr(0, kScheme.size()) != kScheme) {
-        return make_error(ErrorCode::kInvalidArgument, "server " + quote_for_message(url) +
-                                                           ": only https:// URLs are supported");
+        return make_error(
+            ErrorCode::kInvalidArgument,
+            fmt::format("server {}: only https:// URLs are supported", quote_for_message(url)));
     }
     std::string_view rest = url.substr(kScheme.size());
     size_t slash = rest.find('/');
@@ -45,15 +45,16 @@ Result<ServerAddress> parse_server_url(std::string_view url) {
     if (!authority.empty() && authority.front() == '[') {
         size_t close = authority.find(']');
         if (close == std::string_view::npos) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "server " + quote_for_message(url) + ": unterminated IPv6 literal");
+            return make_error(
+                ErrorCode::kInvalidArgument,
+                fmt::format("server {}: unterminated IPv6 literal", quote_for_message(url)));
         }
         address.host = std::string(authority.substr(1, close - 1));
         std::string_view after = authority.substr(close + 1);
         if (!after.empty()) {
             if (after.front() != ':') {
                 return make_error(ErrorCode::kInvalidArgument,
-                                  "server " + quote_for_message(url) + ": bad port");
+                                  fmt::format("server {}: bad port", quote_for_message(url)));
             }
             address.port = std::string(after.substr(1));
         }
@@ -67,18 +68,19 @@ Result<ServerAddress> parse_server_url(std::string_view url) {
         // brackets parsed to another address).
         if (address.host.find(':') != std::string::npos) {
             return make_error(ErrorCode::kInvalidArgument,
-                              "server " + quote_for_message(url) +
-                                  ": an IPv6 address needs brackets ([ADDRESS]:PORT)");
+                              fmt::format("server {}: an IPv6 address needs brackets "
+                                          "([ADDRESS]:PORT)",
+                                          quote_for_message(url)));
         }
     }
     if (address.host.empty()) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "server " + quote_for_message(url) + ": no host");
+                          fmt::format("server {}: no host", quote_for_message(url)));
     }
     if (!is_port_number(address.port)) {
-        return make_error(
-            ErrorCode::kInvalidArgument,
-            "server " + quote_for_message(url) + ": bad port " + quote_for_message(address.port));
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("server {}: bad port {}", quote_for_message(url),
+                                      quote_for_message(address.port)));
     }
     return address;
 }
@@ -152,7 +154,7 @@ class KubeconfigReader {
     // paths): one_line keeps the error one line whatever they hold.
     Error fail(const std::string& what) const {
         return make_error(ErrorCode::kInvalidArgument,
-                          "kubeconfig " + file_ + ": " + one_line(what));
+                          fmt::format("kubeconfig {}: {}", file_, one_line(what)));
     }
 
     std::string resolve(const std::string& path) const {
@@ -164,21 +166,20 @@ class KubeconfigReader {
     Result<YAML::Node> named(const YAML::Node& root, const char* section, const char* field,
                              const std::string& name) const {
         YAML::Node list = root[section];
-        if (list && !list.IsSequence()) return fail(std::string(section) + ": not a list");
+        if (list && !list.IsSequence()) return fail(fmt::format("{}: not a list", section));
         if (list) {
             for (const auto& entry : list) {
                 if (entry.IsMap() && entry["name"] && entry["name"].as<std::string>() == name) {
                     YAML::Node body = entry[field];
                     if (!body || body.IsNull()) return YAML::Node(YAML::NodeType::Map);
                     if (!body.IsMap()) {
-                        return fail(std::string(section) + "[" + name + "]." + field +
-                                    ": not a map");
+                        return fail(fmt::format("{}[{}].{}: not a map", section, name, field));
                     }
                     return body;
                 }
             }
         }
-        return fail(std::string(section) + ": no entry named \"" + name + "\"");
+        return fail(fmt::format("{}: no entry named \"{}\"", section, name));
     }
 
     static std::string text(const YAML::Node& map, const char* key) {
@@ -193,13 +194,15 @@ class KubeconfigReader {
         std::string data = text(map, (key + "-data").c_str());
         if (!data.empty()) {
             auto decoded = decode_base64(data);
-            if (!decoded) return fail(where + "." + key + "-data: " + decoded.error().message);
+            if (!decoded) {
+                return fail(fmt::format("{}.{}-data: {}", where, key, decoded.error().message));
+            }
             return std::move(*decoded);
         }
         std::string path = text(map, key.c_str());
         if (path.empty()) return std::string();
         auto content = read_file_text(resolve(path));
-        if (!content) return fail(where + "." + key + ": " + content.error().describe());
+        if (!content) return fail(fmt::format("{}.{}: {}", where, key, content.error().describe()));
         return std::move(*content);
     }
 
@@ -208,12 +211,12 @@ class KubeconfigReader {
         try {
             root = YAML::Load(std::string(yaml));
         } catch (const YAML::Exception& e) {
-            return fail(std::string("not valid YAML: ") + e.what());
+            return fail(fmt::format("not valid YAML: {}", e.what()));
         }
         try {
             return parse_root(root);
         } catch (const YAML::Exception& e) {
-            return fail(std::string("unexpected structure: ") + e.what());
+            return fail(fmt::format("unexpected structure: {}", e.what()));
         }
     }
 
@@ -227,17 +230,19 @@ class KubeconfigReader {
         auto context = named(root, "contexts", "context", context_name);
         if (!context) return context.error();
         std::string cluster_name = text(*context, "cluster");
-        if (cluster_name.empty()) return fail("context \"" + context_name + "\" names no cluster");
+        if (cluster_name.empty()) {
+            return fail(fmt::format("context \"{}\" names no cluster", context_name));
+        }
         auto cluster = named(root, "clusters", "cluster", cluster_name);
         if (!cluster) return cluster.error();
 
         Credentials out;
-        out.origin = "kubeconfig " + file_ + " (context " + context_name + ")";
-        std::string where = "clusters[" + cluster_name + "].cluster";
+        out.origin = fmt::format("kubeconfig {} (context {})", file_, context_name);
+        std::string where = fmt::format("clusters[{}].cluster", cluster_name);
         out.server = text(*cluster, "server");
-        if (out.server.empty()) return fail(where + ".server is not set");
+        if (out.server.empty()) return fail(fmt::format("{}.server is not set", where));
         auto address = parse_server_url(out.server);
-        if (!address) return fail(where + ".server: " + address.error().message);
+        if (!address) return fail(fmt::format("{}.server: {}", where, address.error().message));
         out.address = *address;
         auto ca = pem(*cluster, where, "certificate-authority");
         if (!ca) return ca.error();
@@ -250,30 +255,35 @@ class KubeconfigReader {
         if (user_name.empty()) return out;  // anonymous
         auto user = named(root, "users", "user", user_name);
         if (!user) return user.error();
-        where = "users[" + user_name + "].user";
+        where = fmt::format("users[{}].user", user_name);
         if ((*user)["exec"] && !(*user)["exec"].IsNull()) {
-            return fail(where +
-                        ".exec: credential plugins are not supported; use a token, tokenFile "
-                        "or a client certificate");
+            return fail(
+                fmt::format("{}.exec: credential plugins are not supported; use a token, "
+                            "tokenFile or a client certificate",
+                            where));
         }
         if ((*user)["auth-provider"] && !(*user)["auth-provider"].IsNull()) {
-            return fail(where +
-                        ".auth-provider is not supported; use a token, tokenFile or a "
-                        "client certificate");
+            return fail(
+                fmt::format("{}.auth-provider is not supported; use a token, tokenFile "
+                            "or a client certificate",
+                            where));
         }
         out.token = text(*user, "token");
         std::string token_file = text(*user, "tokenFile");
         if (out.token.empty() && !token_file.empty()) {
             out.token_file = resolve(token_file);
             auto probe = out.bearer_token();
-            if (!probe) return fail(where + ".tokenFile: " + probe.error().describe());
+            if (!probe) {
+                return fail(fmt::format("{}.tokenFile: {}", where, probe.error().describe()));
+            }
         }
         auto cert = pem(*user, where, "client-certificate");
         if (!cert) return cert.error();
         auto key = pem(*user, where, "client-key");
         if (!key) return key.error();
         if (cert->empty() != key->empty()) {
-            return fail(where + ": client-certificate and client-key must be given together");
+            return fail(
+                fmt::format("{}: client-certificate and client-key must be given together", where));
         }
         out.client_cert_pem = std::move(*cert);
         out.client_key_pem = std::move(*key);
@@ -295,7 +305,7 @@ Result<Credentials> load_kubeconfig(const std::string& path) {
     auto text = read_file_text(path);
     if (!text) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "kubeconfig " + path + ": " + text.error().describe());
+                          fmt::format("kubeconfig {}: {}", path, text.error().describe()));
     }
     size_t slash = path.rfind('/');
     std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
@@ -311,7 +321,7 @@ Result<Credentials> load_in_cluster(const std::string& sa_dir, const EnvLookup& 
                           "pass --kubeconfig or --master");
     }
     Credentials out;
-    out.origin = "in-cluster service account " + sa_dir;
+    out.origin = fmt::format("in-cluster service account {}", sa_dir);
     std::string host_text = host;
     bool v6 = host_text.find(':') != std::string::npos;
     out.server = "https://" + (v6 ? "[" + host_text + "]" : host_text) + ":" + port;
@@ -322,12 +332,12 @@ Result<Credentials> load_in_cluster(const std::string& sa_dir, const EnvLookup& 
     auto token = out.bearer_token();
     if (!token) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "in-cluster credentials: " + token.error().describe());
+                          fmt::format("in-cluster credentials: {}", token.error().describe()));
     }
     auto ca = read_file_text(sa_dir + "/ca.crt");
     if (!ca) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "in-cluster credentials: " + ca.error().describe());
+                          fmt::format("in-cluster credentials: {}", ca.error().describe()));
     }
     out.ca_pem = std::move(*ca);
     return out;

@@ -16,6 +16,8 @@
 #include <random>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "base/log.h"
 #include "watch/kube/beast_transport.h"
 #include "watch/kube/credentials.h"
@@ -108,7 +110,7 @@ Result<std::unique_ptr<KubeSource>> KubeSource::create(const KubeSourceOptions& 
         auto parsed = parse_tuning(text);
         if (!parsed) {
             return make_error(ErrorCode::kInvalidArgument,
-                              std::string(kTuningEnv) + ": " + parsed.error().message);
+                              fmt::format("{}: {}", kTuningEnv, parsed.error().message));
         }
         tuning = *parsed;
     }
@@ -130,7 +132,8 @@ Result<std::unique_ptr<KubeSource>> KubeSource::create(const KubeSourceOptions& 
     if (!options.master.empty()) {
         auto address = parse_server_url(options.master);
         if (!address) {
-            return make_error(ErrorCode::kInvalidArgument, "--master: " + address.error().message);
+            return make_error(ErrorCode::kInvalidArgument,
+                              fmt::format("--master: {}", address.error().message));
         }
         credentials->server = options.master;
         credentials->address = *address;

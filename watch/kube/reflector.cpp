@@ -6,6 +6,8 @@
 #include <utility>
 #include <variant>
 
+#include <fmt/format.h>
+
 #include "base/log.h"
 #include "watch/decode.h"
 #include "watch/kube/apply_event.h"
@@ -216,22 +218,24 @@ Reflector::Outcome Reflector::no_answer(Resource& resource, const Reply& reply,
     // A request that never reached the server is no request to count.
     if (!reply.sent) return Outcome::error(reply.failure);
     count(requests_, resource.spec.name, "error");
-    return Outcome::error(resource.spec.name + ": " + request + " failed: " + reply.failure);
+    return Outcome::error(
+        fmt::format("{}: {} failed: {}", resource.spec.name, request, reply.failure));
 }
 
 Reflector::Outcome Reflector::status_outcome(Resource& resource, const Reply& reply) {
     const std::string& name = resource.spec.name;
     std::string message = status_message(reply.body);
-    std::string prefix = name + ": HTTP " + std::to_string(reply.status);
     if (reply.status == 410) return Outcome::gone();
     if (reply.status == 401) {
-        return Outcome::error("authentication failed (HTTP 401 Unauthorized): " + message);
+        return Outcome::error(
+            fmt::format("authentication failed (HTTP 401 Unauthorized): {}", message));
     }
     if (reply.status == 403) {
-        return Outcome::error("forbidden (HTTP 403, check the RBAC rules for " + name +
-                              "): " + message);
+        return Outcome::error(
+            fmt::format("forbidden (HTTP 403, check the RBAC rules for {}): {}", name, message));
     }
-    return Outcome::error(prefix + ": " + message, parse_retry_after(reply.retry_after));
+    return Outcome::error(fmt::format("{}: HTTP {}: {}", name, reply.status, message),
+                          parse_retry_after(reply.retry_after));
 }
 
 awaitable<Reflector::Outcome> Reflector::list(Resource& resource, ApiTransport& transport) {
@@ -254,8 +258,8 @@ awaitable<Reflector::Outcome> Reflector::list(Resource& resource, ApiTransport& 
         auto document = decode_document(reply.body);
         if (!document) {
             count(decode_errors_, spec.name);
-            co_return Outcome::error(spec.name +
-                                     ": LIST answer is not a list: " + document.error().message);
+            co_return Outcome::error(fmt::format("{}: LIST answer is not a list: {}", spec.name,
+                                                 document.error().message));
         }
         for (const auto& error : document->errors) {
             count(decode_errors_, spec.name);
@@ -312,9 +316,8 @@ void Reflector::handle_line(Resource& resource, std::string_view line,
             if (event->status_code == 410) {
                 end = Outcome::gone();
             } else {
-                end = Outcome::error(name + ": watch ERROR event " +
-                                     std::to_string(event->status_code) + ": " +
-                                     event->status_message);
+                end = Outcome::error(fmt::format("{}: watch ERROR event {}: {}", name,
+                                                 event->status_code, event->status_message));
             }
             return;
     }
@@ -367,10 +370,11 @@ awaitable<Reflector::Outcome> Reflector::watch(Resource& resource, ApiTransport&
     StreamEnd stream = co_await transport.read_watch(handlers);
     switch (stream.how) {
         case StreamEnd::How::kStalled:
-            co_return Outcome::error(spec.name + ": watch stalled (no end after " +
-                                     std::to_string(deadline) + " s)");
+            co_return Outcome::error(
+                fmt::format("{}: watch stalled (no end after {} s)", spec.name, deadline));
         case StreamEnd::How::kLost:
-            co_return Outcome::error(spec.name + ": watch stream lost: " + stream.failure);
+            co_return Outcome::error(
+                fmt::format("{}: watch stream lost: {}", spec.name, stream.failure));
         case StreamEnd::How::kStopped:
         case StreamEnd::How::kEnded:
             break;
@@ -380,8 +384,8 @@ awaitable<Reflector::Outcome> Reflector::watch(Resource& resource, ApiTransport&
     if (stream.cut) count(decode_errors_, spec.name);
     auto lasted = std::chrono::duration_cast<Millis>(clock_.now() - started);
     if (watch_counts_as_failure(lasted, lines)) {
-        co_return Outcome::error(spec.name +
-                                 ": watch ended within a second of its start, with no event");
+        co_return Outcome::error(
+            fmt::format("{}: watch ended within a second of its start, with no event", spec.name));
     }
     co_return Outcome::ok();
 }

@@ -4,6 +4,8 @@
 #include <map>
 #include <string>
 
+#include <fmt/format.h>
+
 namespace sb::watch::kube {
 
 Result<KubeTuning> parse_tuning(std::string_view text) {
@@ -26,14 +28,15 @@ Result<KubeTuning> parse_tuning(std::string_view text) {
         std::string key(item.substr(0, equals));
         auto field = fields.find(key);
         if (field == fields.end() || equals == std::string_view::npos) {
-            return make_error(ErrorCode::kInvalidArgument, "tuning: unknown key \"" + key + "\"");
+            return make_error(ErrorCode::kInvalidArgument,
+                              fmt::format("tuning: unknown key \"{}\"", key));
         }
         std::string value(item.substr(equals + 1));
         char* end = nullptr;
         long number = std::strtol(value.c_str(), &end, 10);
         if (value.empty() || *end != '\0' || number < 1 || number > 1000000) {
             return make_error(ErrorCode::kInvalidArgument,
-                              "tuning: " + key + ": not a number in 1-1000000");
+                              fmt::format("tuning: {}: not a number in 1-1000000", key));
         }
         tuning.*(field->second) = static_cast<int>(number);
     }
