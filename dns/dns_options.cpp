@@ -1,5 +1,7 @@
 #include "dns/dns_options.h"
 
+#include <fmt/format.h>
+
 namespace sb::dns {
 
 Result<std::vector<HostPort>> parse_upstreams(std::string_view text) {
@@ -13,7 +15,7 @@ Result<std::vector<HostPort>> parse_upstreams(std::string_view text) {
         while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
         if (item.empty()) {
             return make_error(ErrorCode::kInvalidArgument,
-                              "empty entry in \"" + std::string(text) + "\"");
+                              fmt::format("empty entry in \"{}\"", text));
         }
         auto parsed = parse_host_port(item, 53);
         if (!parsed) {

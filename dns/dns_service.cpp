@@ -2,8 +2,12 @@
 
 #include <sched.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <condition_variable>
+#include <iterator>
 #include <thread>
 #include <utility>
 
@@ -49,9 +53,9 @@ unsigned usable_cpus() {
 }
 
 std::string listen_names(const std::vector<ListenerState>& listeners) {
-    std::string names;
-    for (const auto& listener : listeners) names += (names.empty() ? "" : ", ") + listener.name();
-    return names;
+    std::vector<std::string> names;
+    for (const auto& listener : listeners) names.push_back(listener.name());
+    return fmt::format("{}", fmt::join(names, ", "));
 }
 
 ZoneConfig zone_config_for(const DnsOptions& options) {
@@ -319,7 +323,7 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
     impl->zone_config = zone_config_for(options);
     if (auto origin = name_from_text(options.cluster_domain); !origin) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "--cluster-domain: " + origin.error().message);
+                          fmt::format("--cluster-domain: {}", origin.error().message));
     }
     impl->rebuild(Impl::Rebuild::kFull);  // queries never see "no zone"
 
@@ -369,15 +373,15 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
         impl->builder->first_change = impl->builder->last_change = std::chrono::steady_clock::now();
     }
     impl->builder_thread = std::thread([raw] { raw->run_builder(); });
-    std::string listening;
-    std::string waiting;
+    std::vector<ListenerState> listening;
+    std::vector<ListenerState> waiting;
     for (const auto& listener : impl->server->listeners()) {
-        std::string& list = listener.serving ? listening : waiting;
-        list += (list.empty() ? "" : ", ") + listener.name();
+        (listener.serving ? listening : waiting).push_back(listener);
     }
     log::info("dns: serving {} on {} ({} upstreams, {} stub zones){}", options.cluster_domain,
-              listening.empty() ? "no address yet" : listening, upstream_count,
-              options.stubs.size(), waiting.empty() ? "" : "; waiting to bind " + waiting);
+              listening.empty() ? "no address yet" : listen_names(listening), upstream_count,
+              options.stubs.size(),
+              waiting.empty() ? "" : fmt::format("; waiting to bind {}", listen_names(waiting)));
     impl->options = std::move(options);
     return std::unique_ptr<DnsService>(new DnsService(std::move(impl)));
 }
@@ -405,7 +409,8 @@ Status DnsService::reconfigure(DnsOptions next) {
     std::lock_guard lock(impl_->reconfigure_mutex);
     if (impl_->stopped) return make_error(ErrorCode::kUnavailable, "DNS is stopped");
     if (auto origin = name_from_text(next.cluster_domain); !origin) {
-        return make_error(ErrorCode::kInvalidArgument, "cluster domain: " + origin.error().message);
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("cluster domain: {}", origin.error().message));
     }
     // New timeouts take new listeners too: each connection keeps its server's.
     const bool listen_changed = next.listen != impl_->options.listen ||
@@ -494,12 +499,11 @@ bool DnsService::serving() const {
 std::string DnsService::status_text() const {
     std::string text;
     for (const auto& listener : impl_->current_server()->listeners()) {
-        text += listener.name();
         if (listener.serving) {
-            text += " serving\n";
+            fmt::format_to(std::back_inserter(text), "{} serving\n", listener.name());
         } else {
-            text += " not serving (" + std::to_string(listener.bind_failures) +
-                    " failed binds): " + listener.last_error + "\n";
+            fmt::format_to(std::back_inserter(text), "{} not serving ({} failed binds): {}\n",
+                           listener.name(), listener.bind_failures, listener.last_error);
         }
     }
     return text;

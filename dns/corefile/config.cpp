@@ -1,5 +1,7 @@
 #include "dns/corefile/config.h"
 
+#include <fmt/format.h>
+
 #include <map>
 #include <set>
 #include <tuple>
@@ -66,9 +68,10 @@ Result<ServerConfig> map_block(const CorefileServerBlock& block, MapContext& con
     server.port = block.zones.front().port;
     for (const auto& zone : block.zones) {
         if (zone.port != server.port) {
-            return context.at(zone.line, "the zones of a server block must share one port (" +
-                                             std::to_string(server.port) + " and " +
-                                             std::to_string(zone.port) + ")");
+            return context.at(zone.line,
+                              fmt::format("the zones of a server block must share one port ({} "
+                                          "and {})",
+                                          server.port, zone.port));
         }
         server.zones.push_back(zone.zone);
     }
@@ -76,7 +79,8 @@ Result<ServerConfig> map_block(const CorefileServerBlock& block, MapContext& con
     for (const auto& directive : block.directives) {
         const std::string& name = directive.name;
         if (!coredns_plugins().contains(name)) {
-            return context.at(directive.line, "unknown directive " + escaped_for_message(name));
+            return context.at(directive.line,
+                              fmt::format("unknown directive {}", escaped_for_message(name)));
         }
         auto plugin = plugin_table().find(name);
         if (plugin == plugin_table().end()) {
@@ -90,10 +94,10 @@ Result<ServerConfig> map_block(const CorefileServerBlock& block, MapContext& con
         if (plugin->second.once_per_block) {
             auto [it, fresh] = used.emplace(name, directive.line);
             if (!fresh) {
-                return context.at(directive.line, name +
-                                                      " can only be used once per server block "
-                                                      "(also at line " +
-                                                      std::to_string(it->second) + ")");
+                return context.at(directive.line,
+                                  fmt::format("{} can only be used once per server block (also "
+                                              "at line {})",
+                                              name, it->second));
             }
         }
         if (auto status = plugin->second.map(directive, server, context); !status) {
@@ -119,8 +123,9 @@ Result<CorefileConfig> map_corefile(const Corefile& corefile, std::string_view p
             if (!fresh) {
                 return context.at(
                     zone.line,
-                    "zone " + escaped_for_message(zone.zone + ":" + std::to_string(zone.port)) +
-                        " is already served by the block at line " + std::to_string(it->second));
+                    fmt::format("zone {} is already served by the block at line {}",
+                                escaped_for_message(fmt::format("{}:{}", zone.zone, zone.port)),
+                                it->second));
             }
         }
         config.servers.push_back(std::move(*server));

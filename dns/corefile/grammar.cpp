@@ -1,5 +1,7 @@
 #include "dns/corefile/grammar.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 
 #include "base/ip.h"
@@ -26,8 +28,7 @@ bool is_space(char c) {
 }
 
 Error error_at(std::string_view path, int line, const std::string& why) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      std::string(path) + ":" + std::to_string(line) + ": " + why);
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{}:{}: {}", path, line, why));
 }
 
 // Caddy's lexer; the one difference is that an unterminated quoted string is
@@ -165,9 +166,9 @@ class Parser {
                 if (key.empty()) continue;
                 if (key.front() == '(' && key.back() == ')') {
                     return error_at(path_, token.line,
-                                    "snippet " + escaped_for_message(key) +
-                                        " is not supported: snippets are used through import, "
-                                        "which is not supported");
+                                    fmt::format("snippet {} is not supported: snippets are used "
+                                                "through import, which is not supported",
+                                                escaped_for_message(key)));
                 }
                 auto zone = normalize_zone(key);
                 if (!zone) return error_at(path_, token.line, zone.error().message);
@@ -281,17 +282,19 @@ Result<NormalizedZone> normalize_zone(std::string_view text) {
     if (rest.starts_with("dns://")) {
         rest.remove_prefix(6);
     } else if (size_t scheme = rest.find("://"); scheme != std::string_view::npos) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          escaped_for_message(text) + ": transport " +
-                              escaped_for_message(rest.substr(0, scheme)) +
-                              " is not supported; switchboard serves plain DNS (dns://)");
+        return make_error(
+            ErrorCode::kInvalidArgument,
+            fmt::format("{}: transport {} is not supported; switchboard serves "
+                        "plain DNS (dns://)",
+                        escaped_for_message(text), escaped_for_message(rest.substr(0, scheme))));
     }
     NormalizedZone result;
     std::string_view host = rest;
     size_t colon = rest.rfind(':');
     if (colon != std::string_view::npos && colon + 1 == rest.size()) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          escaped_for_message(text) + ": expecting a port after the last colon");
+        return make_error(
+            ErrorCode::kInvalidArgument,
+            fmt::format("{}: expecting a port after the last colon", escaped_for_message(text)));
     }
     if (colon != std::string_view::npos) {
         std::string_view digits = rest.substr(colon + 1);
@@ -300,16 +303,17 @@ Result<NormalizedZone> normalize_zone(std::string_view text) {
         if (ec == std::errc() && end == digits.data() + digits.size()) {
             if (port < 1 || port > 65535) {
                 return make_error(ErrorCode::kInvalidArgument,
-                                  escaped_for_message(text) + ": port " + std::to_string(port) +
-                                      " is out of range 1-65535");
+                                  fmt::format("{}: port {} is out of range 1-65535",
+                                              escaped_for_message(text), port));
             }
             result.port = static_cast<uint16_t>(port);
             host = rest.substr(0, colon);
         }
     }
     auto invalid_name = [&] {
-        return make_error(ErrorCode::kInvalidArgument,
-                          escaped_for_message(text) + ": zone is not a valid domain name");
+        return make_error(
+            ErrorCode::kInvalidArgument,
+            fmt::format("{}: zone is not a valid domain name", escaped_for_message(text)));
     };
     if (host.empty()) return invalid_name();
     auto wire = name_from_text(host);

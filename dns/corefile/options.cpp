@@ -1,5 +1,7 @@
 #include "dns/corefile/options.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "dns/corefile/plugin_cache.h"
@@ -73,10 +75,10 @@ void cluster_block_sets(const ServerConfig& cluster, const std::string& cluster_
         if (!wire) continue;  // map_corefile normalised every zone
         std::string lower = name_lower(*wire);
         if (name_is_under(lower, cluster_wire)) {
-            warnings.push_back(std::string(path) + ":" + std::to_string(forward.line) +
-                               ": forward " + forward.from +
-                               " is inside the cluster zone, which is answered from the "
-                               "cluster; ignored");
+            warnings.push_back(
+                fmt::format("{}:{}: forward {} is inside the cluster zone, which is answered "
+                            "from the cluster; ignored",
+                            path, forward.line, forward.from));
             continue;
         }
         stubs.push_back(StubZone{lower, target_addresses(forward.to), set_options(forward), true});
@@ -91,15 +93,14 @@ std::vector<StubZone> stub_zones(const CorefileConfig& config, const ServerConfi
                                  std::vector<std::string>& warnings) {
     std::vector<StubZone> stubs;
     auto warn = [&](int line, const std::string& why) {
-        warnings.push_back(std::string(path) + ":" + std::to_string(line) + ": " + why);
+        warnings.push_back(fmt::format("{}:{}: {}", path, line, why));
     };
     for (const auto& server : config.servers) {
         if (&server == &cluster) continue;
         if (server.port != cluster.port) {
-            warn(server.line, "server block on port " + std::to_string(server.port) +
-                                  " is not served: switchboard answers only the kubernetes "
-                                  "block's port " +
-                                  std::to_string(cluster.port));
+            warn(server.line, fmt::format("server block on port {} is not served: switchboard "
+                                          "answers only the kubernetes block's port {}",
+                                          server.port, cluster.port));
             continue;
         }
         for (const auto& zone : server.zones) {
@@ -107,18 +108,18 @@ std::vector<StubZone> stub_zones(const CorefileConfig& config, const ServerConfi
             if (!wire) continue;  // map_corefile normalised every zone
             std::string lower = name_lower(*wire);
             if (name_is_under(lower, cluster_wire)) {
-                warn(server.line, "zone " + zone +
-                                      " is inside the cluster zone, which is answered from the "
-                                      "cluster; block ignored for it");
+                warn(server.line, fmt::format("zone {} is inside the cluster zone, which is "
+                                              "answered from the cluster; block ignored for it",
+                                              zone));
                 continue;
             }
             auto forward = std::find_if(
                 server.forwards.begin(), server.forwards.end(),
                 [&](const ForwardConfig& f) { return f.from == "." || f.from == zone; });
             if (forward == server.forwards.end()) {
-                warn(server.line, "zone " + zone +
-                                      " has no forward: its names go to the kubernetes block's "
-                                      "upstreams");
+                warn(server.line, fmt::format("zone {} has no forward: its names go to the "
+                                              "kubernetes block's upstreams",
+                                              zone));
                 continue;
             }
             stubs.push_back(StubZone{lower, target_addresses(forward->to), set_options(*forward)});
@@ -151,10 +152,10 @@ void apply_kubernetes(const KubernetesConfig& k, const std::string& domain, std:
         if (is_reverse_zone(zone)) {
             reverse.push_back(zone);
         } else if (zone != domain) {
-            warnings.push_back(std::string(path) + ":" + std::to_string(k.line) +
-                               ": kubernetes zone " + zone +
-                               " is not served: switchboard serves one cluster zone (" + domain +
-                               ") and reverse zones");
+            warnings.push_back(
+                fmt::format("{}:{}: kubernetes zone {} is not served: switchboard serves one "
+                            "cluster zone ({}) and reverse zones",
+                            path, k.line, zone, domain));
         }
     }
     options.cluster.reverse_zones = zone_set(reverse);
@@ -212,15 +213,16 @@ Result<std::vector<std::string>> apply_corefile(std::string_view text, std::stri
     auto config = map_corefile(*parsed, path);
     if (!config) return config.error();
     auto at = [&](int line, const std::string& why) {
-        return invalid(std::string(path) + ":" + std::to_string(line) + ": " + why);
+        return invalid(fmt::format("{}:{}: {}", path, line, why));
     };
     const ServerConfig* cluster = nullptr;
     for (const auto& server : config->servers) {
         if (!server.kubernetes) continue;
         if (cluster != nullptr) {
-            return at(server.kubernetes->line, "kubernetes is already configured at line " +
-                                                   std::to_string(cluster->kubernetes->line) +
-                                                   "; switchboard serves one cluster zone");
+            return at(server.kubernetes->line,
+                      fmt::format("kubernetes is already configured at line {}; switchboard "
+                                  "serves one cluster zone",
+                                  cluster->kubernetes->line));
         }
         cluster = &server;
     }
@@ -238,9 +240,9 @@ Result<std::vector<std::string>> apply_corefile(std::string_view text, std::stri
     std::vector<std::string> warnings = std::move(config->warnings);
     std::string cluster_domain = domain->substr(0, domain->size() - 1);
     if (cluster_domain != options.cluster_domain) {
-        warnings.push_back(std::string(path) + ":" + std::to_string(k.line) +
-                           ": the cluster domain is " + cluster_domain + ", not " +
-                           options.cluster_domain + " (--cluster-domain): the Corefile wins");
+        warnings.push_back(fmt::format(
+            "{}:{}: the cluster domain is {}, not {} (--cluster-domain): the Corefile wins", path,
+            k.line, cluster_domain, options.cluster_domain));
     }
     options.cluster_domain = cluster_domain;
     options.ttl = k.ttl;
@@ -249,22 +251,25 @@ Result<std::vector<std::string>> apply_corefile(std::string_view text, std::stri
     if (cluster->hosts) options.hosts = hosts_options(*cluster->hosts, *cluster);
     for (const auto& server : config->servers) {
         if (&server != cluster && server.hosts) {
-            warnings.push_back(std::string(path) + ":" + std::to_string(server.hosts->line) +
-                               ": hosts is served only in the kubernetes block; ignored here");
+            warnings.push_back(
+                fmt::format("{}:{}: hosts is served only in the kubernetes block; ignored here",
+                            path, server.hosts->line));
         }
     }
     options.shuffle = cluster->loadbalance ? AnswerShuffle::kAll : AnswerShuffle::kNone;
     // The Corefile wins over --dns-autopath, as over the other --dns-* flags.
     if (options.autopath && !cluster->autopath) {
-        warnings.push_back(std::string(path) + ":" + std::to_string(cluster->line) +
-                           ": the kubernetes block has no `autopath @kubernetes`: "
-                           "--dns-autopath is off (the Corefile wins)");
+        warnings.push_back(fmt::format(
+            "{}:{}: the kubernetes block has no `autopath @kubernetes`: --dns-autopath is off "
+            "(the Corefile wins)",
+            path, cluster->line));
     }
     options.autopath = cluster->autopath;
     for (const auto& server : config->servers) {
         if (&server != cluster && server.autopath) {
-            warnings.push_back(std::string(path) + ":" + std::to_string(server.line) +
-                               ": autopath is served only in the kubernetes block; ignored here");
+            warnings.push_back(
+                fmt::format("{}:{}: autopath is served only in the kubernetes block; ignored here",
+                            path, server.line));
         }
     }
     auto root = std::find_if(cluster->forwards.begin(), cluster->forwards.end(),
@@ -279,7 +284,9 @@ Result<std::vector<std::string>> apply_corefile(std::string_view text, std::stri
         options.forward = set_options(*root);
     }
     auto cluster_wire = name_from_text(cluster_domain);
-    if (!cluster_wire) return at(k.line, "kubernetes: " + cluster_wire.error().message);
+    if (!cluster_wire) {
+        return at(k.line, fmt::format("kubernetes: {}", cluster_wire.error().message));
+    }
     options.stubs = stub_zones(*config, *cluster, name_lower(*cluster_wire), path, warnings);
     options.caches = corefile_cache_blocks(*config, *cluster);
     cluster_block_sets(*cluster, name_lower(*cluster_wire), path, options.stubs, warnings);
@@ -298,9 +305,9 @@ Result<std::vector<std::string>> apply_corefile(std::string_view text, std::stri
     } else if (!options.listen.empty()) {
         for (auto& listen : options.listen) listen.port = cluster->port;
     } else if (!local_addresses_serve) {
-        warnings.push_back(std::string(path) + ":" + std::to_string(cluster->line) +
-                           ": DNS stays off: the server block has no bind and --dns-listen is "
-                           "empty");
+        warnings.push_back(fmt::format(
+            "{}:{}: DNS stays off: the server block has no bind and --dns-listen is empty", path,
+            cluster->line));
     }
     // The kubernetes block's: one server serves every block of its port.
     if (cluster->timeouts) {

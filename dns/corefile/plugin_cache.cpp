@@ -2,6 +2,8 @@
 // that CacheConfig as the cache's settings.
 #include "dns/corefile/plugin_cache.h"
 
+#include <fmt/format.h>
+
 #include <span>
 
 #include "dns/corefile/config.h"
@@ -76,16 +78,17 @@ Status map_cache(const CorefileDirective& d, ServerConfig& server, MapContext& c
                 stale = *parsed;
             }
             if (o.args.size() > 1 && o.args[1] != "immediate" && o.args[1] != "verify") {
-                return context.at(o.line, "serve_stale: " + escaped_for_message(o.args[1]) +
-                                              " is not one of immediate, verify");
+                return context.at(o.line,
+                                  fmt::format("serve_stale: {} is not one of immediate, verify",
+                                              escaped_for_message(o.args[1])));
             }
             c.serve_stale = stale;
             c.serve_stale_verify = o.args.size() > 1 && o.args[1] == "verify";
         } else if (o.name == "disable") {
             if (auto s = context.count(o, 1, SIZE_MAX); !s) return s;
             if (o.args[0] != "success" && o.args[0] != "denial") {
-                return context.at(o.line, "disable: " + escaped_for_message(o.args[0]) +
-                                              " is not one of success, denial");
+                return context.at(o.line, fmt::format("disable: {} is not one of success, denial",
+                                                      escaped_for_message(o.args[0])));
             }
             auto disabled = context.zones_of(o, std::span<const std::string>(o.args).subspan(1));
             if (!disabled) return disabled.error();

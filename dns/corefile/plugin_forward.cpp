@@ -2,6 +2,8 @@
 // ForwardConfig (targets, policy, health checks, protocol, except).
 #include "dns/corefile/plugins.h"
 
+#include <fmt/format.h>
+
 #include <set>
 #include <string_view>
 
@@ -12,9 +14,9 @@ namespace {
 Result<ForwardTarget> forward_target(const CorefileDirective& d, std::string_view text,
                                      const MapContext& context) {
     if (text.starts_with("tls://")) {
-        return context.at(d.line, "forward: " + escaped_for_message(text) +
-                                      ": DNS over TLS upstreams are not supported; use a plain "
-                                      "address");
+        return context.at(d.line, fmt::format("forward: {}: DNS over TLS upstreams are not "
+                                              "supported; use a plain address",
+                                              escaped_for_message(text)));
     }
     std::string_view plain = text.starts_with("dns://") ? text.substr(6) : text;
     auto address = parse_host_port(plain, 53);
@@ -26,8 +28,8 @@ Result<ForwardTarget> forward_target(const CorefileDirective& d, std::string_vie
     if (plain.find('/') != std::string_view::npos && plain == text) {
         return ForwardTarget{std::nullopt, std::string(plain)};
     }
-    return context.at(d.line,
-                      "forward: " + escaped_for_message(text) + " is not an IP address or a file");
+    return context.at(d.line, fmt::format("forward: {} is not an IP address or a file",
+                                          escaped_for_message(text)));
 }
 
 }  // namespace
@@ -41,9 +43,8 @@ Status map_forward(const CorefileDirective& d, ServerConfig& server, MapContext&
     f.from = from->zone;
     for (const auto& other : server.forwards) {
         if (other.from == f.from) {
-            return context.at(d.line, "forward " + escaped_for_message(f.from) +
-                                          " is already defined at line " +
-                                          std::to_string(other.line));
+            return context.at(d.line, fmt::format("forward {} is already defined at line {}",
+                                                  escaped_for_message(f.from), other.line));
         }
     }
     for (size_t i = 1; i < d.args.size(); ++i) {
@@ -69,8 +70,9 @@ Status map_forward(const CorefileDirective& d, ServerConfig& server, MapContext&
             } else if (p == "sequential") {
                 f.policy = ForwardPolicy::kSequential;
             } else {
-                return context.at(o.line, "policy: " + escaped_for_message(p) +
-                                              " is not one of random, round_robin, sequential");
+                return context.at(
+                    o.line, fmt::format("policy: {} is not one of random, round_robin, sequential",
+                                        escaped_for_message(p)));
             }
         } else if (o.name == "health_check") {
             if (auto s = context.count(o, 1, 4); !s) return s;

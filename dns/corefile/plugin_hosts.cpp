@@ -2,6 +2,8 @@
 // zones, inline entries, ttl, reload, fallthrough).
 #include "dns/corefile/plugins.h"
 
+#include <fmt/format.h>
+
 namespace sb::dns {
 
 Status map_hosts(const CorefileDirective& d, ServerConfig& server, MapContext& context) {
@@ -32,21 +34,24 @@ Status map_hosts(const CorefileDirective& d, ServerConfig& server, MapContext& c
             if (!f) return f.error();
             h.fallthrough = std::move(*f);
         } else if (auto address = IpAddress::parse(o.name)) {
-            if (o.args.empty())
-                return context.at(o.line, "hosts: " + escaped_for_message(o.name) + " has no name");
+            if (o.args.empty()) {
+                return context.at(
+                    o.line, fmt::format("hosts: {} has no name", escaped_for_message(o.name)));
+            }
             HostsEntry entry{*address, {}};
             for (const auto& arg : o.args) {
                 auto name = normalize_zone(arg);
                 if (!name || name->port) {
-                    return context.at(o.line,
-                                      "hosts: " + escaped_for_message(arg) + " is not a host name");
+                    return context.at(o.line, fmt::format("hosts: {} is not a host name",
+                                                          escaped_for_message(arg)));
                 }
                 entry.names.push_back(name->zone);
             }
             h.inline_entries.push_back(std::move(entry));
         } else {
-            return context.at(o.line, "hosts: " + escaped_for_message(o.name) +
-                                          " is neither an option nor an IP address");
+            return context.at(o.line,
+                              fmt::format("hosts: {} is neither an option nor an IP address",
+                                          escaped_for_message(o.name)));
         }
     }
     server.hosts = std::move(h);

@@ -2,6 +2,8 @@
 // the daemon opens (proxy/http/coredns_endpoints), as HttpListen values.
 #include "dns/corefile/plugins.h"
 
+#include <fmt/format.h>
+
 #include <cstdint>
 
 namespace sb::dns {
@@ -13,19 +15,21 @@ namespace {
 Result<HttpListen> parse_http_listen(std::string_view text) {
     size_t colon = text.rfind(':');
     if (colon == std::string_view::npos) {
-        return invalid_argument(escaped_for_message(text) +
-                                " is not an address (HOST:PORT or :PORT)");
+        return invalid_argument(
+            fmt::format("{} is not an address (HOST:PORT or :PORT)", escaped_for_message(text)));
     }
     std::string host(text.substr(0, colon));
     auto port = parse_number(text.substr(colon + 1), 1, 65535);
-    if (!port)
-        return invalid_argument(escaped_for_message(text) + ": port " + port.error().message);
+    if (!port) {
+        return invalid_argument(
+            fmt::format("{}: port {}", escaped_for_message(text), port.error().message));
+    }
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
         host = host.substr(1, host.size() - 2);
     }
     if (!host.empty() && host != "localhost" && !IpAddress::parse(host)) {
-        return invalid_argument(escaped_for_message(text) + ": " + escaped_for_message(host) +
-                                " is not an IP address or localhost");
+        return invalid_argument(fmt::format("{}: {} is not an IP address or localhost",
+                                            escaped_for_message(text), escaped_for_message(host)));
     }
     return HttpListen{host, static_cast<uint16_t>(*port)};
 }

@@ -2,6 +2,8 @@
 // KubernetesConfig (zones, pods, ttl, fallthrough, the record options).
 #include "dns/corefile/plugins.h"
 
+#include <fmt/format.h>
+
 #include <set>
 #include <string_view>
 
@@ -38,8 +40,9 @@ Status map_kubernetes(const CorefileDirective& d, ServerConfig& server, MapConte
             } else if (mode == "verified") {
                 k.pods = PodRecords::kVerified;
             } else {
-                return context.at(o.line, "pods: " + escaped_for_message(mode) +
-                                              " is not one of disabled, insecure, verified");
+                return context.at(o.line,
+                                  fmt::format("pods: {} is not one of disabled, insecure, verified",
+                                              escaped_for_message(mode)));
             }
         } else if (o.name == "fallthrough") {
             auto f = context.fallthrough(o);

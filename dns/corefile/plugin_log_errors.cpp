@@ -2,6 +2,8 @@
 // error log switch of a server block.
 #include "dns/corefile/plugins.h"
 
+#include <fmt/format.h>
+
 namespace sb::dns {
 
 // CoreDNS's log setup: no argument logs every name; one is a name; more
@@ -39,8 +41,9 @@ Status map_log(const CorefileDirective& d, ServerConfig& server, MapContext& con
             } else if (arg == "error") {
                 classes |= kClassError;
             } else {
-                return context.at(o.line, "class: " + escaped_for_message(arg) +
-                                              " is not one of all, success, denial, error");
+                return context.at(o.line,
+                                  fmt::format("class: {} is not one of all, success, denial, error",
+                                              escaped_for_message(arg)));
             }
         }
     }
@@ -57,7 +60,8 @@ Status map_log(const CorefileDirective& d, ServerConfig& server, MapContext& con
 Status map_errors(const CorefileDirective& d, ServerConfig& server, MapContext& context) {
     if (auto s = context.count(d, 0, 1); !s) return s;
     if (!d.args.empty() && d.args[0] != "stacktrace") {
-        return context.at(d.line, "errors: unknown argument " + escaped_for_message(d.args[0]));
+        return context.at(
+            d.line, fmt::format("errors: unknown argument {}", escaped_for_message(d.args[0])));
     }
     server.errors = true;
     return {};

@@ -3,6 +3,8 @@
 // switchboard lacks (a warning).
 #include "dns/corefile/plugins.h"
 
+#include <fmt/format.h>
+
 namespace sb::dns {
 
 // `autopath [ZONE...] RESOLV-CONF`: only `autopath @kubernetes`, the
@@ -15,10 +17,10 @@ Status map_autopath(const CorefileDirective& d, ServerConfig& server, MapContext
         server.autopath = true;
         return {};
     }
-    context.warn(d.line, "autopath " + escaped_for_message(d.args.back()) +
-                             (d.args.size() > 1 ? " with zones" : "") +
-                             " is not supported (only `autopath @kubernetes`); the server runs "
-                             "without it");
+    context.warn(d.line, fmt::format("autopath {}{} is not supported (only `autopath "
+                                     "@kubernetes`); the server runs without it",
+                                     escaped_for_message(d.args.back()),
+                                     d.args.size() > 1 ? " with zones" : ""));
     return {};
 }
 
@@ -26,8 +28,9 @@ Status map_loadbalance(const CorefileDirective& d, ServerConfig& server, MapCont
     if (auto s = context.count(d, 0, 1); !s) return s;
     if (auto s = context.no_block(d); !s) return s;
     if (!d.args.empty() && d.args[0] != "round_robin") {
-        return context.at(d.line, "loadbalance: policy " + escaped_for_message(d.args[0]) +
-                                      " is not supported (round_robin only)");
+        return context.at(d.line, fmt::format("loadbalance: policy {} is not supported "
+                                              "(round_robin only)",
+                                              escaped_for_message(d.args[0])));
     }
     server.loadbalance = true;
     return {};
@@ -43,9 +46,9 @@ Status map_loop(const CorefileDirective& d, ServerConfig& server, MapContext& co
 }
 
 Status map_unsupported(const CorefileDirective& d, ServerConfig&, MapContext& context) {
-    context.warn_once(
-        d.name, d.line,
-        "plugin " + escaped_for_message(d.name) + " is not supported; the server runs without it");
+    context.warn_once(d.name, d.line,
+                      fmt::format("plugin {} is not supported; the server runs without it",
+                                  escaped_for_message(d.name)));
     return {};
 }
 

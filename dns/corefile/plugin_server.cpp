@@ -3,6 +3,8 @@
 // CoreDNS's plugin/{bind,reload,timeouts}/setup.go check them.
 #include "dns/corefile/plugins.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace sb::dns {
@@ -59,12 +61,14 @@ Status map_timeouts(const CorefileDirective& d, ServerConfig& server, MapContext
             continue;
         }
         if (o.name != "read" && o.name != "write" && o.name != "idle") {
-            return context.at(o.line, "timeouts: unknown option " + escaped_for_message(o.name));
+            return context.at(
+                o.line, fmt::format("timeouts: unknown option {}", escaped_for_message(o.name)));
         }
         auto value = context.check(o, parse_duration(o.args[0]));
         if (!value) return value.error();
         if (*value < std::chrono::seconds(1) || *value > std::chrono::hours(24)) {
-            return context.at(o.line, "timeouts: " + o.name + " must be between 1s and 24h");
+            return context.at(o.line,
+                              fmt::format("timeouts: {} must be between 1s and 24h", o.name));
         }
         if (o.name == "write") {
             context.warn(o.line,
@@ -85,9 +89,9 @@ Status map_bind(const CorefileDirective& d, ServerConfig& server, MapContext& co
     for (const auto& arg : d.args) {
         auto address = IpAddress::parse(arg);
         if (!address) {
-            return context.at(d.line,
-                              "bind: " + escaped_for_message(arg) +
-                                  " is not an IP address (interface names are not supported)");
+            return context.at(d.line, fmt::format("bind: {} is not an IP address (interface "
+                                                  "names are not supported)",
+                                                  escaped_for_message(arg)));
         }
         server.bind.push_back(*address);
     }

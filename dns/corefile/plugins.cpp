@@ -1,5 +1,7 @@
 #include "dns/corefile/plugins.h"
 
+#include <fmt/format.h>
+
 #include <utility>
 
 #include "base/go_duration.h"
@@ -20,19 +22,21 @@ Result<uint32_t> parse_number(std::string_view text, int64_t min, int64_t max) {
 Result<std::chrono::milliseconds> parse_duration(std::string_view text) {
     auto parsed = parse_go_duration(text);
     if (!parsed) {
-        return invalid_argument(escaped_for_message(text) +
-                                " is not a duration (e.g. 500ms, 5s, 1m30s)");
+        return invalid_argument(
+            fmt::format("{} is not a duration (e.g. 500ms, 5s, 1m30s)", escaped_for_message(text)));
     }
-    if (parsed->count() < 0) return invalid_argument(escaped_for_message(text) + " is negative");
+    if (parsed->count() < 0) {
+        return invalid_argument(fmt::format("{} is negative", escaped_for_message(text)));
+    }
     return std::chrono::duration_cast<std::chrono::milliseconds>(*parsed);
 }
 
 Error MapContext::at(int line, const std::string& why) const {
-    return invalid_argument(std::string(path_) + ":" + std::to_string(line) + ": " + why);
+    return invalid_argument(fmt::format("{}:{}: {}", path_, line, why));
 }
 
 void MapContext::warn(int line, const std::string& what) {
-    warnings_.push_back(std::string(path_) + ":" + std::to_string(line) + ": " + what);
+    warnings_.push_back(fmt::format("{}:{}: {}", path_, line, what));
 }
 
 void MapContext::warn_once(const std::string& key, int line, const std::string& what) {
@@ -40,28 +44,28 @@ void MapContext::warn_once(const std::string& key, int line, const std::string& 
 }
 
 void MapContext::unsupported_option(std::string_view plugin, const CorefileDirective& option) {
-    warn(option.line, std::string(plugin) + " option " + escaped_for_message(option.name) +
-                          " is not supported; ignored");
+    warn(option.line, fmt::format("{} option {} is not supported; ignored", plugin,
+                                  escaped_for_message(option.name)));
 }
 
 Status MapContext::unknown_option(std::string_view plugin, const CorefileDirective& option) const {
     return at(option.line,
-              std::string(plugin) + ": unknown property " + escaped_for_message(option.name));
+              fmt::format("{}: unknown property {}", plugin, escaped_for_message(option.name)));
 }
 
 Status MapContext::count(const CorefileDirective& directive, size_t min, size_t max) const {
     size_t n = directive.args.size();
     if (n >= min && n <= max) return {};
-    std::string wanted = min == max        ? std::to_string(min)
-                         : max == SIZE_MAX ? "at least " + std::to_string(min)
-                                           : std::to_string(min) + "-" + std::to_string(max);
-    return at(directive.line, directive.name + ": wrong argument count (" + std::to_string(n) +
-                                  ", wants " + wanted + ")");
+    std::string wanted = min == max        ? fmt::format("{}", min)
+                         : max == SIZE_MAX ? fmt::format("at least {}", min)
+                                           : fmt::format("{}-{}", min, max);
+    return at(directive.line,
+              fmt::format("{}: wrong argument count ({}, wants {})", directive.name, n, wanted));
 }
 
 Status MapContext::no_block(const CorefileDirective& directive) const {
     if (!directive.has_block) return {};
-    return at(directive.line, directive.name + " takes no { } block");
+    return at(directive.line, fmt::format("{} takes no {{ }} block", directive.name));
 }
 
 Result<std::vector<std::string>> MapContext::zones_of(const CorefileDirective& directive,

@@ -10,6 +10,8 @@
 // functions are pure.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -56,7 +58,9 @@ class MapContext {
     // `value`'s error, if any, prefixed with the directive's line and name.
     template <typename T>
     Result<T> check(const CorefileDirective& directive, Result<T> value) const {
-        if (!value) return at(directive.line, directive.name + ": " + value.error().message);
+        if (!value) {
+            return at(directive.line, fmt::format("{}: {}", directive.name, value.error().message));
+        }
         return value;
     }
     // Each of `args` normalised as a zone.

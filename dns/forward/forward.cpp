@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
@@ -182,7 +184,7 @@ void Forwarder::drop_self(const std::vector<HostPort>& listen) {
                 log::warn(
                     "dns: dropping upstream {}: it is our own listen address {} (a "
                     "forwarding loop)",
-                    upstream.address.to_string(), own.to_string());
+                    upstream.address, own);
             }
         }
     }
@@ -223,7 +225,7 @@ bool Forwarder::loop_detected(std::string_view lower_name) {
             log::warn(
                 "dns: dropping upstream {}: our loop probe came back to us (a forwarding "
                 "loop)",
-                upstream.address.to_string());
+                upstream.address);
         }
         return true;
     }
@@ -323,8 +325,9 @@ void Forwarder::start_query(Submission submission) {
     if (s == kNoSet) {
         complete(submission.done,
                  make_error(ErrorCode::kUnavailable,
-                            name_to_text(submission.question.name) +
-                                " is excepted from forwarding and no other forward takes it"));
+                            fmt::format("{} is excepted from forwarding and no other forward "
+                                        "takes it",
+                                        name_to_text(submission.question.name))));
         return;
     }
     if (submission.client && !cap_.acquire(*submission.client)) {
@@ -462,9 +465,9 @@ void Forwarder::retry_or_fail(uint64_t key, const char* reason) {
         send_attempt(key, pending);
         return;
     }
-    std::string name = name_to_text(pending.question.name);
     finish(it, make_error(ErrorCode::kUnavailable,
-                          std::string("no upstream answered ") + name + ": " + reason));
+                          fmt::format("no upstream answered {}: {}",
+                                      name_to_text(pending.question.name), reason)));
 }
 
 void Forwarder::replied(uint64_t key, Message reply) {

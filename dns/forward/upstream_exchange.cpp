@@ -4,6 +4,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
@@ -38,7 +40,7 @@ class Connection {
     Status opened() const {
         if (fd_ < 0) return make_error(ErrorCode::kIo, "socket", errno);
         if (error_ != 0) {
-            return make_error(ErrorCode::kUnavailable, "connect to " + upstream_.to_string(),
+            return make_error(ErrorCode::kUnavailable, fmt::format("connect to {}", upstream_),
                               error_);
         }
         return {};
@@ -79,7 +81,7 @@ Result<Message> tcp_exchange(const HostPort& upstream, const std::string& packet
     socklen_t length = sizeof(error);
     ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
     if (error != 0) {
-        return make_error(ErrorCode::kUnavailable, "connect to " + upstream.to_string(), error);
+        return make_error(ErrorCode::kUnavailable, fmt::format("connect to {}", upstream), error);
     }
     std::string framed;
     framed.push_back(static_cast<char>(packet.size() >> 8));
@@ -127,7 +129,7 @@ Result<Message> udp_exchange(const HostPort& upstream, const std::string& packet
     if (auto status = connection.opened(); !status) return status.error();
     const int fd = connection.fd();
     if (::send(fd, packet.data(), packet.size(), 0) < 0) {
-        return make_error(ErrorCode::kUnavailable, "UDP send to " + upstream.to_string(), errno);
+        return make_error(ErrorCode::kUnavailable, fmt::format("UDP send to {}", upstream), errno);
     }
     const uint16_t id = packet_id(packet);
     uint8_t buffer[65536];
@@ -135,14 +137,14 @@ Result<Message> udp_exchange(const HostPort& upstream, const std::string& packet
         ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
         if (n < 0) {
             if (errno == EAGAIN || errno == EINTR) continue;
-            return make_error(ErrorCode::kUnavailable, "UDP reply from " + upstream.to_string(),
+            return make_error(ErrorCode::kUnavailable, fmt::format("UDP reply from {}", upstream),
                               errno);
         }
         auto reply = parse_message(std::span<const uint8_t>(buffer, static_cast<size_t>(n)));
         // A query (QR=0) with our ID is not an answer (issue 10).
         if (reply && reply->header.qr && reply->header.id == id) return reply;
     }
-    return make_error(ErrorCode::kUnavailable, "UDP reply timeout from " + upstream.to_string());
+    return make_error(ErrorCode::kUnavailable, fmt::format("UDP reply timeout from {}", upstream));
 }
 
 Result<Message> ask_question(const HostPort& server, const Question& question,
@@ -160,7 +162,7 @@ Result<Message> ask_question(const HostPort& server, const Question& question,
         name_lower(reply->questions[0].name) != name_lower(question.name) ||
         reply->questions[0].qtype != question.qtype) {
         return make_error(ErrorCode::kUnavailable,
-                          "the reply from " + server.to_string() + " is for another question");
+                          fmt::format("the reply from {} is for another question", server));
     }
     return reply;
 }

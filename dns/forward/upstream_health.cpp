@@ -76,8 +76,7 @@ bool UpstreamHealth::probe(const Target& target) {
     auto reply = target.tcp ? tcp_exchange(target.address, packet, probe_timeout_)
                             : udp_exchange(target.address, packet, probe_timeout_);
     if (!reply) {
-        log::debug("dns: health probe of {} failed: {}", target.address.to_string(),
-                   reply.error().describe());
+        log::debug("dns: health probe of {} failed: {}", target.address, reply.error().describe());
     }
     return reply.ok();
 }
@@ -88,14 +87,13 @@ Background::Next UpstreamHealth::probe_once(size_t upstream) {
     bool healthy = probe(target);
     if (healthy) {
         if (state.fails.exchange(0) > target.max_fails) {
-            log::info("dns: upstream {} answers its health probe again",
-                      target.address.to_string());
+            log::info("dns: upstream {} answers its health probe again", target.address);
         }
     } else {
         metrics_.health_check_failed(upstream);
         if (state.fails.fetch_add(1) + 1 == target.max_fails + 1) {
-            log::warn("dns: upstream {} is down: {} health probes failed",
-                      target.address.to_string(), target.max_fails + 1);
+            log::warn("dns: upstream {} is down: {} health probes failed", target.address,
+                      target.max_fails + 1);
         }
     }
     std::lock_guard lock(mutex_);

@@ -1,5 +1,7 @@
 #include "dns/search_path/lookup_walk.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 
@@ -77,7 +79,7 @@ Result<std::vector<std::string>> lookup_candidates(const std::string& qname,
     // `base` keeps no dot at its end: "a.." has an empty label.
     if (!wire || base.empty() || base.back() == '.') {
         return make_error(ErrorCode::kInvalidArgument,
-                          quote_for_message(qname) + " is not a DNS name");
+                          fmt::format("{} is not a DNS name", quote_for_message(qname)));
     }
     const size_t count = static_cast<size_t>(std::count(base.begin(), base.end(), '.'));
     const SearchOrder chosen = absolute                              ? SearchOrder::kAbsolute

@@ -1,5 +1,7 @@
 #include "dns/search_path/pod_resolv_conf.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "dns/search_path/search_limits.h"
@@ -74,9 +76,10 @@ Result<PodResolvConf> compose_pod_resolv_conf(const watch::Pod& pod,
     BaseConfig base = base_config(pod);
     if (base == BaseConfig::kCluster && settings.cluster_dns.empty()) {
         conf.warnings.push_back(
-            std::string("MissingClusterDNS: kubelet does not have ClusterDNS IP "
-                        "configured and cannot create Pod using \"") +
-            watch::to_string(pod.dns_policy) + "\" policy. Falling back to \"Default\" policy.");
+            fmt::format("MissingClusterDNS: kubelet does not have ClusterDNS IP configured and "
+                        "cannot create Pod using \"{}\" policy. Falling back to \"Default\" "
+                        "policy.",
+                        watch::to_string(pod.dns_policy)));
         base = BaseConfig::kHost;
     }
     if (base == BaseConfig::kCluster) {
@@ -114,15 +117,15 @@ Result<PodResolvConf> compose_pod_resolv_conf(const watch::Pod& pod,
     if (conf.nameservers.size() > kMaxPodNameservers) {
         conf.nameservers.resize(kMaxPodNameservers);
         conf.warnings.push_back(
-            "DNSConfigForming: Nameserver limits were exceeded, some nameservers have been "
-            "omitted, the applied nameserver line is: " +
-            joined(conf.nameservers));
+            fmt::format("DNSConfigForming: Nameserver limits were exceeded, some nameservers "
+                        "have been omitted, the applied nameserver line is: {}",
+                        joined(conf.nameservers)));
     }
     if (fit_search_limits(conf.searches, [](const std::string& search) { return search.size(); })) {
         conf.warnings.push_back(
-            "DNSConfigForming: Search Line limits were exceeded, some search paths have been "
-            "omitted, the applied search line is: " +
-            joined(conf.searches));
+            fmt::format("DNSConfigForming: Search Line limits were exceeded, some search paths "
+                        "have been omitted, the applied search line is: {}",
+                        joined(conf.searches)));
     }
     return conf;
 }

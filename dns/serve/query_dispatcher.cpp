@@ -2,6 +2,8 @@
 
 #include <sys/random.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -37,9 +39,9 @@ void report_forward_error(const QueryLogConfig& config, const Message& query, co
     const std::string lower = name_lower(query.questions[0].name);
     const QueryLogBlock* block = config.block_for(lower);
     if (block && block->errors) {
-        write_stdout_line("[ERROR] " + format_error_line(static_cast<uint8_t>(Rcode::kServFail),
-                                                         lower, query.questions[0].qtype,
-                                                         error.describe()));
+        write_stdout_line(fmt::format(
+            "[ERROR] {}", format_error_line(static_cast<uint8_t>(Rcode::kServFail), lower,
+                                            query.questions[0].qtype, error.describe())));
         return;
     }
     log::debug("dns: forward failed: {}", error.describe());

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -303,8 +305,8 @@ std::string format_log_line(const LogFormat& format, const DescribedQuery& q) {
 std::string format_error_line(uint8_t rcode, std::string_view lower_name_wire, uint16_t qtype,
                               std::string_view why) {
     // CoreDNS: log.Errorf("%d %s %s: %s", rcode, state.Name(), state.Type(), err).
-    return "plugin/errors: " + std::to_string(rcode) + " " + name_to_text(lower_name_wire) + " " +
-           type_text(qtype) + ": " + std::string(why);
+    return fmt::format("plugin/errors: {} {} {}: {}", static_cast<unsigned>(rcode),
+                       name_to_text(lower_name_wire), type_text(qtype), why);
 }
 
 std::string type_text(uint16_t qtype) {

@@ -3,6 +3,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "base/log.h"
@@ -40,7 +42,7 @@ Result<uint16_t> pick_port(const HostPort& address) {
             return picked.port;
         }
     }
-    return make_error(ErrorCode::kIo, "no free port for " + address.to_string());
+    return make_error(ErrorCode::kIo, fmt::format("no free port for {}", address));
 }
 
 }  // namespace

@@ -31,6 +31,8 @@
 // what every one of them serves with in engine.h and server_options.h.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -58,7 +60,7 @@ struct ListenerState {
     uint64_t bind_failures = 0;
     std::string last_error;  // why the last bind failed; empty once serving
 
-    std::string name() const { return (tcp ? "tcp " : "udp ") + address.to_string(); }
+    std::string name() const { return fmt::format("{} {}", tcp ? "tcp" : "udp", address); }
 };
 
 class Server {

@@ -1,5 +1,7 @@
 #include "dns/wire/wire.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
@@ -92,11 +94,11 @@ Result<std::string> name_from_text(std::string_view text) {
         size_t length = dot - start;
         if (length == 0) {
             return make_error(ErrorCode::kInvalidArgument,
-                              "empty label in DNS name \"" + std::string(text) + "\"");
+                              fmt::format("empty label in DNS name \"{}\"", text));
         }
         if (length > kMaxLabelLength) {
             return make_error(ErrorCode::kInvalidArgument,
-                              "label longer than 63 bytes in \"" + std::string(text) + "\"");
+                              fmt::format("label longer than 63 bytes in \"{}\"", text));
         }
         wire.push_back(static_cast<char>(length));
         wire.append(text.substr(start, length));
@@ -105,7 +107,7 @@ Result<std::string> name_from_text(std::string_view text) {
     wire.push_back('\0');
     if (wire.size() > kMaxNameLength) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "DNS name longer than 255 bytes: \"" + std::string(text) + "\"");
+                          fmt::format("DNS name longer than 255 bytes: \"{}\"", text));
     }
     return wire;
 }

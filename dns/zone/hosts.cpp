@@ -1,5 +1,7 @@
 #include "dns/zone/hosts.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
 
@@ -57,7 +59,7 @@ Result<std::vector<HostsMapping>> parse_hosts(std::string_view text, const ZoneS
             if (mappings.size() == kMaxHostsMappings) {
                 return make_error(
                     ErrorCode::kInvalidArgument,
-                    "more than " + std::to_string(kMaxHostsMappings) + " name-address pairs");
+                    fmt::format("more than {} name-address pairs", kMaxHostsMappings));
             }
             mappings.push_back(HostsMapping{*address, std::move(lower)});
         }

@@ -1,5 +1,7 @@
 #include "dns/zone/hosts_reloader.h"
 
+#include <fmt/format.h>
+
 #include "base/log.h"
 
 namespace sb::dns {
@@ -44,8 +46,8 @@ bool HostsReloader::poll() {
     const std::string& text = look->content;
     auto mappings = parse_hosts(text, options_.zones);
     if (!mappings) {
-        return fail(
-            make_error(ErrorCode::kInvalidArgument, path + ": " + mappings.error().message));
+        return fail(make_error(ErrorCode::kInvalidArgument,
+                               fmt::format("{}: {}", path, mappings.error().message)));
     }
     auto table = HostsTable::build(options_, *mappings, look->identity.mtime_ns);
     log::info("dns: hosts: {} read: {} names and addresses", path, table->mapping_count());

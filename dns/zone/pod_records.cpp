@@ -1,6 +1,6 @@
 #include "dns/zone/pod_records.h"
 
-#include <string>
+#include <fmt/format.h>
 
 namespace sb::dns {
 
@@ -10,7 +10,7 @@ Result<PodRecords> parse_pod_records(std::string_view text) {
     if (text == "verified") return PodRecords::kVerified;
     return make_error(
         ErrorCode::kInvalidArgument,
-        "--dns-pods: \"" + std::string(text) + "\" is not one of disabled, insecure, verified");
+        fmt::format("--dns-pods: \"{}\" is not one of disabled, insecure, verified", text));
 }
 
 }  // namespace sb::dns

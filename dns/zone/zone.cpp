@@ -1,5 +1,7 @@
 #include "dns/zone/zone.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -106,7 +108,7 @@ class Builder {
 Result<std::string> child(std::string_view label, std::string_view parent) {
     if (label.empty() || label.size() > kMaxLabelLength) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "invalid DNS label \"" + std::string(label) + "\"");
+                          fmt::format("invalid DNS label \"{}\"", label));
     }
     std::string out;
     out.push_back(static_cast<char>(label.size()));
@@ -146,7 +148,7 @@ void for_each_ready_address(const Builder& b, const std::string& svc_name,
                 auto endpoint_name = child(endpoint_host(endpoint, address, pod_names), svc_name);
                 if (!endpoint_name) {
                     if (b.report())
-                        log::warn("dns: skipping endpoint {} of {}: {}", address.to_string(),
+                        log::warn("dns: skipping endpoint {} of {}: {}", address,
                                   entry.service->meta.key().to_string(),
                                   endpoint_name.error().describe());
                     continue;
