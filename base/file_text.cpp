@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <fstream>
@@ -12,10 +14,10 @@ namespace sb {
 
 Result<std::string> read_file_text(const std::string& path) {
     std::ifstream file(path, std::ios::binary);
-    if (!file) return make_error(ErrorCode::kIo, "cannot read " + path, errno);
+    if (!file) return make_error(ErrorCode::kIo, fmt::format("cannot read {}", path), errno);
     std::ostringstream text;
     text << file.rdbuf();
-    if (file.bad()) return make_error(ErrorCode::kIo, "cannot read " + path, errno);
+    if (file.bad()) return make_error(ErrorCode::kIo, fmt::format("cannot read {}", path), errno);
     return text.str();
 }
 
@@ -30,12 +32,12 @@ Result<std::string> read_open_file(int fd, const std::string& path, size_t max_b
         const ssize_t n = ::read(fd, buffer, sizeof(buffer));
         if (n < 0) {
             if (errno == EINTR) continue;
-            return make_error(ErrorCode::kIo, "cannot read " + path, errno);
+            return make_error(ErrorCode::kIo, fmt::format("cannot read {}", path), errno);
         }
         if (n == 0) return text;
         if (text.size() + static_cast<size_t>(n) > max_bytes) {
             return make_error(ErrorCode::kInvalidArgument,
-                              path + " is over " + std::to_string(max_bytes) + " bytes");
+                              fmt::format("{} is over {} bytes", path, max_bytes));
         }
         text.append(buffer, static_cast<size_t>(n));
     }

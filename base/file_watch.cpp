@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <functional>
 
@@ -16,9 +18,12 @@ namespace {
 // The identity of a regular file open as `fd`.
 Result<FileIdentity> identity_of(int fd, const std::string& path) {
     struct stat st {};
-    if (::fstat(fd, &st) != 0) return make_error(ErrorCode::kIo, "cannot stat " + path, errno);
+    if (::fstat(fd, &st) != 0) {
+        return make_error(ErrorCode::kIo, fmt::format("cannot stat {}", path), errno);
+    }
     if (!S_ISREG(st.st_mode)) {
-        return make_error(ErrorCode::kInvalidArgument, path + " is not a regular file");
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("{} is not a regular file", path));
     }
     return FileIdentity{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
                         static_cast<int64_t>(st.st_size),
@@ -31,7 +36,7 @@ Result<FileWatch::Look> FileWatch::look(const std::string& path, size_t max_byte
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         forget();
-        return make_error(ErrorCode::kIo, "cannot open " + path, errno);
+        return make_error(ErrorCode::kIo, fmt::format("cannot open {}", path), errno);
     }
     Look look;
     Status status = [&]() -> Status {

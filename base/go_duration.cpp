@@ -1,20 +1,21 @@
 #include "base/go_duration.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cstdint>
+
 #include "base/quote.h"
 
 namespace sb {
 
 using std::chrono::nanoseconds;
 
-namespace {}  // namespace
-
 Result<nanoseconds> parse_go_duration(std::string_view text) {
     auto bad = [&](const std::string& why) {
-        return make_error(
-            ErrorCode::kInvalidArgument,
-            quote_for_message(text) + " is not a duration (" + why + "; e.g. 500ms, 1s, 1m30s)");
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("{} is not a duration ({}; e.g. 500ms, 1s, 1m30s)",
+                                      quote_for_message(text), why));
     };
     constexpr uint64_t kMax = uint64_t{1} << 63;  // |min int64|
     std::string_view s = text;
@@ -77,7 +78,7 @@ Result<nanoseconds> parse_go_duration(std::string_view text) {
         } else if (unit_text == "h") {
             unit = 3'600'000'000'000;
         } else {
-            return bad("unknown unit " + quote_for_message(unit_text));
+            return bad(fmt::format("unknown unit {}", quote_for_message(unit_text)));
         }
         if (whole > kMax / unit) return bad("overflow");
         uint64_t value = whole * unit;

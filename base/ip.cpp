@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
@@ -20,7 +22,7 @@ Result<IpAddress> IpAddress::parse(std::string_view text) {
     // An embedded NUL would end inet_pton's string early ("10.0.0.1\0junk").
     if (text.empty() || text.size() > 45 || text.find('\0') != std::string_view::npos) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "invalid IP address " + quote_for_message(text));
+                          fmt::format("invalid IP address {}", quote_for_message(text)));
     }
     char buffer[46];
     std::memcpy(buffer, text.data(), text.size());
@@ -38,7 +40,8 @@ Result<IpAddress> IpAddress::parse(std::string_view text) {
         result.family_ = IpFamily::kV6;
         return result;
     }
-    return make_error(ErrorCode::kInvalidArgument, "invalid IP address " + quote_for_message(text));
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("invalid IP address {}", quote_for_message(text)));
 }
 
 IpAddress IpAddress::v4(uint32_t host_order) {
@@ -113,7 +116,7 @@ Result<Prefix> Prefix::parse(std::string_view text, bool allow_host_bits) {
     const auto slash = text.find('/');
     auto bad = [&](const char* why) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "invalid CIDR " + quote_for_message(text) + ": " + why);
+                          fmt::format("invalid CIDR {}: {}", quote_for_message(text), why));
     };
     if (slash == std::string_view::npos) return bad("missing /length");
     auto address = IpAddress::parse(text.substr(0, slash));
@@ -143,9 +146,8 @@ std::string Prefix::to_string() const {
 
 Result<uint16_t> validate_port(int64_t value, std::string_view what) {
     if (value < 1 || value > 65535) {
-        return make_error(
-            ErrorCode::kInvalidArgument,
-            std::string(what) + ": port " + std::to_string(value) + " out of range 1-65535");
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("{}: port {} out of range 1-65535", what, value));
     }
     return static_cast<uint16_t>(value);
 }
@@ -158,7 +160,7 @@ std::string HostPort::to_string() const {
 Result<HostPort> parse_host_port(std::string_view text, uint16_t default_port) {
     auto bad = [&](const std::string& why) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "invalid address " + quote_for_message(text) + ": " + why);
+                          fmt::format("invalid address {}: {}", quote_for_message(text), why));
     };
     std::string_view host = text;
     std::string_view port_text;

@@ -64,8 +64,8 @@ void TextWriter::family(const Family& family) {
     if (it != index_.end()) {
         Block& block = blocks_[it->second];
         if (block.family.type != family.type || block.family.labels != family.labels) {
-            throw std::logic_error("metric family " + family.name +
-                                   " selected again with another type or labels");
+            throw std::logic_error(fmt::format(
+                "metric family {} selected again with another type or labels", family.name));
         }
         selected_ = it->second;
         return;
@@ -83,8 +83,8 @@ TextWriter::Block& TextWriter::current(Type expected_kind, size_t values) {
     const Family& family = block.family;
     const bool histogram = family.type == Type::kHistogram;
     if (histogram != (expected_kind == Type::kHistogram)) {
-        throw std::logic_error("metric family " + family.name + " is a " + to_string(family.type) +
-                               ": wrong kind of sample");
+        throw std::logic_error(fmt::format("metric family {} is a {}: wrong kind of sample",
+                                           family.name, to_string(family.type)));
     }
     if (values != family.labels.size()) {
         throw std::logic_error(fmt::format("metric family {} has {} labels, sample gave {}",
@@ -137,7 +137,8 @@ void TextWriter::sample(const LabelValues& values, uint64_t value) {
 void TextWriter::histogram(const LabelValues& values, const HistogramData& data) {
     Block& block = current(Type::kHistogram, values.size());
     if (data.bucket_counts.size() != data.bounds.size() + 1) {
-        throw std::logic_error("histogram " + block.family.name + ": bucket counts do not match");
+        throw std::logic_error(
+            fmt::format("histogram {}: bucket counts do not match", block.family.name));
     }
     uint64_t cumulative = 0;
     for (size_t i = 0; i < data.bounds.size(); ++i) {

@@ -1,5 +1,7 @@
 #include "base/quote.h"
 
+#include <fmt/format.h>
+
 namespace sb {
 
 std::string one_line(std::string_view text) {
@@ -13,7 +15,7 @@ std::string one_line(std::string_view text) {
 
 std::string quote_for_message(std::string_view value) {
     constexpr size_t kLimit = 200;
-    return "\"" + one_line(value.substr(0, kLimit)) + "\"";
+    return fmt::format("\"{}\"", one_line(value.substr(0, kLimit)));
 }
 
 }  // namespace sb

@@ -1,5 +1,7 @@
 #include "base/result.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 
 namespace sb {
@@ -26,7 +28,7 @@ const char* to_string(ErrorCode code) {
 
 std::string Error::describe() const {
     if (errno_value == 0) return message;
-    return message + ": " + std::strerror(errno_value);
+    return fmt::format("{}: {}", message, std::strerror(errno_value));
 }
 
 }  // namespace sb

@@ -3,6 +3,8 @@
 #include <netinet/tcp.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -43,7 +45,7 @@ HostPort from_socket_address(const sockaddr_storage& address) {
 Result<int> bind_socket(const HostPort& address, int type) {
     SocketAddress sa = to_socket_address(address);
     int fd = ::socket(sa.family(), type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) return make_error(ErrorCode::kIo, "socket for " + address.to_string(), errno);
+    if (fd < 0) return make_error(ErrorCode::kIo, fmt::format("socket for {}", address), errno);
     int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
     if (type == SOCK_STREAM) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -51,15 +53,14 @@ Result<int> bind_socket(const HostPort& address, int type) {
     if (::bind(fd, sa.sockaddr(), sa.length()) != 0) {
         int saved = errno;
         ::close(fd);
-        return make_error(
-            ErrorCode::kIo,
-            std::string(type == SOCK_STREAM ? "TCP" : "UDP") + " bind " + address.to_string(),
-            saved);
+        return make_error(ErrorCode::kIo,
+                          fmt::format("{} bind {}", type == SOCK_STREAM ? "TCP" : "UDP", address),
+                          saved);
     }
     if (type == SOCK_STREAM && ::listen(fd, 256) != 0) {
         int saved = errno;
         ::close(fd);
-        return make_error(ErrorCode::kIo, "listen " + address.to_string(), saved);
+        return make_error(ErrorCode::kIo, fmt::format("listen {}", address), saved);
     }
     return fd;
 }

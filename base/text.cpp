@@ -1,5 +1,7 @@
 #include "base/text.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -47,12 +49,11 @@ Result<int64_t> parse_integer(std::string_view text, int64_t min, int64_t max) {
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
         return make_error(ErrorCode::kInvalidArgument,
-                          quote_for_message(text) + " is not an integer");
+                          fmt::format("{} is not an integer", quote_for_message(text)));
     }
     if (value < min || value > max) {
-        return make_error(ErrorCode::kInvalidArgument, std::to_string(value) + " is out of range " +
-                                                           std::to_string(min) + "-" +
-                                                           std::to_string(max));
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("{} is out of range {}-{}", value, min, max));
     }
     return value;
 }

@@ -6,6 +6,8 @@
 #include <memory>
 #include <set>
 
+#include <fmt/format.h>
+
 namespace sb::rules {
 
 UdpServiceTargets::UdpServiceTargets(const Plan& plan) {
@@ -95,10 +97,10 @@ void reconcile_family(const UdpServiceTargets& targets, ConntrackTable& table,
     }
     if (!listed) {
         out.ok = false;
-        out.error = "conntrack: " + listed.error().describe();
+        out.error = fmt::format("conntrack: {}", listed.error().describe());
     } else if (delete_error) {
         out.ok = false;
-        out.error = "conntrack: " + delete_error->describe();
+        out.error = fmt::format("conntrack: {}", delete_error->describe());
     }
 }
 

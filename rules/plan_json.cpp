@@ -10,6 +10,8 @@
 #include <optional>
 #include <utility>
 
+#include <fmt/format.h>
+
 namespace sb::rules {
 
 namespace {
@@ -140,7 +142,7 @@ class FieldReader {
         const rapidjson::Value* value = find(key);
         if (!value) return 0;
         if (!value->IsUint() || value->GetUint() > max) {
-            fail(where(key), "not an integer in 0-" + std::to_string(max));
+            fail(where(key), fmt::format("not an integer in 0-{}", max));
             return 0;
         }
         return value->GetUint();
@@ -167,7 +169,7 @@ class FieldReader {
         for (Enum value : values) {
             if (text == to_string(value)) return value;
         }
-        invalid(key, "unknown value \"" + text + "\"");
+        invalid(key, fmt::format("unknown value \"{}\"", text));
         return *values.begin();
     }
 
@@ -211,11 +213,13 @@ class FieldReader {
 
   private:
     std::string where(const char* key) const {
-        return path_.empty() ? std::string(key) : path_ + "." + key;
+        return path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key);
     }
 
     void fail(const std::string& path, const std::string& message) {
-        if (!error_) error_ = make_error(ErrorCode::kInvalidArgument, path + ": " + message);
+        if (!error_) {
+            error_ = make_error(ErrorCode::kInvalidArgument, fmt::format("{}: {}", path, message));
+        }
     }
 
     void adopt(const FieldReader& nested) {
@@ -264,7 +268,7 @@ class FieldReader {
             return result;
         }
         for (rapidjson::SizeType i = 0; i < value->Size() && !error_; ++i) {
-            result.push_back(read_item((*value)[i], where(key) + "[" + std::to_string(i) + "]"));
+            result.push_back(read_item((*value)[i], fmt::format("{}[{}]", where(key), i)));
         }
         return result;
     }
@@ -302,7 +306,7 @@ SessionAffinity read_affinity(FieldReader& reader) {
         affinity.client_ip = true;
         affinity.timeout_seconds = reader.number("timeoutSeconds", UINT32_MAX);
     } else if (type != "None") {
-        reader.invalid("type", "unknown value \"" + type + "\"");
+        reader.invalid("type", fmt::format("unknown value \"{}\"", type));
     }
     return affinity;
 }
@@ -359,9 +363,9 @@ Result<Plan> plan_from_json(std::string_view json) {
     document.Parse(json.data(), json.size());
     if (document.HasParseError()) {
         return make_error(ErrorCode::kInvalidArgument,
-                          std::string("not JSON: ") +
-                              rapidjson::GetParseError_En(document.GetParseError()) +
-                              " at offset " + std::to_string(document.GetErrorOffset()));
+                          fmt::format("not JSON: {} at offset {}",
+                                      rapidjson::GetParseError_En(document.GetParseError()),
+                                      document.GetErrorOffset()));
     }
     FieldReader reader(document, "");
     Plan plan;

@@ -15,30 +15,30 @@ Status validate_service(const ServicePortPlan& port) {
     for (const IpAddress& ip : port.cluster_ips) {
         const int index = ip.is_v4() ? 0 : 1;
         if (seen[index]) {
-            return fail("two clusterIPs of family " + std::string(to_string(ip.family())));
+            return fail(fmt::format("two clusterIPs of family {}", ip.family()));
         }
         seen[index] = true;
-        if (ip.is_unspecified()) return fail("clusterIP " + ip.to_string() + " is unspecified");
+        if (ip.is_unspecified()) return fail(fmt::format("clusterIP {} is unspecified", ip));
     }
     for (const auto* list : {&port.cluster_endpoints, &port.local_endpoints}) {
         for (const Endpoint& e : *list) {
-            if (e.port == 0) return fail("endpoint " + e.ip.to_string() + " has port 0");
+            if (e.port == 0) return fail(fmt::format("endpoint {} has port 0", e.ip));
             if (e.ip.is_unspecified() || e.ip.is_multicast()) {
-                return fail("endpoint address " + e.ip.to_string() + " is not unicast");
+                return fail(fmt::format("endpoint address {} is not unicast", e.ip));
             }
         }
     }
     for (const auto* list : {&port.external_ips, &port.load_balancer_ips}) {
         for (const IpAddress& ip : *list) {
-            if (ip.is_unspecified()) return fail("external address " + ip.to_string());
+            if (ip.is_unspecified()) return fail(fmt::format("external address {}", ip));
         }
     }
     if (port.session_affinity.client_ip && port.session_affinity.timeout_seconds > 86400) {
         return fail("sessionAffinity timeoutSeconds above 86400");
     }
     if (!port.ipvs_scheduler.empty() && !is_ipvs_scheduler(port.ipvs_scheduler)) {
-        return fail("ipvsScheduler \"" + port.ipvs_scheduler.substr(0, 16) +
-                    "\" is not an IPVS scheduler");
+        return fail(fmt::format("ipvsScheduler \"{}\" is not an IPVS scheduler",
+                                port.ipvs_scheduler.substr(0, 16)));
     }
     return {};
 }
@@ -75,10 +75,11 @@ Status validate_options(const BackendOptions& options) {
         if (Status s = validate_interface_name(options.local_interface); !s) {
             return make_error(
                 ErrorCode::kInvalidArgument,
-                std::string(options.local_detect_mode == LocalDetectMode::kBridgeInterface
-                                ? "bridge interface: "
-                                : "interface name prefix: ") +
-                    s.error().message);
+                fmt::format("{}: {}",
+                            options.local_detect_mode == LocalDetectMode::kBridgeInterface
+                                ? "bridge interface"
+                                : "interface name prefix",
+                            s.error().message));
         }
     }
     return {};

@@ -2,6 +2,9 @@
 
 #include <optional>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "base/log.h"
 #include "rules/iptables/iptables_backend.h"
 #include "rules/ipvs/ipvs_backend.h"
@@ -115,10 +118,8 @@ void log_resolution(const Options& options, const rules::BackendOptions& backend
             options.node_name);
         return;
     }
-    std::string cidrs;
-    for (const Prefix& p : backend.cluster_cidrs)
-        cidrs += (cidrs.empty() ? "" : ",") + p.to_string();
-    log::info("--detect-local-mode=NodeCIDR: local traffic comes from {}", cidrs);
+    log::info("--detect-local-mode=NodeCIDR: local traffic comes from {}",
+              fmt::join(backend.cluster_cidrs, ","));
 }
 
 }  // namespace sb::proxy

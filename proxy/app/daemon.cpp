@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 #include "base/log.h"
 #include "proxy/app/bootstrap_check.h"
 #include "proxy/app/source_state.h"
@@ -63,14 +65,15 @@ Status Daemon::start() {
         file_source_ = std::make_unique<watch::FileSource>(options_.source_file, store_);
         if (auto status = load_file_source(*file_source_); !status) return status;
         if (auto status = file_source_->start(); !status) {
-            return make_error(ErrorCode::kIo, "--source: " + status.error().describe());
+            return make_error(ErrorCode::kIo,
+                              fmt::format("--source: {}", status.error().describe()));
         }
     } else {
         auto source =
             watch::kube::KubeSource::create(kube_source_options(source_settings(options_)), store_);
         if (!source) {
             const auto& error = source.error();
-            return make_error(error.code, "--kubeconfig: " + error.describe());
+            return make_error(error.code, fmt::format("--kubeconfig: {}", error.describe()));
         }
         kube_source_ = std::move(*source);
         kube_source_->start();
@@ -86,9 +89,9 @@ Status Daemon::start() {
     // listener could see the nudge: check once here too.
     if (store_.snapshot()->synced() && !store_ready_.exchange(true)) on_store_ready();
     sync_.start();
-    log::info("switchboard {} started: proxy mode {}, node {}, source {}", SWITCHBOARD_VERSION,
+    log::info("switchboard {} started: proxy mode {}, node {}, source {}{}", SWITCHBOARD_VERSION,
               to_string(options_.proxy_mode), options_.node_name,
-              options_.source_file.empty() ? "kubernetes" : "file:" + options_.source_file);
+              options_.source_file.empty() ? "kubernetes" : "file:", options_.source_file);
     return {};
 }
 
@@ -98,8 +101,8 @@ Status Daemon::serve_http(const char* flag, const std::optional<HostPort>& addre
     if (options_.bind_address_hard_fail) {
         auto id = http_.listen(*address, std::move(routes));
         if (!id) {
-            return make_error(ErrorCode::kIo, std::string(flag) + ": " + id.error().describe() +
-                                                  " (--bind-address-hard-fail)");
+            return make_error(ErrorCode::kIo, fmt::format("{}: {} (--bind-address-hard-fail)", flag,
+                                                          id.error().describe()));
         }
         listener = *id;
         return {};
@@ -119,8 +122,7 @@ Status Daemon::serve_http(const char* flag, const std::optional<HostPort>& addre
             }
         },
         [flag, address](unsigned failures) {
-            log::info("{}: listening on {} after {} failed attempts", flag, address->to_string(),
-                      failures);
+            log::info("{}: listening on {} after {} failed attempts", flag, *address, failures);
         });
     return {};
 }

@@ -1,5 +1,7 @@
 #include "proxy/app/dns_wiring.h"
 
+#include <fmt/format.h>
+
 #include "base/log.h"
 #include "dns/corefile/options.h"
 #include "proxy/app/source_state.h"
@@ -22,7 +24,8 @@ Status DnsWiring::start() {
         // (docs/dns.md): it never stops the proxy. Only set-up errors end here.
         auto service = dns::DnsService::start(dns, store_);
         if (!service) {
-            return make_error(ErrorCode::kIo, "--dns-listen: " + service.error().describe());
+            return make_error(ErrorCode::kIo,
+                              fmt::format("--dns-listen: {}", service.error().describe()));
         }
         service_ = std::move(*service);
     }
@@ -91,8 +94,8 @@ Result<std::optional<dns::ReloadConfig>> DnsWiring::apply_reloaded_corefile(
     }
     if (service_) {
         if (auto status = service_->reconfigure(std::move(next)); !status) {
-            return make_error(status.error().code,
-                              options_.dns_corefile + ": " + status.error().describe());
+            return make_error(status.error().code, fmt::format("{}: {}", options_.dns_corefile,
+                                                               status.error().describe()));
         }
     } else if (!next.listen.empty()) {
         log::warn("{}: DNS was off at start; it starts serving at the next restart",

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "base/file_text.h"
 #include "base/log.h"
 
@@ -60,7 +62,7 @@ std::optional<std::string> write_int(const std::string& path, int64_t value) {
         if (::close(fd) != 0 && error == 0) error = errno;
     }
     if (error != 0) {
-        return "cannot set " + path + " to " + text + ": " + std::strerror(error);
+        return fmt::format("cannot set {} to {}: {}", path, text, std::strerror(error));
     }
     log::info("set {} to {}", path, text);
     return std::nullopt;
@@ -127,7 +129,7 @@ std::vector<std::string> apply_conntrack_settings(const ConntrackOptions& conntr
         const std::string hashsize_path = paths.sys + "/module/nf_conntrack/parameters/hashsize";
         auto hashsize = read_int(hashsize_path);
         if (!hashsize) {
-            warnings.push_back("cannot read " + hashsize_path);
+            warnings.push_back(fmt::format("cannot read {}", hashsize_path));
         } else if (*hashsize < max / 4) {
             if (auto warning = write_int(hashsize_path, max / 4)) warnings.push_back(*warning);
         }
@@ -157,14 +159,14 @@ std::vector<std::string> apply_oom_score_adj(int value, const KernelPaths& paths
 std::vector<std::string> raise_open_file_limit() {
     rlimit limit{};
     if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
-        return {std::string("cannot read RLIMIT_NOFILE: ") + std::strerror(errno)};
+        return {fmt::format("cannot read RLIMIT_NOFILE: {}", std::strerror(errno))};
     }
     if (limit.rlim_cur >= limit.rlim_max) return {};
     const rlim_t before = limit.rlim_cur;
     limit.rlim_cur = limit.rlim_max;
     if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
-        return {"cannot raise RLIMIT_NOFILE from " + std::to_string(before) + " to " +
-                std::to_string(limit.rlim_max) + ": " + std::strerror(errno)};
+        return {fmt::format("cannot raise RLIMIT_NOFILE from {} to {}: {}", before, limit.rlim_max,
+                            std::strerror(errno))};
     }
     log::info("open file limit raised from {} to {}", before, limit.rlim_max);
     return {};

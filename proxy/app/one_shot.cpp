@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "base/log.h"
 #include "proxy/app/backend_choice.h"
 #include "proxy/app/exit_codes.h"
@@ -51,14 +53,14 @@ int run_cleanup(const Options& options) {
         if (!factory) continue;
         auto backend = (*factory)(options.backend);
         if (auto status = backend->cleanup(); !status) {
-            print_error(std::string("--cleanup: ") + to_string(mode) + ": " +
-                        status.error().describe());
+            print_error(
+                fmt::format("--cleanup: {}: {}", to_string(mode), status.error().describe()));
             code = kExitFailure;
         }
     }
     // Whatever --dns-local-address says now: an earlier run may have made them.
     if (auto status = rules::dns_local::cleanup(); !status) {
-        print_error("--cleanup: --dns-local-address: " + status.error().describe());
+        print_error(fmt::format("--cleanup: --dns-local-address: {}", status.error().describe()));
         code = kExitFailure;
     }
     return code;
@@ -70,7 +72,8 @@ int run_cleanup_kube_proxy() {
     auto removed = rules::kube_proxy_cleanup::remove_kube_proxy_leftovers(*legacy);
     if (!removed) {
         return report_failure(
-            make_error(removed.error().code, "--cleanup-kube-proxy: " + removed.error().message));
+            make_error(removed.error().code,
+                       fmt::format("--cleanup-kube-proxy: {}", removed.error().message)));
     }
     log::info("--cleanup-kube-proxy: {}", rules::kube_proxy_cleanup::describe(*removed));
     return kExitOk;

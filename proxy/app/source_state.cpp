@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <fmt/format.h>
+
 #include "base/log.h"
 
 namespace sb::proxy {
@@ -34,7 +36,8 @@ Status load_file_source(watch::FileSource& source) {
     log::HeldLines held;
     Status status = source.load();
     if (!status) {
-        return make_error(ErrorCode::kInvalidArgument, "--source: " + status.error().describe());
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("--source: {}", status.error().describe()));
     }
     held.release();
     return status;
@@ -74,7 +77,8 @@ Result<LoadedState> load_state(const SourceSettings& settings) {
     }
     auto source = watch::kube::KubeSource::create(kube_source_options(settings), *state.store);
     if (!source) {
-        return make_error(source.error().code, "--kubeconfig: " + source.error().describe());
+        return make_error(source.error().code,
+                          fmt::format("--kubeconfig: {}", source.error().describe()));
     }
     state.kube_source = std::move(*source);
     state.kube_source->start();

@@ -6,6 +6,9 @@
 #include <thread>
 #include <utility>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "base/log.h"
 
 namespace sb::proxy {
@@ -105,9 +108,7 @@ HttpResponse CorednsEndpoints::ready() const {
     if (!probes_.dns_serving()) not_ready.emplace_back("dns");
     if (!probes_.store_synced()) not_ready.emplace_back("kubernetes");
     if (not_ready.empty()) return text(200, "OK");
-    std::string body;
-    for (const auto& name : not_ready) body += (body.empty() ? "" : ",") + name;
-    return text(503, std::move(body));
+    return text(503, fmt::format("{}", fmt::join(not_ready, ",")));
 }
 
 HttpResponse CorednsEndpoints::health() const {

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "base/log.h"
 #include "proxy/http/session.h"
 
@@ -66,8 +68,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
 // rebind at once).
 Result<tcp::acceptor> bind_acceptor(asio::io_context& io, const HostPort& address, bool v6_only) {
     auto fail = [&](const char* what, const error_code& ec) {
-        return make_error(ErrorCode::kIo,
-                          std::string(what) + " " + address.to_string() + ": " + ec.message());
+        return make_error(ErrorCode::kIo, fmt::format("{} {}: {}", what, address, ec.message()));
     };
     error_code ec;
     auto ip = asio::ip::make_address(address.address.to_string(), ec);

@@ -3,6 +3,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "base/go_duration.h"
 #include "base/quote.h"
 
@@ -53,7 +57,7 @@ class Reader {
 
     Error error(int line, const std::string& why) const {
         return make_error(ErrorCode::kInvalidArgument,
-                          one_line(path_ + ":" + std::to_string(line) + ": " + why));
+                          one_line(fmt::format("{}:{}: {}", path_, line, why)));
     }
 
     Result<KubeProxyConfig> read(std::string_view text) {
@@ -76,8 +80,8 @@ class Reader {
         for (auto& [spec, found] : found_) config.values.push_back(std::move(found.value));
         add_warning(config, "fields switchboard does not use, ignored: ", unused_);
         add_warning(config,
-                    std::string("fields kube-proxy does not read in mode ") +
-                        quote_for_message(mode_text_) + ", ignored: ",
+                    fmt::format("fields kube-proxy does not read in mode {}, ignored: ",
+                                quote_for_message(mode_text_)),
                     other_section_);
         add_warning(
             config,
@@ -94,13 +98,11 @@ class Reader {
     Status check_type(const YAML::Node& root) const {
         for (auto [key, want] : {std::pair{"apiVersion", kApiVersion}, std::pair{"kind", kKind}}) {
             YAML::Node node = root[key];
-            if (!node)
-                return error(1, std::string(key) + " is missing (want " + std::string(want) + ")");
+            if (!node) return error(1, fmt::format("{} is missing (want {})", key, want));
             if (!node.IsScalar() || node.Scalar() != want) {
                 std::string got =
                     node.IsScalar() ? quote_for_message(node.Scalar()) : "a non-string value";
-                return error(line_of(node),
-                             std::string(key) + ": " + got + " is not " + std::string(want));
+                return error(line_of(node), fmt::format("{}: {} is not {}", key, got, want));
             }
         }
         return {};
@@ -131,11 +133,11 @@ class Reader {
             }
             if (field_index().containers.count(path) != 0) {
                 if (value.IsNull()) continue;
-                if (!value.IsMap()) return error(line, path + ": is not an object");
+                if (!value.IsMap()) return error(line, fmt::format("{}: is not an object", path));
                 if (auto status = walk(value, path); !status) return status;
                 continue;
             }
-            unknown_.push_back(path + " (line " + std::to_string(line) + ")");
+            unknown_.push_back(fmt::format("{} (line {})", path, line));
         }
         return {};
     }
@@ -146,7 +148,7 @@ class Reader {
         const OptionSpec& spec = *first->second.spec;
         if (spec.role == OptionRole::kIgnored) {
             if (!is_silent(value, spec)) {
-                unused_.push_back(path + " (line " + std::to_string(line) + ")");
+                unused_.push_back(fmt::format("{} (line {})", path, line));
             }
             return {};
         }
@@ -157,7 +159,7 @@ class Reader {
         }
         if (chosen == nullptr) {
             if (!is_silent(value, spec)) {
-                other_section_.push_back(path + " (line " + std::to_string(line) + ")");
+                other_section_.push_back(fmt::format("{} (line {})", path, line));
             }
             return {};
         }
@@ -169,7 +171,7 @@ class Reader {
         if (field.zero_is_absent && is_zero_text(row.kind, **text)) return {};
         auto existing = found_.find(&row);
         if (existing != found_.end() && existing->second.field_index < chosen->index) return {};
-        Origin origin{path_ + ":" + std::to_string(line) + ": " + path, path};
+        Origin origin{fmt::format("{}:{}: {}", path_, line, path), path};
         found_[&row] =
             Found{OptionValue{&row, std::move(**text), std::move(origin)}, chosen->index};
         return {};
@@ -184,11 +186,12 @@ class Reader {
         bool quoted = value.IsScalar() && value.Tag() == "!";
         switch (kind) {
             case ValueKind::kList: {
-                if (!value.IsSequence()) return error(line, path + ": is not a list");
+                if (!value.IsSequence()) return error(line, fmt::format("{}: is not a list", path));
                 std::string joined;
                 for (const auto& item : value) {
-                    if (!item.IsScalar())
-                        return error(line_of(item), path + ": items must be strings");
+                    if (!item.IsScalar()) {
+                        return error(line_of(item), fmt::format("{}: items must be strings", path));
+                    }
                     if (!joined.empty()) joined += ",";
                     joined += item.Scalar();
                 }
@@ -197,13 +200,15 @@ class Reader {
             case ValueKind::kBool: {
                 bool flag = false;
                 if (!value.IsScalar() || quoted || !YAML::convert<bool>::decode(value, flag)) {
-                    return error(line, path + ": " + describe(value) + " is not a boolean");
+                    return error(line,
+                                 fmt::format("{}: {} is not a boolean", path, describe(value)));
                 }
                 return std::optional<std::string>(flag ? "true" : "false");
             }
             case ValueKind::kInt:
                 if (!value.IsScalar() || quoted) {
-                    return error(line, path + ": " + describe(value) + " is not a number");
+                    return error(line,
+                                 fmt::format("{}: {} is not a number", path, describe(value)));
                 }
                 return std::optional<std::string>(value.Scalar());
             case ValueKind::kString:
@@ -211,8 +216,9 @@ class Reader {
             case ValueKind::kMap:
                 break;
         }
-        if (!value.IsScalar())
-            return error(line, path + ": " + describe(value) + " is not a string");
+        if (!value.IsScalar()) {
+            return error(line, fmt::format("{}: {} is not a string", path, describe(value)));
+        }
         return std::optional<std::string>(value.Scalar());
     }
 
@@ -274,7 +280,8 @@ class Reader {
                 if (bind_v6 && field.path == "metricsBindAddress") text = "[::1]:10249";
                 if (bind_v6 && field.path == "healthzBindAddress") text = "[::]:10256";
                 if (text) {
-                    Origin origin{path_ + ": " + std::string(field.path), std::string(field.path)};
+                    Origin origin{fmt::format("{}: {}", path_, field.path),
+                                  std::string(field.path)};
                     found_[&spec] = Found{OptionValue{&spec, std::string(*text), origin}, 0};
                 }
                 break;
@@ -285,9 +292,8 @@ class Reader {
     void add_warning(KubeProxyConfig& config, const std::string& what,
                      const std::vector<std::string>& fields) const {
         if (fields.empty()) return;
-        std::string line = path_ + ": " + what;
-        for (size_t i = 0; i < fields.size(); ++i) line += (i ? ", " : "") + fields[i];
-        config.warnings.push_back(one_line(line));
+        config.warnings.push_back(
+            one_line(fmt::format("{}: {}{}", path_, what, fmt::join(fields, ", "))));
     }
 
     const std::string path_;

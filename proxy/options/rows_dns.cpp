@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include <fmt/format.h>
+
 #include "base/quote.h"
 #include "base/text.h"
 #include "dns/dns_options.h"
@@ -20,7 +22,7 @@ Result<std::string> parse_domain(std::string_view text) {
     std::string domain = trim_lower(text);
     if (!domain.empty() && domain.back() == '.') domain.pop_back();
     auto bad = [&](const std::string& why) {
-        return invalid_value(quote_for_message(text) + ": " + why);
+        return invalid_value(fmt::format("{}: {}", quote_for_message(text), why));
     };
     if (domain.empty()) return bad("empty domain");
     if (domain.size() > 253) return bad("longer than 253 characters");
@@ -82,8 +84,10 @@ void add_dns_server_rows(std::vector<OptionSpec>& table) {
             std::vector<IpAddress> addresses;
             for (const auto& item : split_list(text)) {
                 auto address = IpAddress::parse(item);
-                if (!address)
-                    return invalid_value(quote_for_message(item) + " is not an IP address");
+                if (!address) {
+                    return invalid_value(
+                        fmt::format("{} is not an IP address", quote_for_message(item)));
+                }
                 addresses.push_back(*address);
             }
             if (auto status = rules::dns_local::validate_addresses(addresses); !status) {

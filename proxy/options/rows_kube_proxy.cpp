@@ -10,6 +10,8 @@
 #include <limits>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "base/go_duration.h"
 #include "base/quote.h"
 #include "base/text.h"
@@ -36,7 +38,9 @@ Result<std::optional<HostPort>> parse_bind_address(std::string_view text,
 Result<nanoseconds> parse_period(std::string_view text) {
     auto duration = parse_go_duration(text);
     if (!duration) return duration.error();
-    if (duration->count() < 0) return invalid_value(quote_for_message(text) + " is negative");
+    if (duration->count() < 0) {
+        return invalid_value(fmt::format("{} is negative", quote_for_message(text)));
+    }
     return *duration;
 }
 
@@ -44,15 +48,17 @@ Result<nanoseconds> parse_period(std::string_view text) {
 // bytes, no '/', no whitespace, no NUL, not "." or "..".
 Status check_interface_name(std::string_view name) {
     if (name.empty() || name.size() > 15) {
-        return invalid_value(quote_for_message(name) +
-                             " is not an interface name (1-15 characters)");
+        return invalid_value(
+            fmt::format("{} is not an interface name (1-15 characters)", quote_for_message(name)));
     }
-    if (name == "." || name == "..")
-        return invalid_value(quote_for_message(name) + " is not an interface name");
+    if (name == "." || name == "..") {
+        return invalid_value(fmt::format("{} is not an interface name", quote_for_message(name)));
+    }
     for (char c : name) {
         if (c == '/' || c == '\0' || std::isspace(static_cast<unsigned char>(c))) {
-            return invalid_value(quote_for_message(name) +
-                                 " is not an interface name (no '/', whitespace or NUL)");
+            return invalid_value(
+                fmt::format("{} is not an interface name (no '/', whitespace or NUL)",
+                            quote_for_message(name)));
         }
     }
     // What the backends accept (their text forms also refuse ':', '"', '*'
@@ -70,7 +76,8 @@ Status store_local_interface(std::string_view text, ApplyContext& context,
     auto& backend = context.options.backend;
     if (backend.local_detect_mode != mode) return {};
     if (text.empty()) {
-        return invalid_value("must be set when the detect-local mode is " + std::string(mode_name));
+        return invalid_value(
+            fmt::format("must be set when the detect-local mode is {}", mode_name));
     }
     if (auto status = check_interface_name(text); !status) return status;
     backend.local_interface = text;
@@ -102,7 +109,8 @@ Status store_ipvs_timeout(std::string_view text, ApplyContext& context) {
     if (!value) return value.error();
     const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(*value).count();
     if (seconds > std::numeric_limits<int32_t>::max()) {
-        return invalid_value(quote_for_message(text) + " is longer than IPVS keeps a timeout");
+        return invalid_value(
+            fmt::format("{} is longer than IPVS keeps a timeout", quote_for_message(text)));
     }
     context.options.backend.*member = static_cast<uint32_t>(seconds);
     return {};
@@ -185,8 +193,8 @@ void add_source_rows(std::vector<OptionSpec>& table) {
                 return {};
             }
             if (text != "kubernetes") {
-                return invalid_value(quote_for_message(text) +
-                                     " is not one of kubernetes, file:PATH");
+                return invalid_value(
+                    fmt::format("{} is not one of kubernetes, file:PATH", quote_for_message(text)));
             }
             context.options.source_file.clear();
             return {};
@@ -239,8 +247,8 @@ void add_local_traffic_rows(std::vector<OptionSpec>& table) {
             size_t v4 = 0;
             for (const auto& prefix : *cidrs) v4 += prefix.family() == IpFamily::kV4 ? 1 : 0;
             if (v4 > 1 || cidrs->size() - v4 > 1) {
-                return invalid_value(quote_for_message(text) +
-                                     " has more than one CIDR of a family");
+                return invalid_value(
+                    fmt::format("{} has more than one CIDR of a family", quote_for_message(text)));
             }
             context.options.backend.cluster_cidrs = std::move(*cidrs);
             return {};
@@ -476,7 +484,10 @@ void add_http_rows(std::vector<OptionSpec>& table) {
         .fields = {{.path = "bindAddress", .zero_is_absent = true}},
         .apply = [](std::string_view text, ApplyContext& context) -> Status {
             auto address = IpAddress::parse(text);
-            if (!address) return invalid_value(quote_for_message(text) + " is not an IP address");
+            if (!address) {
+                return invalid_value(
+                    fmt::format("{} is not an IP address", quote_for_message(text)));
+            }
             context.options.bind_address = *address;
             return {};
         },

@@ -4,6 +4,8 @@
 #include <exception>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "base/log.h"
 
 namespace sb::proxy {
@@ -68,7 +70,7 @@ bool SyncRunner::run_due() {
     } catch (const std::exception& error) {
         // Nothing may escape the runner's thread; an exception (allocation
         // failure) is a failed sync like any other and is retried.
-        status = make_error(ErrorCode::kInternal, std::string("sync threw: ") + error.what());
+        status = make_error(ErrorCode::kInternal, fmt::format("sync threw: {}", error.what()));
     }
     std::lock_guard lock(mutex_);
     if (status) {

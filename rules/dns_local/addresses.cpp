@@ -20,13 +20,11 @@ Status validate_addresses(const std::vector<IpAddress>& addresses) {
                           : (a.is_v6() && a.is_link_local()) ? "an IPv6 link-local address"
                                                              : nullptr;
         if (why) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              fmt::format("{} is {}", a.to_string(), why));
+            return make_error(ErrorCode::kInvalidArgument, fmt::format("{} is {}", a, why));
         }
         if (std::find(addresses.begin(), addresses.begin() + static_cast<long>(i), a) !=
             addresses.begin() + static_cast<long>(i)) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              fmt::format("{} is given twice", a.to_string()));
+            return make_error(ErrorCode::kInvalidArgument, fmt::format("{} is given twice", a));
         }
     }
     return {};

@@ -61,7 +61,7 @@ ChainNameCheck check_chain_names(const std::vector<const ServicePortPlan*>& port
                 out.errors.push_back(
                     fmt::format("{}: endpoint {} port {}: its chain name (hash {}) collides with "
                                 "that of {}; the endpoint is skipped",
-                                input, e.ip.to_string(), e.port, other->first, other->second));
+                                input, e.ip, e.port, other->first, other->second));
                 ++out.collisions;
                 doomed.emplace(e.ip, e.port);
             }

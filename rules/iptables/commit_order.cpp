@@ -1,5 +1,7 @@
 #include "rules/iptables/commit_order.h"
 
+#include <fmt/format.h>
+
 namespace sb::rules::iptables {
 
 Status commit_filter_then_nat(const TablePairCommit& steps) {
@@ -10,8 +12,9 @@ Status commit_filter_then_nat(const TablePairCommit& steps) {
     if (Status restored = steps.restore_filter(); restored) {
         error.message += " (filter table restored: neither table changed)";
     } else {
-        error.message += "; restoring the filter table failed too, it holds the new rules: " +
-                         restored.error().describe();
+        error.message +=
+            fmt::format("; restoring the filter table failed too, it holds the new rules: {}",
+                        restored.error().describe());
     }
     return error;
 }

@@ -113,27 +113,31 @@ class LibiptcCopy final : public TableCopy {
     }
 
     Status create_chain(const std::string& chain) override {
-        if (!Ops::create_chain(chain.c_str(), h_)) return fail("create chain " + chain);
+        if (!Ops::create_chain(chain.c_str(), h_)) {
+            return fail(fmt::format("create chain {}", chain));
+        }
         return {};
     }
     Status flush_chain(const std::string& chain) override {
-        if (!Ops::flush(chain.c_str(), h_)) return fail("flush " + chain);
+        if (!Ops::flush(chain.c_str(), h_)) return fail(fmt::format("flush {}", chain));
         return {};
     }
     Status delete_chain(const std::string& chain) override {
-        if (!Ops::delete_chain(chain.c_str(), h_)) return fail("delete chain " + chain);
+        if (!Ops::delete_chain(chain.c_str(), h_)) {
+            return fail(fmt::format("delete chain {}", chain));
+        }
         return {};
     }
     Status delete_rule(const std::string& chain, size_t index) override {
         if (!Ops::delete_num(chain.c_str(), static_cast<unsigned>(index), h_)) {
-            return fail("delete rule in " + chain);
+            return fail(fmt::format("delete rule in {}", chain));
         }
         return {};
     }
     Status append_rule(const std::string& chain, const Rule& rule) override {
         const EntryBuffer e = encode_entry(rule, Ops::kFamily);
         if (!Ops::append(chain.c_str(), e.template as<typename Ops::Entry>(), h_)) {
-            return fail("append to " + chain + ": " + rule_text(rule));
+            return fail(fmt::format("append to {}: {}", chain, rule_text(rule)));
         }
         return {};
     }
@@ -141,7 +145,7 @@ class LibiptcCopy final : public TableCopy {
         const EntryBuffer e = encode_entry(rule, Ops::kFamily);
         if (!Ops::insert(chain.c_str(), e.template as<typename Ops::Entry>(),
                          static_cast<unsigned>(index), h_)) {
-            return fail("insert into " + chain);
+            return fail(fmt::format("insert into {}", chain));
         }
         return {};
     }
@@ -199,7 +203,7 @@ class LibiptcXtables final : public Xtables {
         std::ifstream names(path);
         if (!names) {
             if (errno == ENOENT) return false;
-            return make_error(ErrorCode::kIo, std::string("read ") + path, errno);
+            return make_error(ErrorCode::kIo, fmt::format("read {}", path), errno);
         }
         std::string line;
         while (std::getline(names, line)) {

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "rules/dns_local/dns_local.h"
 #include "rules/kernel/address_link.h"
 #include "rules/kernel/links.h"
@@ -49,7 +51,8 @@ class KernelHostNetwork final : public HostNetwork {
         if (out) out << value << '\n';
         out.close();
         if (!out) {
-            return make_error(ErrorCode::kKernel, "write " + value + " to " + file, errno);
+            return make_error(ErrorCode::kKernel, fmt::format("write {} to {}", value, file),
+                              errno);
         }
         return {};
     }

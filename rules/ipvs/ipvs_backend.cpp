@@ -199,7 +199,7 @@ class IpvsBackend final : public Backend {
         Status result;
         auto keep_first_error = [&](Status s, const char* what) {
             if (!s && result) {
-                result = make_error(s.error().code, std::string(what) + ": " + s.error().message,
+                result = make_error(s.error().code, fmt::format("{}: {}", what, s.error().message),
                                     s.error().errno_value);
             }
         };

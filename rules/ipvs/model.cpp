@@ -46,10 +46,10 @@ const char* to_string(OpKind kind) {
 std::string describe(const Op& op) {
     std::string text =
         fmt::format("{} {} {}", to_string(op.kind), protocol_name(op.server.key.protocol),
-                    HostPort{op.server.key.address, op.server.key.port}.to_string());
+                    HostPort{op.server.key.address, op.server.key.port});
     if (op.kind == OpKind::kAddDestination || op.kind == OpKind::kEditDestination ||
         op.kind == OpKind::kDeleteDestination) {
-        text += " -> " + HostPort{op.destination.address, op.destination.port}.to_string();
+        text += fmt::format(" -> {}", HostPort{op.destination.address, op.destination.port});
     }
     return text;
 }

@@ -70,13 +70,14 @@ class NetlinkKernel final : public IpvsKernel {
         if (!dump) return dump.error();
         std::vector<RealServer> destinations;
         const IpFamily family = key.address.family();
-        Status listed = exchange(dump->get(), "list the real servers of " + service_text(key),
-                                 [&](const nlmsghdr* reply) {
-                                     auto destination = parse_destination(reply, family);
-                                     if (!destination) return Status(destination.error());
-                                     destinations.push_back(*destination);
-                                     return Status();
-                                 });
+        Status listed =
+            exchange(dump->get(), fmt::format("list the real servers of {}", service_text(key)),
+                     [&](const nlmsghdr* reply) {
+                         auto destination = parse_destination(reply, family);
+                         if (!destination) return Status(destination.error());
+                         destinations.push_back(*destination);
+                         return Status();
+                     });
         if (!listed) return listed.error();
         std::sort(destinations.begin(), destinations.end(),
                   [](const RealServer& a, const RealServer& b) { return a.id() < b.id(); });
@@ -121,10 +122,12 @@ class NetlinkKernel final : public IpvsKernel {
             if (n < 0) {
                 if (errno == EINTR) continue;
                 if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                    return make_error(ErrorCode::kUnavailable,
-                                      "ipvs: " + what + ": no answer from the kernel within 5 s");
+                    return make_error(
+                        ErrorCode::kUnavailable,
+                        fmt::format("ipvs: {}: no answer from the kernel within 5 s", what));
                 }
-                return make_error(ErrorCode::kKernel, "ipvs: " + what + ": receive", errno);
+                return make_error(ErrorCode::kKernel, fmt::format("ipvs: {}: receive", what),
+                                  errno);
             }
             if (static_cast<size_t>(n) > buffer_.size()) {
                 return make_error(ErrorCode::kKernel,
@@ -139,7 +142,7 @@ class NetlinkKernel final : public IpvsKernel {
             log::warn("ipvs: skipped {} netlink answers of an earlier request", answers.stale());
         }
         if (answers.error() != 0) {
-            return make_error(ErrorCode::kKernel, "ipvs: " + what, answers.error());
+            return make_error(ErrorCode::kKernel, fmt::format("ipvs: {}", what), answers.error());
         }
         return replies_parsed;
     }

@@ -47,7 +47,7 @@ const char* protocol_text(uint64_t protocol) {
 }
 
 Error invalid(const std::string& message) {
-    return make_error(ErrorCode::kInvalidArgument, "ipvs: " + message);
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("ipvs: {}", message));
 }
 
 Status validate_key(const ServiceKey& key) {
@@ -80,13 +80,12 @@ Status validate_service(const VirtualServer& server) {
 
 Status validate_destination(const ServiceKey& key, const RealServer& destination,
                             bool with_weight) {
-    const std::string where =
-        fmt::format("real server {} of {}",
-                    HostPort{destination.address, destination.port}.to_string(), service_text(key));
+    const std::string where = fmt::format(
+        "real server {} of {}", HostPort{destination.address, destination.port}, service_text(key));
     if (destination.address.family() != key.address.family()) {
-        return invalid(where + ": not of its virtual server's address family");
+        return invalid(fmt::format("{}: not of its virtual server's address family", where));
     }
-    if (destination.port == 0) return invalid(where + ": port 0");
+    if (destination.port == 0) return invalid(fmt::format("{}: port 0", where));
     if (with_weight && destination.weight > static_cast<uint32_t>(INT32_MAX)) {
         return invalid(
             fmt::format("{}: weight {} is above {}", where, destination.weight, INT32_MAX));
@@ -232,7 +231,8 @@ nlmsghdr* readable(const nlmsghdr* reply) {
 }
 
 Error malformed(const std::string& what) {
-    return make_error(ErrorCode::kKernel, "ipvs: a malformed " + what + " in the kernel's listing");
+    return make_error(ErrorCode::kKernel,
+                      fmt::format("ipvs: a malformed {} in the kernel's listing", what));
 }
 
 template <size_t N>
@@ -304,7 +304,7 @@ std::optional<IpFamily> family_of(uint16_t af) {
 std::string service_text(const ServiceKey& key) {
     const char* protocol = protocol_text(key.protocol);
     return fmt::format("{} {}", protocol ? protocol : fmt::format("protocol {}", key.protocol),
-                       HostPort{key.address, key.port}.to_string());
+                       HostPort{key.address, key.port});
 }
 
 Result<Message> build_op(int family, const Op& op) {

@@ -199,13 +199,13 @@ Status ensure_address_link(const char* link_name, const std::vector<IpAddress>& 
         if (address.is_v6() && address.is_link_local()) continue;
         if (std::binary_search(wanted.begin(), wanted.end(), address)) continue;
         if (Status s = change_address(*socket, RTM_DELADDR, index, address); !s) {
-            return failed("delete address " + address.to_string() + " of", link_name, s);
+            return failed(fmt::format("delete address {} of", address), link_name, s);
         }
     }
     for (const IpAddress& address : wanted) {
         if (std::binary_search(have.begin(), have.end(), address)) continue;
         if (Status s = change_address(*socket, RTM_NEWADDR, index, address); !s) {
-            return failed("add address " + address.to_string() + " to", link_name, s);
+            return failed(fmt::format("add address {} to", address), link_name, s);
         }
     }
     return {};

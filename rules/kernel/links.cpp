@@ -11,6 +11,8 @@
 #include <cstring>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "rules/kernel/netlink_socket.h"
 
 namespace sb::rules {
@@ -68,12 +70,12 @@ Result<std::optional<std::vector<IpAddress>>> link_addresses(const char* name) {
     const unsigned index = if_nametoindex(name);
     if (index == 0) {
         if (errno == ENODEV) return std::optional<std::vector<IpAddress>>();
-        return make_error(ErrorCode::kKernel, std::string("rtnetlink: look up link ") + name,
+        return make_error(ErrorCode::kKernel, fmt::format("rtnetlink: look up link {}", name),
                           errno);
     }
     auto all = interface_addresses();
     if (!all) {
-        return make_error(all.error().code, all.error().message + std::string(" (of ") + name + ")",
+        return make_error(all.error().code, fmt::format("{} (of {})", all.error().message, name),
                           all.error().errno_value);
     }
     std::vector<IpAddress> out;
@@ -85,7 +87,7 @@ Result<std::optional<std::vector<IpAddress>>> link_addresses(const char* name) {
 
 Result<bool> remove_link(const char* name) {
     if (std::strlen(name) >= IFNAMSIZ) {
-        return make_error(ErrorCode::kInvalidArgument, std::string("link name too long: ") + name);
+        return make_error(ErrorCode::kInvalidArgument, fmt::format("link name too long: {}", name));
     }
     auto socket = open_route_socket();
     if (!socket) return socket.error();
@@ -99,7 +101,7 @@ Result<bool> remove_link(const char* name) {
     Status deleted = socket->request(nlh);
     if (!deleted) {
         if (deleted.error().errno_value == ENODEV) return false;
-        return make_error(ErrorCode::kKernel, std::string("rtnetlink: delete link ") + name,
+        return make_error(ErrorCode::kKernel, fmt::format("rtnetlink: delete link {}", name),
                           deleted.error().errno_value);
     }
     return true;

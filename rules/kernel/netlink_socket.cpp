@@ -10,6 +10,8 @@
 #include <ctime>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "base/log.h"
 #include "rules/kernel/netlink_answers.h"
 
@@ -32,7 +34,7 @@ NetlinkSocket& NetlinkSocket::operator=(NetlinkSocket&&) noexcept = default;
 NetlinkSocket::~NetlinkSocket() = default;
 
 Error NetlinkSocket::error(const std::string& what, int err) const {
-    return make_error(ErrorCode::kKernel, impl_->name + ": " + what, err);
+    return make_error(ErrorCode::kKernel, fmt::format("{}: {}", impl_->name, what), err);
 }
 
 Result<NetlinkSocket> NetlinkSocket::open(int bus, std::string name) {
@@ -40,10 +42,12 @@ Result<NetlinkSocket> NetlinkSocket::open(int bus, std::string name) {
     impl->name = std::move(name);
     impl->socket = mnl_socket_open(bus);
     if (!impl->socket) {
-        return make_error(ErrorCode::kKernel, impl->name + ": open a netlink socket", errno);
+        return make_error(ErrorCode::kKernel, fmt::format("{}: open a netlink socket", impl->name),
+                          errno);
     }
     if (mnl_socket_bind(impl->socket, 0, MNL_SOCKET_AUTOPID) < 0) {
-        return make_error(ErrorCode::kKernel, impl->name + ": bind a netlink socket", errno);
+        return make_error(ErrorCode::kKernel, fmt::format("{}: bind a netlink socket", impl->name),
+                          errno);
     }
     impl->seq = static_cast<uint32_t>(time(nullptr));
     const int fd = mnl_socket_get_fd(impl->socket);
@@ -92,7 +96,7 @@ Status NetlinkSocket::query(const nlmsghdr* request, const std::string& what,
     }
     note_stale(answers.stale());
     if (answers.error() == ENOENT) {
-        return make_error(ErrorCode::kNotFound, impl_->name + ": " + what, ENOENT);
+        return make_error(ErrorCode::kNotFound, fmt::format("{}: {}", impl_->name, what), ENOENT);
     }
     if (answers.error() != 0) return error(what, answers.error());
     return {};

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "rules/kube_proxy_cleanup/kube_proxy_names.h"
 #include "rules/kube_proxy_cleanup/steps.h"
 
@@ -85,7 +87,7 @@ Status remove_legacy_chains(XtablesTables& xtables, IpFamily family, Removed& re
     Status s = clean_family(xtables, family, removed);
     if (!s) {
         Error e = s.error();
-        e.message = std::string(tool(family)) + ": " + e.message;
+        e.message = fmt::format("{}: {}", tool(family), e.message);
         return e;
     }
     return {};

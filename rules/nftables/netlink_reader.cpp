@@ -11,6 +11,8 @@
 #include <cstring>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "rules/nftables/netlink_encoding.h"
 
 namespace sb::rules::nftables {
@@ -119,7 +121,8 @@ Result<ElementMap> dump_elements(rules::NetlinkSocket& socket, const std::string
                                           socket.next_seq());
     nftnl_set_elems_nlmsg_build_payload(nlh, req);
     nftnl_set_free(req);
-    Status listed = socket.query(nlh, "list the elements of " + set.name, [&](const nlmsghdr* m) {
+    const std::string what = fmt::format("list the elements of {}", set.name);
+    Status listed = socket.query(nlh, what, [&](const nlmsghdr* m) {
         nftnl_set* got = nftnl_set_alloc();
         if (nftnl_set_elems_nlmsg_parse(m, got) == 0) {
             nftnl_set_elem_foreach(
