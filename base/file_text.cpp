@@ -1,5 +1,6 @@
 #include "base/file_text.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,19 +8,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <fstream>
-#include <sstream>
+#include <limits>
 
 namespace sb {
-
-Result<std::string> read_file_text(const std::string& path) {
-    std::ifstream file(path, std::ios::binary);
-    if (!file) return make_error(ErrorCode::kIo, fmt::format("cannot read {}", path), errno);
-    std::ostringstream text;
-    text << file.rdbuf();
-    if (file.bad()) return make_error(ErrorCode::kIo, fmt::format("cannot read {}", path), errno);
-    return text.str();
-}
 
 Result<std::string> read_open_file(int fd, const std::string& path, size_t max_bytes) {
     std::string text;
@@ -41,6 +32,14 @@ Result<std::string> read_open_file(int fd, const std::string& path, size_t max_b
         }
         text.append(buffer, static_cast<size_t>(n));
     }
+}
+
+Result<std::string> read_file_text(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return make_error(ErrorCode::kIo, fmt::format("cannot read {}", path), errno);
+    auto text = read_open_file(fd, path, std::numeric_limits<size_t>::max());
+    ::close(fd);
+    return text;
 }
 
 }  // namespace sb

@@ -9,8 +9,9 @@
 
 namespace sb {
 
-// The file's bytes. kIo with errno and "cannot read PATH" when it cannot be
-// opened or read. Not for files that may be large or unbounded.
+// The file's bytes, read through read_open_file without a bound. kIo with
+// errno and "cannot read PATH" when it cannot be opened or read. Not for
+// files that may be large or unbounded.
 Result<std::string> read_file_text(const std::string& path);
 
 // The rest of the open file `fd` (which stays the caller's), at most

@@ -32,10 +32,6 @@ struct LinkState {
     bool up = false;
 };
 
-Result<NetlinkSocket> open_route_socket() {
-    return NetlinkSocket::open(NETLINK_ROUTE, "rtnetlink");
-}
-
 std::string link_kind(const nlattr* linkinfo) {
     std::string kind;
     mnl_attr_parse_nested(

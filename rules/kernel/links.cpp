@@ -17,13 +17,9 @@
 
 namespace sb::rules {
 
-namespace {
-
 Result<NetlinkSocket> open_route_socket() {
     return NetlinkSocket::open(NETLINK_ROUTE, "rtnetlink");
 }
-
-}  // namespace
 
 Result<std::vector<InterfaceAddress>> interface_addresses() {
     auto socket = open_route_socket();

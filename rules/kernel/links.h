@@ -9,6 +9,7 @@
 
 #include "base/ip.h"
 #include "base/result.h"
+#include "rules/kernel/netlink_socket.h"
 
 namespace sb::rules {
 
@@ -17,6 +18,10 @@ struct InterfaceAddress {
     unsigned interface_index = 0;
     IpAddress address;
 };
+
+// A new rtnetlink socket: the one way rules/ opens one (this file and the
+// address link of rules/kernel/address_link.h).
+Result<NetlinkSocket> open_route_socket();
 
 // Every address of every interface (rtnetlink's address dump).
 Result<std::vector<InterfaceAddress>> interface_addresses();
