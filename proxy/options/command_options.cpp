@@ -58,6 +58,22 @@ std::string option_heading(const CommandOption& option) {
     return heading;
 }
 
+// An option whose value is stored as written, in a std::string or a
+// std::optional<std::string>.
+template <typename Target>
+CommandOption verbatim_option(std::vector<std::string_view> names, std::string help,
+                              Target& target) {
+    return CommandOption{std::move(names),
+                         std::move(help),
+                         FlagValue::kRequired,
+                         "",
+                         false,
+                         [&target](const std::string& text) -> Status {
+                             target = text;
+                             return {};
+                         }};
+}
+
 }  // namespace
 
 std::string wrap_words(const std::vector<std::string>& words, std::string_view indent) {
@@ -82,28 +98,12 @@ std::string wrap_words(const std::vector<std::string>& words, std::string_view i
 
 CommandOption text_option(std::vector<std::string_view> names, std::string help,
                           std::string& target) {
-    return CommandOption{std::move(names),
-                         std::move(help),
-                         FlagValue::kRequired,
-                         "",
-                         false,
-                         [&target](const std::string& text) -> Status {
-                             target = text;
-                             return {};
-                         }};
+    return verbatim_option(std::move(names), std::move(help), target);
 }
 
 CommandOption optional_text_option(std::vector<std::string_view> names, std::string help,
                                    std::optional<std::string>& target) {
-    return CommandOption{std::move(names),
-                         std::move(help),
-                         FlagValue::kRequired,
-                         "",
-                         false,
-                         [&target](const std::string& text) -> Status {
-                             target = text;
-                             return {};
-                         }};
+    return verbatim_option(std::move(names), std::move(help), target);
 }
 
 CommandOption bool_option(std::vector<std::string_view> names, std::string help, bool& target,
