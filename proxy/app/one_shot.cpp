@@ -9,6 +9,8 @@
 #include "base/log.h"
 #include "proxy/app/backend_choice.h"
 #include "proxy/app/exit_codes.h"
+#include "proxy/app/node_state.h"
+#include "proxy/app/node_state.h"
 #include "proxy/app/source_state.h"
 #include "proxy/sync/planner.h"
 #include "rules/dns_local/dns_local.h"
@@ -62,6 +64,13 @@ int run_cleanup(const Options& options) {
     if (auto status = rules::dns_local::cleanup(); !status) {
         print_error(fmt::format("--cleanup: --dns-local-address: {}", status.error().describe()));
         code = kExitFailure;
+    }
+    // The node state describes kernel state that is gone now (docs/daemon.md, "Node state").
+    if (!options.state_dir.empty()) {
+        if (auto status = remove_node_state_folder(options.state_dir); !status) {
+            print_error(fmt::format("--cleanup: --state-dir: {}", status.error().describe()));
+            code = kExitFailure;
+        }
     }
     return code;
 }

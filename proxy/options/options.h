@@ -53,6 +53,9 @@ struct Options {
     std::string config_file;
     // --source: empty source_file means the Kubernetes API server.
     std::string source_file;
+    // --state-dir: where the node's state outlives the daemon (one folder per
+    // network namespace below it: proxy/app/node_state.h); empty: none.
+    std::string state_dir = "/run/switchboard";
     std::string kubeconfig;  // --kubeconfig, clientConnection.kubeconfig
     std::string master;      // --master
     // --hostname-override (else hostnameOverride of --config), else

@@ -201,6 +201,20 @@ void add_source_rows(std::vector<OptionSpec>& table) {
         },
     });
     table.push_back({
+        .names = {"--state-dir"},
+        .role = OptionRole::kCommandLine,
+        .default_text = "/run/switchboard",
+        .help = "folder of the node state kept across restarts (a hostPath on tmpfs); empty: none",
+        .apply = [](std::string_view text, ApplyContext& context) -> Status {
+            if (!text.empty() && text.front() != '/') {
+                return invalid_value(
+                    fmt::format("{} is not an absolute path", quote_for_message(text)));
+            }
+            context.options.state_dir = std::string(text);
+            return {};
+        },
+    });
+    table.push_back({
         .names = {"--kubeconfig"},
         .default_text = "",
         .help = "kubeconfig file; empty: in-cluster config",
