@@ -1,7 +1,9 @@
 #include "rules/nftables/affinity_cleanup.h"
 
-#include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
+#include <string>
 #include <utility>
 
 #include "base/log.h"
@@ -13,29 +15,59 @@ namespace {
 
 using EndpointSet = std::set<std::pair<IpAddress, uint16_t>>;
 
-bool serves(const ServicePortPlan& port, const Endpoint& e) {
-    const auto same = [&](const Endpoint& x) { return x.ip == e.ip && x.port == e.port; };
-    return std::any_of(port.cluster_endpoints.begin(), port.cluster_endpoints.end(), same) ||
-           std::any_of(port.local_endpoints.begin(), port.local_endpoints.end(), same);
+bool leads_to_chain(const Expr& e) {
+    return e.kind == ExprKind::kVerdict &&
+           (e.verdict.kind == VerdictKind::kJump || e.verdict.kind == VerdictKind::kGoto);
 }
 
-// The endpoints of `family` that left an affinity service port.
-EndpointSet departed(const std::vector<PortChange>& changed, IpFamily family) {
-    EndpointSet out;
-    for (const auto& [old, now] : changed) {
-        if (!old || !old->session_affinity.client_ip) continue;
-        for (const auto* list : {&old->cluster_endpoints, &old->local_endpoints}) {
-            for (const Endpoint& e : *list) {
-                if (e.ip.family() != family) continue;
-                if (now && now->session_affinity.client_ip && serves(*now, e)) continue;
-                out.emplace(e.ip, e.port);
+// The endpoints the rules of a model record in an affinity map, per chain:
+// its own affinity updates and those of every chain it jumps or goes to.
+// Each chain is walked once.
+class AffinityTargets {
+  public:
+    explicit AffinityTargets(const Model& model) : model_(model) {}
+
+    const EndpointSet& of_chain(const std::string& name) {
+        if (auto known = by_chain_.find(name); known != by_chain_.end()) return known->second;
+        // Entered (empty) before the walk, so that a loop, which nftables
+        // refuses anyway, ends; std::map keeps the reference valid.
+        EndpointSet& out = by_chain_[name];
+        auto chain = model_.chains.find(name);
+        if (chain == model_.chains.end()) return out;
+        EndpointSet found;
+        for (const Rule& rule : chain->second.rules) {
+            for (const Expr& e : rule) {
+                if (e.kind == ExprKind::kAffinityUpdate) found.emplace(e.prefix.address(), e.port);
+                if (leads_to_chain(e)) {
+                    const EndpointSet& next = of_chain(e.verdict.chain);
+                    found.insert(next.begin(), next.end());
+                }
             }
         }
+        out = std::move(found);
+        return out;
     }
-    return out;
+
+  private:
+    const Model& model_;
+    std::map<std::string, EndpointSet> by_chain_;
+};
+
+// The chain an element of a verdict map sends to; nullopt without the map or
+// the element.
+std::optional<std::string> goto_chain(const Set* map, const ElementKey& key) {
+    if (!map) return std::nullopt;
+    auto element = map->elements.find(key);
+    if (element == map->elements.end()) return std::nullopt;
+    return element->second.chain;
 }
 
-Status delete_entries(Channel& channel, IpFamily family, const EndpointSet& endpoints) {
+const Set* find_set(const Model& model, const std::string& name) {
+    auto set = model.sets.find(name);
+    return set == model.sets.end() ? nullptr : &set->second;
+}
+
+Status delete_stale_entries(Channel& channel, const Model& applied, IpFamily family) {
     Model map;
     Set& set = map.sets[affinity_map(family)];
     set.name = affinity_map(family);
@@ -44,10 +76,8 @@ Status delete_entries(Channel& channel, IpFamily family, const EndpointSet& endp
     auto entries = channel.dump_elements(set);
     if (!entries) return entries.error();
     Delta delta;
-    for (const auto& [key, value] : *entries) {
-        if (endpoints.count({value.address, value.port})) {
-            delta.del_elements.emplace_back(set.name, key);
-        }
+    for (const ElementKey& key : stale_affinity_entries(applied, family, *entries)) {
+        delta.del_elements.emplace_back(set.name, key);
     }
     if (delta.del_elements.empty()) return {};
     return channel.apply(delta, map);
@@ -55,11 +85,36 @@ Status delete_entries(Channel& channel, IpFamily family, const EndpointSet& endp
 
 }  // namespace
 
-void clean_affinity(Channel& channel, const std::vector<PortChange>& changed) {
+std::vector<ElementKey> stale_affinity_entries(const Model& model, IpFamily family,
+                                               const ElementMap& entries) {
+    const Set* by_address = find_set(model, services_map(family));
+    const Set* by_port = find_set(model, nodeports_map(family));
+    AffinityTargets targets(model);
+    std::vector<ElementKey> out;
+    for (const auto& [key, value] : entries) {
+        // Where the services chain sends a new connection to this frontend:
+        // the address map first, then the NodePorts, as the kernel looks.
+        std::optional<std::string> chain = goto_chain(by_address, {key.b, {}, key.proto, key.port});
+        if (!chain) chain = goto_chain(by_port, {{}, {}, key.proto, key.port});
+        if (!chain || !targets.of_chain(*chain).count({value.address, value.port})) {
+            out.push_back(key);
+        }
+    }
+    return out;
+}
+
+bool affinity_changed(const std::vector<PortChange>& changed) {
+    for (const auto& [old, now] : changed) {
+        if ((old && old->session_affinity.client_ip) || (now && now->session_affinity.client_ip)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void clean_affinity(Channel& channel, const Model& applied) {
     for (const IpFamily family : {IpFamily::kV4, IpFamily::kV6}) {
-        const EndpointSet endpoints = departed(changed, family);
-        if (endpoints.empty()) continue;
-        if (Status s = delete_entries(channel, family, endpoints); !s) {
+        if (Status s = delete_stale_entries(channel, applied, family); !s) {
             log::warn("nftables: affinity cleanup failed: {}", s.error().describe());
         }
     }

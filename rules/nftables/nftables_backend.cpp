@@ -31,7 +31,7 @@ class NftablesBackend final : public Backend {
         Result<SyncStats> result = SyncStats{};
         bool done = false;
         // What changed since `previous`, computed once: it drives the
-        // incremental sync and the affinity cleanup.
+        // incremental sync, the conntrack reconcile and the affinity cleanup.
         const std::optional<std::vector<PortChange>> found =
             previous ? changed_ports(*previous, plan) : std::nullopt;
         const bool comparable = found.has_value();
@@ -49,7 +49,10 @@ class NftablesBackend final : public Backend {
         if (!result.ok()) return result;
         // Against the whole plan, full syncs included (rules/conntrack.h).
         result->conntrack = conntrack_.reconcile(plan, previous, comparable ? &changed : nullptr);
-        if (comparable) clean_affinity(*channel_, changed);
+        // Against the whole applied model too: a full sync may follow any
+        // change (a restart, a failed sync), an incremental one only needs it
+        // when a service port with affinity changed (affinity_cleanup.h).
+        if (result->full || affinity_changed(changed)) clean_affinity(*channel_, applied_);
         // Since the last report: those skipped during failed syncs count too.
         result->stale_netlink_messages = channel_->stale_answers() - stale_reported_;
         stale_reported_ = channel_->stale_answers();

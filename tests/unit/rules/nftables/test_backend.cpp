@@ -257,48 +257,90 @@ TEST_CASE("backend: cleanup removes only switchboard's table and is idempotent")
     CHECK(actual(kernel) == expected(after));
 }
 
-TEST_CASE("backend: affinity entries of a departed endpoint are deleted, others kept") {
+// api (10.96.0.11:80, ClientIP affinity) has endpoints 10.244.1.8 and 10.244.2.8
+// (:9090). Pins a client to one of them in the kernel's affinity map, as a
+// packet through api's chain would.
+void pin(FakeKernel& kernel, const char* client, const char* endpoint_ip) {
+    ElementKey k;
+    k.a = ip(client);
+    k.b = ip("10.96.0.11");
+    k.proto = IPPROTO_TCP;
+    k.port = 80;
+    kernel.table()
+        ->sets.at(affinity_map(IpFamily::kV4))
+        .elements.insert_or_assign(k, Verdict(VerdictKind::kNone, {}, ip(endpoint_ip), 9090));
+}
+
+size_t affinity_entries(FakeKernel& kernel) {
+    return kernel.table()->sets.at(affinity_map(IpFamily::kV4)).elements.size();
+}
+
+TEST_CASE(
+    "backend: affinity entries of a departed endpoint are deleted, others kept, in any sync") {
     FakeKernel kernel;
     FakeConntrack conntrack;
     auto backend = make_backend(options(), {kernel.opener(), conntrack.table()});
     const Plan before = numbered(sample_plan());
     synced(*backend, before, nullptr);
-    auto& entries = kernel.table()->sets.at(affinity_map(IpFamily::kV4)).elements;
-    auto pin = [&](const char* client, const char* endpoint_ip) {
-        ElementKey k;
-        k.a = ip(client);
-        k.b = ip("10.96.0.11");
-        k.proto = IPPROTO_TCP;
-        k.port = 80;
-        entries.insert_or_assign(k, Verdict(VerdictKind::kNone, {}, ip(endpoint_ip), 9090));
-    };
-    pin("10.244.5.5", "10.244.1.8");
-    pin("10.244.5.6", "10.244.2.8");
-    pin("10.244.5.7", "10.244.2.8");
+    pin(kernel, "10.244.5.5", "10.244.1.8");
+    pin(kernel, "10.244.5.6", "10.244.2.8");
+    pin(kernel, "10.244.5.7", "10.244.2.8");
 
+    SECTION("a sync changing no affinity service port checks nothing; a full one checks all") {
+        // An entry no rule would make: only a check of the whole table deletes it.
+        pin(kernel, "10.244.5.8", "10.244.9.9");
+        const Plan moved = with_moved_endpoint(before);
+        CHECK_FALSE(synced(*backend, moved, &before).full);
+        CHECK(affinity_entries(kernel) == 4);
+        CHECK(synced(*backend, moved, nullptr).full);
+        CHECK(affinity_entries(kernel) == 3);
+    }
     Plan after = before;
     after.revision = next_plan_revision();
     after.changes = PlanChanges{before.revision, {{"default", "api"}}};
     ServicePortPlan& api = after.services[index_of(after, "api")];
-
-    SECTION("an endpoint removed") {
-        api.cluster_endpoints.erase(api.cluster_endpoints.begin());
-        api.local_endpoints.clear();
-        synced(*backend, after, &before);
-        const std::string now = actual(kernel);
-        CHECK(now.find("10.244.5.5 . 10.96.0.11") == std::string::npos);
-        CHECK(now.find("10.244.5.6 . 10.96.0.11") != std::string::npos);
-        CHECK(now.find("10.244.5.7 . 10.96.0.11") != std::string::npos);
-    }
-    SECTION("affinity turned off: every entry of its endpoints goes") {
-        api.session_affinity = {};
-        synced(*backend, after, &before);
-        CHECK(kernel.table()->sets.at(affinity_map(IpFamily::kV4)).elements.empty());
-    }
-    SECTION("nothing departed: the entries stay") {
-        api.node_port = 30012;
-        synced(*backend, after, &before);
-        CHECK(kernel.table()->sets.at(affinity_map(IpFamily::kV4)).elements.size() == 3);
+    // How `after` is synced: incrementally, by a periodic full resync, or by
+    // the first sync of a restarted daemon (the change made while it was down).
+    const auto sync_after = [&](const char* how) {
+        const std::string way = how;
+        if (way == "incremental") {
+            CHECK_FALSE(synced(*backend, after, &before).full);
+        } else if (way == "full resync") {
+            CHECK(synced(*backend, after, nullptr).full);
+        } else {
+            auto restarted = make_backend(options(), {kernel.opener(), conntrack.table()});
+            CHECK(synced(*restarted, after, nullptr).full);
+        }
+    };
+    for (const char* how : {"incremental", "full resync", "restart"}) {
+        SECTION(std::string("an endpoint removed: ") + how) {
+            api.cluster_endpoints.erase(api.cluster_endpoints.begin());
+            api.local_endpoints.clear();
+            sync_after(how);
+            const std::string now = actual(kernel);
+            CHECK(now.find("10.244.5.5 . 10.96.0.11") == std::string::npos);
+            CHECK(now.find("10.244.5.6 . 10.96.0.11") != std::string::npos);
+            CHECK(now.find("10.244.5.7 . 10.96.0.11") != std::string::npos);
+        }
+        SECTION(std::string("affinity turned off, every entry goes: ") + how) {
+            api.session_affinity = {};
+            sync_after(how);
+            CHECK(affinity_entries(kernel) == 0);
+        }
+        SECTION(std::string("the ClusterIP taken by a new Service, every entry goes: ") + how) {
+            api.service = "api-2";
+            api.cluster_endpoints = {endpoint("10.244.2.80", 9090, false)};
+            api.local_endpoints.clear();
+            after.changes =
+                PlanChanges{before.revision, {{"default", "api"}, {"default", "api-2"}}};
+            sync_after(how);
+            CHECK(affinity_entries(kernel) == 0);
+        }
+        SECTION(std::string("nothing departed: the entries stay: ") + how) {
+            api.node_port = 30012;
+            sync_after(how);
+            CHECK(affinity_entries(kernel) == 3);
+        }
     }
 }
 
