@@ -8,8 +8,14 @@
 // asserts nothing. Needs root. With --udp every service port is UDP, so each
 // sync also runs the UDP conntrack reconcile (against the namespace's own,
 // empty, conntrack table: what is timed is the reconcile's own work).
+// With --affinity, instead: every 10th service port has ClientIP affinity and
+// the affinity map holds one client per endpoint of those (a tenth of them
+// naming an endpoint that left); timed are the affinity check alone (dump,
+// check against the whole model, deletions), a full resync (which runs it)
+// and one endpoint change of an affinity service port (which runs it too).
 //
-// Usage: bench_nftables [--udp] [SERVICES...]   (default: 1000 10000; 10 endpoints each)
+// Usage: bench_nftables [--udp | --affinity] [SERVICES...]   (default: 1000 10000; 10 endpoints
+// each)
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -25,7 +31,9 @@
 #include <utility>
 #include <vector>
 
+#include "rules/nftables/affinity_cleanup.h"
 #include "rules/nftables/diff.h"
+#include "rules/nftables/netlink.h"
 #include "rules/nftables/nftables_backend.h"
 #include "rules/nftables/render.h"
 #include "tests/bench/bench_plans.h"
@@ -196,6 +204,98 @@ void bench(int services, int endpoints, rules::Protocol protocol) {
                 peak_rss_kib(RUSAGE_CHILDREN) / 1024);
 }
 
+// The affinity map's clients: one per endpoint of every affinity service
+// port, each pinned to that endpoint, except every 10th, pinned to an
+// address no endpoint has (an endpoint that left). As `nft -f` text.
+std::string affinity_clients(const rules::Plan& plan, size_t& clients) {
+    std::string text = "add element inet switchboard affinity4 {";
+    clients = 0;
+    for (const rules::ServicePortPlan& p : plan.services) {
+        if (!p.session_affinity.client_ip) continue;
+        for (const rules::Endpoint& e : p.cluster_endpoints) {
+            const IpAddress client = IpAddress::v4(0xac100000u + static_cast<uint32_t>(clients));
+            const IpAddress pinned = clients % 10 == 0 ? IpAddress::v4(0x0b000002u) : e.ip;
+            text += (clients == 0 ? " " : ", ") + client.to_string() + " . " +
+                    p.cluster_ips[0].to_string() + " . tcp . " + std::to_string(p.port) +
+                    " timeout 3h : " + pinned.to_string() + " . " + std::to_string(e.port);
+            ++clients;
+        }
+    }
+    return text + " }\n";
+}
+
+void bench_affinity(int services, int endpoints) {
+    std::printf("== %d services x %d endpoints, every 10th with ClientIP affinity\n", services,
+                endpoints);
+    rules::Plan plan = sb::bench::make_bench_plan(services, endpoints);
+    for (size_t i = 0; i < plan.services.size(); i += 10) {
+        plan.services[i].session_affinity = {true, 10800};
+    }
+    plan.revision = rules::next_plan_revision();
+    auto backend = rules::nftables::make_backend({});
+    (void)backend->cleanup();
+    if (auto full = backend->sync(plan, nullptr); !full) {
+        std::printf("full sync failed: %s\n", full.error().describe().c_str());
+        return;
+    }
+    size_t clients = 0;
+    const std::string file = "/tmp/switchboard-bench-" + std::to_string(getpid()) + ".nft";
+    write_file(file, affinity_clients(plan, clients));
+    const double filled = run_nft(file);
+    std::remove(file.c_str());
+    if (filled < 0) {
+        std::printf("filling the affinity map failed\n");
+        return;
+    }
+    auto channel = rules::nftables::NetlinkSocket::open();
+    if (!channel) {
+        std::printf("netlink: %s\n", channel.error().describe().c_str());
+        return;
+    }
+    const rules::nftables::Model model = rules::nftables::render(plan, {}).model;
+    for (const char* what : {"deleting the stale tenth", "nothing stale"}) {
+        const auto t0 = Clock::now();
+        const double c0 = cpu_ms(RUSAGE_SELF);
+        rules::nftables::clean_affinity(**channel, model);
+        std::printf("affinity check alone, %zu clients, %s: %7.2f ms wall %7.2f ms cpu\n", clients,
+                    what, ms_since(t0), cpu_ms(RUSAGE_SELF) - c0);
+    }
+    auto t0 = Clock::now();
+    double c0 = cpu_ms(RUSAGE_SELF);
+    auto resync = backend->sync(plan, nullptr);
+    std::printf("full resync with the check:           %9.1f ms wall %9.1f ms cpu  (%s)\n",
+                ms_since(t0), cpu_ms(RUSAGE_SELF) - c0,
+                resync ? "ok" : resync.error().describe().c_str());
+
+    // One endpoint of an affinity service port moves there and back.
+    rules::Plan changed = plan;
+    rules::ServicePortPlan& victim = changed.services[0];
+    victim.cluster_endpoints[3].ip = IpAddress::v4(0x0b000001u);
+    std::vector<double> wall;
+    double cpu = 0;
+    rules::Plan current = plan;
+    for (int round = 0; round < 10; ++round) {
+        rules::Plan next = round % 2 == 0 ? changed : plan;
+        next.revision = rules::next_plan_revision();
+        next.changes = rules::PlanChanges{current.revision, {{victim.ns, victim.service}}};
+        t0 = Clock::now();
+        c0 = cpu_ms(RUSAGE_SELF);
+        if (auto r = backend->sync(next, &current); !r) {
+            std::printf("incremental sync failed: %s\n", r.error().describe().c_str());
+            return;
+        }
+        cpu += (cpu_ms(RUSAGE_SELF) - c0) / 10;
+        wall.push_back(ms_since(t0));
+        current = std::move(next);
+    }
+    std::sort(wall.begin(), wall.end());
+    std::printf(
+        "one affinity endpoint change (check):  %9.2f ms wall %9.2f ms cpu  (median of 10, min "
+        "%.2f)\n",
+        wall[wall.size() / 2], cpu, wall.front());
+    (void)backend->cleanup();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -209,14 +309,23 @@ int main(int argc, char** argv) {
     }
     std::vector<int> sizes;
     rules::Protocol protocol = rules::Protocol::kTCP;
+    bool affinity = false;
     for (int i = 1; i < argc; ++i) {
         if (std::string(argv[i]) == "--udp") {
             protocol = rules::Protocol::kUDP;
+        } else if (std::string(argv[i]) == "--affinity") {
+            affinity = true;
         } else {
             sizes.push_back(std::atoi(argv[i]));
         }
     }
     if (sizes.empty()) sizes = {1000, 10000};
-    for (int n : sizes) bench(n, 10, protocol);
+    for (int n : sizes) {
+        if (affinity) {
+            bench_affinity(n, 10);
+        } else {
+            bench(n, 10, protocol);
+        }
+    }
     return 0;
 }
