@@ -68,6 +68,12 @@ struct DnsOptions {
     // ClusterIPs get no rules and wait for none.
     bool publish_after_programming = false;
     std::vector<IpAddress> local_dns_addresses;
+    // The warm state's file (dns/zone/warm_state.h; empty: none) and whose
+    // state it is (the boot and network namespace): read at start, so that
+    // DNS answers from the last synced zone until its own first one, and
+    // rewritten as synced zones are published (docs/dns.md, "Warm start").
+    std::string state_file;
+    std::string state_identity;
 };
 
 // --dns-upstream: comma-separated ADDR[:PORT], IPv6 as [ADDR]:PORT, port 53 when omitted.

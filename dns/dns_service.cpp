@@ -20,6 +20,7 @@
 #include "dns/serve/server.h"
 #include "dns/zone/hosts_reloader.h"
 #include "dns/zone/programming_latency.h"
+#include "dns/zone/warm_state.h"
 #include "dns/zone/zone.h"
 
 namespace sb::dns {
@@ -39,6 +40,10 @@ constexpr auto kRetireTimeout = std::chrono::seconds(10);
 // How long the listeners a reload replaced go on serving next to the new
 // ones: longer than a forward's attempts (3 x 1 s), so those complete.
 constexpr auto kListenDrain = std::chrono::milliseconds(3500);
+// How long after a synced zone is published the warm state's file is
+// rewritten: a burst of zones costs one write, and a crash loses at most
+// this much of the zone (docs/dns.md, "Warm start").
+constexpr auto kStateWriteDelay = std::chrono::seconds(1);
 
 // The CPUs this process may run on (its affinity mask, as Go's runtime
 // sizes GOMAXPROCS for CoreDNS): a Pod pinned to CPUs by the kubelet's
@@ -129,6 +134,8 @@ struct ZoneBuilder {
     bool full = false;
     std::chrono::steady_clock::time_point first_change;
     std::chrono::steady_clock::time_point last_change;
+    // When the warm state's file is rewritten next (none due: nullopt).
+    std::optional<std::chrono::steady_clock::time_point> state_write_due;
 };
 
 struct DnsService::Impl {
@@ -173,6 +180,14 @@ struct DnsService::Impl {
     std::atomic<uint64_t> rebuilds{0};
     std::atomic<uint64_t> zone_names{0};
     std::atomic<uint64_t> zone_serial{0};
+    // The warm state's file (null: none), and whether the zone published is
+    // the one read from it; while it is, a zone that is not synced yet is
+    // built but not published (guarded by zone_mutex; the atomic for the
+    // metrics).
+    std::unique_ptr<WarmStateFile> state_file;
+    bool answering_warm = false;
+    std::atomic<bool> answering_warm_metric{false};
+    bool state_write_failing = false;  // the builder thread's, for one line per failure run
     bool stopped = false;
 
     // kChanged: derived from the last zone for the Services and slices the
@@ -223,11 +238,69 @@ struct DnsService::Impl {
             zone = std::move(*built);
         }
         last_zone = zone;
+        if (answering_warm) {
+            if (!zone->synced()) return;  // the warm state answers until the first synced zone
+            answering_warm = false;
+            answering_warm_metric = false;
+            log::info("dns: the first synced zone ({} names) replaces the warm state",
+                      zone->name_count());
+        }
+        if (zone->synced()) schedule_state_write();
         zone_names = zone->name_count();
         zone_serial = zone->serial();
         zones.publish(std::move(zone));
         latency->observe(changed, *snapshot, std::chrono::system_clock::now());
         rebuilds.fetch_add(1, std::memory_order_relaxed);
+    }
+
+    // Publishes the zone of the warm state's file, when there is one that
+    // fits `zone_config`; one line says which, or why it is ignored.
+    void load_warm_state() {
+        const auto started = std::chrono::steady_clock::now();
+        auto zone = state_file->load(zone_config);
+        if (!zone) {
+            if (zone.error().code != ErrorCode::kNotFound) {
+                log::warn("dns: warm state ignored: {}", zone.error().describe());
+            }
+            return;
+        }
+        const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - started);
+        log::info(
+            "dns: answering from the warm state {} ({} names, read in {} ms) until the "
+            "first synced zone",
+            state_file->path(), (*zone)->name_count(), took.count());
+        zone_names = (*zone)->name_count();
+        zone_serial = (*zone)->serial();
+        answering_warm = true;
+        answering_warm_metric = true;
+        zones.publish(std::move(*zone));
+    }
+
+    // The warm state's file is rewritten kStateWriteDelay from now, unless a
+    // write is due already (any thread; the builder thread writes it).
+    void schedule_state_write() {
+        if (!state_file) return;
+        std::lock_guard lock(builder->mutex);
+        if (builder->state_write_due) return;
+        builder->state_write_due = std::chrono::steady_clock::now() + kStateWriteDelay;
+        builder->cv.notify_one();
+    }
+
+    // Writes the published zone to the warm state's file when it is synced
+    // (the file's own zone is not written again). A failure is one warning
+    // line per run of failures, and counted.
+    Status write_state() {
+        if (!state_file) return {};
+        auto zone = zones.get();
+        if (!zone || !zone->synced()) return {};
+        auto status = state_file->write(zone);
+        if (!status && !std::exchange(state_write_failing, true)) {
+            log::warn("dns: warm state not written: {}", status.error().describe());
+        } else if (status && std::exchange(state_write_failing, false)) {
+            log::info("dns: warm state written again to {}", state_file->path());
+        }
+        return status;
     }
 
     // A new Pod directory from the snapshot's Pods (cheap: the Pod watch
@@ -287,8 +360,22 @@ struct DnsService::Impl {
         auto& b = *builder;
         std::unique_lock lock(b.mutex);
         while (true) {
-            b.cv.wait(lock, [&b] { return b.dirty || b.stopping; });
+            // Until a change, a stop or a write falls due (a write scheduled
+            // meanwhile ends the untimed wait, so that its time is kept).
+            if (b.state_write_due) {
+                b.cv.wait_until(lock, *b.state_write_due, [&b] { return b.dirty || b.stopping; });
+            } else {
+                b.cv.wait(lock, [&b] { return b.dirty || b.stopping || b.state_write_due; });
+            }
             if (b.stopping) return;
+            if (b.state_write_due && std::chrono::steady_clock::now() >= *b.state_write_due) {
+                b.state_write_due.reset();
+                lock.unlock();
+                run_guarded("dns warm state", [this] { (void)write_state(); });
+                lock.lock();
+                continue;
+            }
+            if (!b.dirty) continue;
             // Coalesce: wait until the burst goes quiet (bounded).
             while (!b.stopping) {
                 auto now = std::chrono::steady_clock::now();
@@ -324,6 +411,11 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
     if (auto origin = name_from_text(options.cluster_domain); !origin) {
         return make_error(ErrorCode::kInvalidArgument,
                           fmt::format("--cluster-domain: {}", origin.error().message));
+    }
+    if (!options.state_file.empty()) {
+        impl->state_file =
+            std::make_unique<WarmStateFile>(options.state_file, options.state_identity);
+        impl->load_warm_state();
     }
     impl->rebuild(Impl::Rebuild::kFull);  // queries never see "no zone"
 
@@ -397,6 +489,8 @@ void DnsService::stop() {
         impl_->builder->cv.notify_all();
     }
     if (impl_->builder_thread.joinable()) impl_->builder_thread.join();
+    // The next process starts from the zone served last.
+    run_guarded("dns warm state", [this] { (void)impl_->write_state(); });
     // Workers first (no new forwards), then the forwarder, whose pending
     // callbacks post into the (still allocated) workers' inboxes.
     impl_->current_server()->stop();
@@ -509,6 +603,12 @@ std::string DnsService::status_text() const {
     return text;
 }
 
+Status DnsService::persist_state() {
+    Status status;
+    run_guarded("dns warm state", [this, &status] { status = impl_->write_state(); });
+    return status;
+}
+
 void DnsService::append_metrics(metrics::TextWriter& out) const {
     auto server = impl_->current_server();
     server->append_metrics(out);
@@ -549,6 +649,16 @@ void DnsService::append_metrics(metrics::TextWriter& out) const {
          impl_->zone_names.load());
     line("switchboard_dns_zone_serial", Type::kGauge, "SOA serial of the published zone.",
          impl_->zone_serial.load());
+    if (const auto& file = impl_->state_file) {
+        line("switchboard_dns_warm_state_answering", Type::kGauge,
+             "1 while DNS answers from the warm state read at start, before its first synced "
+             "zone.",
+             impl_->answering_warm_metric.load() ? 1 : 0);
+        line("switchboard_dns_warm_state_writes_total", Type::kCounter,
+             "Synced zones written to the warm state's file.", file->writes());
+        line("switchboard_dns_warm_state_write_failures_total", Type::kCounter,
+             "Writes of the warm state's file that failed.", file->write_failures());
+    }
 }
 
 }  // namespace sb::dns

@@ -61,6 +61,11 @@ class DnsService {
     // when publish_after_programming is set). Any thread.
     void report_programmed(const ProgrammedChanges& changes);
 
+    // Writes the published zone to the warm state's file now, when it is a
+    // synced zone not written yet (nothing without a state file). For a
+    // process about to hand over or stop. Any thread.
+    Status persist_state();
+
     void append_metrics(metrics::TextWriter& out) const;
 
     // The listen addresses, a port 0 replaced by the kernel's pick once made.

@@ -139,6 +139,23 @@ class Zone {
                                        const std::vector<watch::Change>& changes,
                                        const ProgrammedServices* programmed = nullptr) const;
 
+    // The warm state (dns/zone/zone_state.cpp; docs/dns.md, "Warm start"):
+    // this zone's names and records, its namespaces and (kVerified) Pods,
+    // its configuration's domain, ttl and record switches, and `identity`
+    // (whose state it is: the daemon's boot and network namespace) as
+    // versioned, checksummed bytes. A zone that is not synced has nothing to
+    // keep: callers write only synced zones.
+    std::string state_bytes(std::string_view identity) const;
+    // The zone `bytes` describe, synced, for `config`. Error (one line: why)
+    // for bytes that are truncated, corrupt, of another format version or
+    // identity, larger than kMaxStateBytes, or made with another domain, ttl
+    // or record switches than `config`. The zone is for serving only: it
+    // knows no Service or slice, so it is never the base of update().
+    static Result<std::shared_ptr<const Zone>> from_state_bytes(std::string_view bytes,
+                                                                const ZoneConfig& config,
+                                                                std::string_view identity);
+    static constexpr size_t kMaxStateBytes = size_t{512} << 20;
+
     // `lower_name`: lower-cased wire form. Covers the cluster zone and the
     // reverse names (in-addr.arpa, ip6.arpa) of published addresses.
     const Node* find(std::string_view lower_name) const;

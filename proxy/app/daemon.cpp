@@ -61,6 +61,17 @@ Status Daemon::start() {
         return status;
     }
 
+    if (!options_.state_dir.empty()) {
+        if (auto state = open_node_state(options_.state_dir)) {
+            node_state_ = std::move(*state);
+        } else {
+            log::warn("--state-dir: {}: running without node state", state.error().describe());
+        }
+    }
+    // DNS before the source: with a warm state it answers at once, while the
+    // source's first state is read (docs/dns.md, "Warm start").
+    if (auto status = dns_.start(node_state_ ? &*node_state_ : nullptr); !status) return status;
+
     if (!options_.source_file.empty()) {
         file_source_ = std::make_unique<watch::FileSource>(options_.source_file, store_);
         if (auto status = load_file_source(*file_source_); !status) return status;
@@ -78,8 +89,6 @@ Status Daemon::start() {
         kube_source_ = std::move(*source);
         kube_source_->start();
     }
-
-    if (auto status = dns_.start(); !status) return status;
 
     // Serving starts only now: the handlers read file_source_, kube_source_
     // and the DNS service, which are set above (connections wait in the

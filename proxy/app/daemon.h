@@ -28,6 +28,7 @@
 #include "proxy/app/backend_choice.h"
 #include "proxy/app/dns_wiring.h"
 #include "proxy/app/exit_codes.h"  // start()'s errors map to exit codes
+#include "proxy/app/node_state.h"
 #include "proxy/app/proxy_sync.h"
 #include "proxy/http/health.h"
 #include "proxy/http/metrics.h"
@@ -91,6 +92,7 @@ class Daemon {
     int healthz_listener_ = 0;
     std::unique_ptr<watch::FileSource> file_source_;
     std::unique_ptr<watch::kube::KubeSource> kube_source_;
+    std::optional<NodeState> node_state_;  // start() opens it; none without --state-dir
     DnsWiring dns_;
     ProxySync sync_;
     std::atomic<bool> store_ready_{false};

@@ -15,7 +15,8 @@ DnsWiring::DnsWiring(const Options& options, watch::Store& store, HttpServer& ht
                      const BuildInfo& build_info)
     : options_(options), store_(store), http_(http), build_info_(build_info) {}
 
-Status DnsWiring::start() {
+Status DnsWiring::start(const NodeState* node_state) {
+    if (node_state) node_state_ = *node_state;
     // Before the DNS listeners, which bind the node-local addresses too.
     ensure_local_addresses();
     dns::DnsOptions dns = with_node_parts(options_.dns);
@@ -73,6 +74,10 @@ dns::DnsOptions DnsWiring::with_node_parts(dns::DnsOptions dns) const {
     dns.publish_after_programming = true;
     dns.local_dns_addresses = options_.dns_local_addresses;
     dns.node_name = options_.node_name;  // the search path's Pods are this node's
+    if (node_state_) {
+        dns.state_file = node_state_->folder + "/" + kDnsStateFile;
+        dns.state_identity = node_state_->identity;
+    }
     return dns;
 }
 

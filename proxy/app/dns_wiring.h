@@ -23,6 +23,7 @@
 #include "base/result.h"
 #include "dns/dns_service.h"
 #include "proxy/app/corefile_reload.h"
+#include "proxy/app/node_state.h"
 #include "proxy/http/coredns_endpoints.h"
 #include "proxy/http/metrics.h"
 #include "proxy/http/server.h"
@@ -43,8 +44,9 @@ class DnsWiring {
     // The node-local addresses, then DNS (when there is a listen address),
     // CoreDNS's endpoints and the Corefile's reload. The error (kIo, naming
     // --dns-listen) is a DNS set-up failure; a listener that cannot bind is
-    // retried on DNS's own thread instead.
-    Status start();
+    // retried on DNS's own thread instead. `node_state`: the node state
+    // folder, where DNS keeps its warm state (null: none).
+    Status start(const NodeState* node_state);
     // The reloader (a reload under way reconfigures DNS), then DNS.
     // Idempotent.
     void stop();
@@ -82,6 +84,7 @@ class DnsWiring {
     watch::Store& store_;
     HttpServer& http_;
     const BuildInfo& build_info_;
+    std::optional<NodeState> node_state_;  // set by start()
     std::unique_ptr<dns::DnsService> service_;
     // The endpoints serving now (none without a Corefile that asks for
     // them), for lameduck().

@@ -9,6 +9,9 @@
 #include <filesystem>
 #include <system_error>
 
+#include "base/file_text.h"
+#include "base/text.h"
+
 namespace sb::proxy {
 
 namespace {
@@ -35,9 +38,11 @@ Result<uint64_t> network_namespace_cookie() {
     return cookie;
 }
 
-Result<std::string> open_node_state_folder(const std::string& state_dir) {
+Result<NodeState> open_node_state(const std::string& state_dir) {
     auto cookie = network_namespace_cookie();
     if (!cookie) return cookie.error();
+    auto boot_id = read_file_text("/proc/sys/kernel/random/boot_id");
+    if (!boot_id) return boot_id.error();
     std::string folder = folder_of(state_dir, *cookie);
     std::error_code ec;
     std::filesystem::create_directories(folder, ec);
@@ -47,7 +52,7 @@ Result<std::string> open_node_state_folder(const std::string& state_dir) {
     std::filesystem::permissions(folder, std::filesystem::perms::owner_all,
                                  std::filesystem::perm_options::replace, ec);
     if (ec) return make_error(ErrorCode::kIo, fmt::format("{}: {}", folder, ec.message()));
-    return folder;
+    return NodeState{folder, fmt::format("boot {} netns {}", trim(*boot_id), *cookie)};
 }
 
 Status remove_node_state_folder(const std::string& state_dir) {

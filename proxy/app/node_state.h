@@ -22,10 +22,21 @@ namespace sb::proxy {
 // This network namespace's cookie. Error when the kernel has none (< 5.14).
 Result<uint64_t> network_namespace_cookie();
 
-// `state_dir`/netns-<cookie>, created (mode 0700, with `state_dir`) when
+// What the folder holds, each file owned by one part of the daemon.
+inline constexpr const char* kDnsStateFile = "dns-zone.state";  // dns/zone/warm_state.h
+
+struct NodeState {
+    std::string folder;  // `state_dir`/netns-<cookie>
+    // Whose state the folder holds: "boot BOOT-ID netns COOKIE". A file
+    // written under another identity (an earlier boot, if the folder is not
+    // on tmpfs after all) describes kernel state that is gone.
+    std::string identity;
+};
+
+// This namespace's folder, created (mode 0700, with `state_dir`) when
 // missing. Precondition: `state_dir` is an absolute path. Errors name the
 // folder and the cause.
-Result<std::string> open_node_state_folder(const std::string& state_dir);
+Result<NodeState> open_node_state(const std::string& state_dir);
 
 // --cleanup: removes this namespace's folder and everything in it, then
 // `state_dir` itself when that leaves it empty. A missing folder is no error.

@@ -10,7 +10,6 @@
 #include "proxy/app/backend_choice.h"
 #include "proxy/app/exit_codes.h"
 #include "proxy/app/node_state.h"
-#include "proxy/app/node_state.h"
 #include "proxy/app/source_state.h"
 #include "proxy/sync/planner.h"
 #include "rules/dns_local/dns_local.h"

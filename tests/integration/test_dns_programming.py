@@ -149,9 +149,24 @@ def test_a_deleted_service_loses_its_name_before_its_rules(bed, proxy):
     assert ask(bed, NEW_NAME)[0] == "NXDOMAIN"
 
 
-def test_a_restarted_daemon_answers_servfail_until_its_first_sync(bed, proxy):
+def test_a_restarted_daemon_answers_from_its_warm_state_until_its_first_sync(bed, proxy):
     assert ask(bed, WEB_NAME) == ("NOERROR", [WEB])
     assert proxy.stop() == 0
+    with xtables_lock_held():
+        proxy.start(wait=False)
+        # The rules of the previous process are still in, and so is the zone
+        # it served last (the node state's warm state, docs/dns.md): the name
+        # answers before this process has programmed anything.
+        wait_for("the daemon answers", lambda: ask(bed, WEB_NAME)[0] != "no answer")
+        assert ask(bed, WEB_NAME) == ("NOERROR", [WEB]), proxy.log_tail()
+    proxy.wait_ready()
+    wait_for("the name resolves again", lambda: ask(bed, WEB_NAME) == ("NOERROR", [WEB]))
+
+
+def test_a_restarted_daemon_without_a_warm_state_answers_servfail_until_its_first_sync(bed, proxy):
+    assert ask(bed, WEB_NAME) == ("NOERROR", [WEB])
+    assert proxy.stop() == 0
+    proxy.extra_args.append("--state-dir=")  # no node state: nothing to answer from
     with xtables_lock_held():
         proxy.start(wait=False)
         # The rules of the previous process are still in, but this process

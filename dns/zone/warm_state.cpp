@@ -1,0 +1,80 @@
+#include "dns/zone/warm_state.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "base/file_text.h"
+
+namespace sb::dns {
+
+namespace {
+
+// Writes all of `bytes` to the new file `path` (mode 0600).
+Status write_new_file(const std::string& path, const std::string& bytes) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return make_error(ErrorCode::kIo, fmt::format("cannot create {}", path), errno);
+    size_t done = 0;
+    while (done < bytes.size()) {
+        ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            int saved = errno;
+            ::close(fd);
+            return make_error(ErrorCode::kIo, fmt::format("cannot write {}", path), saved);
+        }
+        done += static_cast<size_t>(n);
+    }
+    if (::close(fd) != 0) {
+        return make_error(ErrorCode::kIo, fmt::format("cannot write {}", path), errno);
+    }
+    return {};
+}
+
+}  // namespace
+
+WarmStateFile::WarmStateFile(std::string path, std::string identity)
+    : path_(std::move(path)), identity_(std::move(identity)) {}
+
+Result<std::shared_ptr<const Zone>> WarmStateFile::load(const ZoneConfig& config) const {
+    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        int saved = errno;
+        if (saved == ENOENT) return make_error(ErrorCode::kNotFound, path_ + ": no state");
+        return make_error(ErrorCode::kIo, fmt::format("cannot open {}", path_), saved);
+    }
+    auto bytes = read_open_file(fd, path_, Zone::kMaxStateBytes);
+    ::close(fd);
+    if (!bytes) return bytes.error();
+    auto zone = Zone::from_state_bytes(*bytes, config, identity_);
+    if (!zone) {
+        return make_error(zone.error().code, fmt::format("{}: {}", path_, zone.error().message));
+    }
+    return zone;
+}
+
+Status WarmStateFile::write(const std::shared_ptr<const Zone>& zone) {
+    std::lock_guard lock(write_mutex_);
+    if (written_.lock() == zone) return {};
+    const std::string temporary = path_ + ".tmp";
+    Status status = write_new_file(temporary, zone->state_bytes(identity_));
+    if (status && ::rename(temporary.c_str(), path_.c_str()) != 0) {
+        status = make_error(ErrorCode::kIo, fmt::format("cannot rename {} to {}", temporary, path_),
+                            errno);
+    }
+    if (!status) {
+        ::unlink(temporary.c_str());
+        write_failures_.fetch_add(1, std::memory_order_relaxed);
+        return status;
+    }
+    written_ = zone;
+    writes_.fetch_add(1, std::memory_order_relaxed);
+    return {};
+}
+
+}  // namespace sb::dns
