@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "base/listeners/socket_pool.h"
 #include "base/log.h"
 #include "proxy/app/exit_codes.h"
 #include "proxy/app/run.h"
+#include "proxy/app/supervisor.h"
 #include "proxy/commands/pod_command_line.h"
 #include "proxy/options/flags.h"
 
@@ -46,6 +48,9 @@ int main(int argc, char** argv) {
     spdlog::set_default_logger(spdlog::stderr_logger_mt("switchboard"));
 
     std::vector<std::string> args(argv + 1, argv + argc);
+    // The container's first process keeps the daemon's sockets across its
+    // restarts (proxy/app/supervisor.h).
+    if (auto code = sb::proxy::run_supervise_command(args)) return *code;
     // pod-dns, pod-env and lookup take flags of their own.
     if (auto code = sb::proxy::run_pod_command(args)) return *code;
     auto options = sb::proxy::parse_flags(args, sb::proxy::current_environment());
@@ -63,5 +68,9 @@ int main(int argc, char** argv) {
     }
     sb::log::set_level(options->verbosity >= 2 ? "debug" : "info");
     for (const auto& warning : options->warnings) sb::log::warn("{}", warning);
+    // Still single-threaded: it reads and unsets the environment.
+    for (const auto& warning : sb::listeners::SocketPool::process().inherit_from_environment()) {
+        sb::log::warn("{}", warning);
+    }
     return sb::proxy::run(*options);
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "base/listeners/socket_pool.h"
 #include "base/log.h"
 #include "base/panic_guard.h"
 #include "base/socket_address.h"
@@ -88,14 +89,24 @@ Status Server::bind_listener(size_t index) {
         addresses_[listeners_[index].address_index].port = *port;
     }
     // Every worker's socket or none: a listener is served by all workers.
+    // Each is adopted when the process was given one (one per worker, as
+    // the process that gave them bound them).
+    auto& pool = listeners::SocketPool::process();
     std::vector<int> fds;
     for (size_t i = 0; i < workers_.size(); ++i) {
-        auto fd = bind_socket(address, type);
+        auto fd = listeners::listen_on(pool, address, type, "dns");
         if (!fd) {
-            for (int open : fds) ::close(open);
+            for (int open : fds) {
+                pool.release(open);
+                ::close(open);
+            }
             return fd.error();
         }
         fds.push_back(*fd);
+    }
+    {
+        std::lock_guard lock(mutex_);
+        pooled_.insert(pooled_.end(), fds.begin(), fds.end());
     }
     for (size_t i = 0; i < workers_.size(); ++i) {
         if (type == SOCK_STREAM) {
@@ -154,6 +165,13 @@ void Server::stop() {
     }
     // No socket is added to a worker once the retry task is cancelled.
     retries_.cancel();
+    // Before the workers close them: the pool forgets them (and the
+    // supervisor lets its copies go: a stopped server frees its addresses).
+    {
+        std::lock_guard lock(mutex_);
+        for (int fd : pooled_) listeners::SocketPool::process().release(fd);
+        pooled_.clear();
+    }
     for (auto& worker : workers_) worker->stop();
 }
 

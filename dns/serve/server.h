@@ -74,8 +74,10 @@ class Server {
     Server& operator=(const Server&) = delete;
 
     // Starts the workers and binds every listener it can; the others are
-    // retried (see above). Error only when a worker cannot be set up (epoll,
-    // eventfd): a bind failure is never one.
+    // retried (see above). A listening socket the process was given for the
+    // same address (base/listeners/socket_pool.h) is adopted instead of
+    // bound, and every socket is held in that pool until stop(). Error only when a worker cannot be
+    // set up (epoll, eventfd): a bind failure is never one.
     Status start();
     void stop();  // idempotent; ends the retries
     // True once every listener is bound and served.
@@ -112,6 +114,7 @@ class Server {
     std::vector<HostPort> addresses_;  // guarded by mutex_ (ports picked late)
     std::vector<Listener> listeners_;  // guarded by mutex_
     bool stopping_ = false;            // guarded by mutex_
+    std::vector<int> pooled_;          // guarded by mutex_: released at stop()
     Background::Task retries_;         // until every listener is bound
     bool stopped_ = false;
 };

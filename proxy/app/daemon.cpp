@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "base/listeners/socket_pool.h"
 #include "base/log.h"
 #include "proxy/app/bootstrap_check.h"
 #include "proxy/app/source_state.h"
@@ -98,6 +99,10 @@ Status Daemon::start() {
     // listener could see the nudge: check once here too.
     if (store_.snapshot()->synced() && !store_ready_.exchange(true)) on_store_ready();
     sync_.start();
+    // Every listener that will be adopted is: the DNS server and the HTTP
+    // servers bound above (health-check node ports open at the first sync,
+    // and are bound afresh).
+    listeners::SocketPool::process().close_unadopted();
     log::info("switchboard {} started: proxy mode {}, node {}, source {}{}", SWITCHBOARD_VERSION,
               to_string(options_.proxy_mode), options_.node_name,
               options_.source_file.empty() ? "kubernetes" : "file:", options_.source_file);

@@ -1,5 +1,7 @@
 #include "proxy/http/server.h"
 
+#include <unistd.h>
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -10,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "base/listeners/socket_pool.h"
 #include "base/log.h"
 #include "proxy/http/session.h"
 
@@ -52,6 +55,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
 
     void close() {
         error_code ignored;
+        if (acceptor_.is_open())
+            listeners::SocketPool::process().release(acceptor_.native_handle());
         acceptor_.close(ignored);
         retry_.cancel();
     }
@@ -65,7 +70,9 @@ class Listener : public std::enable_shared_from_this<Listener> {
 };
 
 // Binds and listens on `address` (SO_REUSEADDR, so a restarted daemon can
-// rebind at once).
+// rebind at once), or adopts the listening socket the process was given for
+// it (base/listeners/socket_pool.h). Either way the socket is held in the
+// process's pool until Listener::close().
 Result<tcp::acceptor> bind_acceptor(asio::io_context& io, const HostPort& address, bool v6_only) {
     auto fail = [&](const char* what, const error_code& ec) {
         return make_error(ErrorCode::kIo, fmt::format("{} {}: {}", what, address, ec.message()));
@@ -75,6 +82,16 @@ Result<tcp::acceptor> bind_acceptor(asio::io_context& io, const HostPort& addres
     if (ec) return fail("address", ec);
     tcp::endpoint endpoint(ip, address.port);
     tcp::acceptor acceptor(io);
+    auto& pool = listeners::SocketPool::process();
+    if (auto adopted = pool.adopt(address, SOCK_STREAM)) {
+        acceptor.assign(endpoint.protocol(), *adopted, ec);
+        if (ec) {
+            ::close(*adopted);
+            return fail("adopting the socket of", ec);
+        }
+        pool.hold(*adopted, "http");
+        return acceptor;
+    }
     acceptor.open(endpoint.protocol(), ec);
     if (ec) return fail("socket", ec);
     acceptor.set_option(asio::socket_base::reuse_address(true), ec);
@@ -87,6 +104,7 @@ Result<tcp::acceptor> bind_acceptor(asio::io_context& io, const HostPort& addres
     if (ec) return fail("bind", ec);
     acceptor.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) return fail("listen", ec);
+    pool.hold(acceptor.native_handle(), "http");
     return acceptor;
 }
 
@@ -182,7 +200,10 @@ struct HttpServer::Impl {
             const uint16_t port = acceptor->local_endpoint(port_ec).port();
             {
                 std::lock_guard lock(mutex);
-                if (ports.count(id) == 0) return;  // closed between the checks
+                if (ports.count(id) == 0) {  // closed between the checks
+                    listeners::SocketPool::process().release(acceptor->native_handle());
+                    return;
+                }
             }
             serve(id, retry->address, std::move(*acceptor), retry->routes);
             retry->on_bound(retry->failures);

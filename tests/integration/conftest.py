@@ -69,13 +69,13 @@ def dns_stubs():
 
 @pytest.fixture
 def daemon_factory(switchboard_bin, netns, tmp_path):
-    """start(source, *flags): a daemons.Daemon in `netns` on cluster file `source`,
-    stopped at the end of the test."""
+    """start(source, *flags, supervised=False, ports=None): a daemons.Daemon in `netns`
+    on cluster file `source`, stopped at the end of the test."""
     started = []
 
-    def start(source, *extra):
+    def start(source, *extra, **options):
         log_path = tmp_path / f"daemon-{len(started)}.log"
-        started.append(Daemon(switchboard_bin, netns, source, log_path, *extra))
+        started.append(Daemon(switchboard_bin, netns, source, log_path, *extra, **options))
         return started[-1]
 
     yield start

@@ -16,16 +16,19 @@ from probes import free_port, http_get
 
 class Daemon:
     """The daemon on `source` (--source=file:) in `namespace`, its metrics and healthz
-    listeners on free loopback ports, --min-sync-period=100ms, and `extra` flags."""
+    listeners on free loopback ports (or `ports`: (metrics, healthz)),
+    --min-sync-period=100ms, and `extra` flags; under `switchboard supervise` when
+    `supervised` (then `process` is the supervisor's)."""
 
-    def __init__(self, binary, namespace, source, log_path, *extra):
+    def __init__(self, binary, namespace, source, log_path, *extra, supervised=False,
+                 ports=None):
         self.namespace = namespace
-        self.metrics_port = free_port()
-        self.healthz_port = free_port()
+        self.metrics_port, self.healthz_port = ports or (free_port(), free_port())
         self.log_path = log_path
+        wrapper = [binary, "supervise", "--"] if supervised else []
         with open(log_path, "w") as log:
             self.process = subprocess.Popen(
-                in_ns(namespace, [binary, f"--source=file:{source}",
+                in_ns(namespace, [*wrapper, binary, f"--source=file:{source}",
                  "--hostname-override=node-a",
                  f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
                  f"--healthz-bind-address=127.0.0.1:{self.healthz_port}",
