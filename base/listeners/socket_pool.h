@@ -25,6 +25,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -79,6 +80,12 @@ class SocketPool {
     // Returns how many.
     size_t close_unadopted();
 
+    // The held sockets were passed to another process that serves them
+    // too: they must not be shut down (shutdown() acts on the socket, for
+    // every process), only closed. Any thread.
+    void mark_shared() { shared_ = true; }
+    bool shared() const { return shared_; }
+
     size_t offered_count() const;
     std::vector<NamedFd> held() const;  // fds stay the servers'
 
@@ -94,6 +101,7 @@ class SocketPool {
     std::vector<Entry> held_;
     int channel_ = -1;
     bool warned_full_ = false;
+    std::atomic<bool> shared_{false};
 };
 
 // A listening socket of `type` on `address` for a server named `name`:

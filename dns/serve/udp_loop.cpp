@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "base/listeners/socket_pool.h"
 #include "base/panic_guard.h"
 #include "base/socket_address.h"
 
@@ -46,7 +47,10 @@ void UdpLoop::start() {
 
 void UdpLoop::shut_down() {
     stopping_.store(true, std::memory_order_relaxed);
-    if (fd_ >= 0) ::shutdown(fd_, SHUT_RD);
+    // A socket another process serves too (a rolling update) is left alone:
+    // shutdown() would end its reads there as well; the receive timeout
+    // ends this thread's.
+    if (fd_ >= 0 && !listeners::SocketPool::process().shared()) ::shutdown(fd_, SHUT_RD);
 }
 
 void UdpLoop::join() {

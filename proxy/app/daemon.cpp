@@ -151,6 +151,18 @@ void Daemon::stop() {
     dns_.drop_coredns_endpoints();
 }
 
+void Daemon::stop_syncing() {
+    sync_.stop();
+    // Issue 25: the warm DNS state is written here, dns_.service()->persist_state(),
+    // once DnsService has it (another change), so the next daemon answers
+    // from it before its first sync.
+}
+
+void Daemon::stop_serving() {
+    dns_.stop();
+    http_.stop();
+}
+
 void Daemon::on_store_changes(const std::vector<watch::Change>& changes) {
     sync_.on_store_changes(changes);
     // Store::set_synced notifies an empty batch: the initial state is in.

@@ -57,6 +57,12 @@ class Daemon {
     // Stops everything; the kernel rules stay in place (as kube-proxy
     // leaves them on exit). Idempotent.
     void stop();
+    // A rolling update (run.cpp): the next daemon takes over. Stops the
+    // sync thread after the sync in progress (the kernel is the next
+    // daemon's), then, once the sockets were passed, stops serving DNS and
+    // HTTP (the next daemon serves the same sockets). Idempotent.
+    void stop_syncing();
+    void stop_serving();
     // Before stop() on SIGTERM: the Corefile's health `lameduck`, during
     // which DNS and every endpoint go on serving. Blocks.
     void lameduck() const;

@@ -1,10 +1,19 @@
 #include "proxy/app/run.h"
 
+#include <fmt/format.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+
+#include "base/listeners/socket_pool.h"
 #include "base/log.h"
 #include "proxy/app/backend_choice.h"
 #include "proxy/app/daemon.h"
 #include "proxy/app/exit_codes.h"
+#include "proxy/app/handover.h"
 #include "proxy/app/node_setup.h"
+#include "proxy/app/node_state.h"
 #include "proxy/app/one_shot.h"
 #include "proxy/app/source_state.h"
 #include "rules/dns_local/dns_local.h"
@@ -12,6 +21,109 @@
 namespace sb::proxy {
 
 namespace {
+
+// This namespace's node state folder and its kernel lock, held.
+struct NodeState {
+    std::string folder;
+    KernelLock lock;
+};
+
+// Opens the node state folder and takes its kernel lock. When another
+// daemon holds it (a rolling update), first asks it for its listening
+// sockets (the pool adopts them), then waits for the lock it releases.
+// Nothing (one warning) when the folder cannot be used: the daemon runs
+// without node state. Error when the lock stays taken.
+Result<std::optional<NodeState>> take_node_state(const Options& options) {
+    if (options.state_dir.empty()) return std::optional<NodeState>{};
+    auto folder = open_node_state_folder(options.state_dir);
+    auto lock = folder ? KernelLock::open(*folder) : Result<KernelLock>(folder.error());
+    if (!lock) {
+        log::warn("--state-dir: {}; running without node state", lock.error().describe());
+        return std::optional<NodeState>{};
+    }
+    NodeState state{*folder, std::move(*lock)};
+    if (state.lock.try_lock()) return std::optional<NodeState>(std::move(state));
+    auto sockets = request_handover(state.folder, kHandoverTimeout);
+    if (sockets) {
+        log::info("took over {} listening sockets from the daemon that programs the kernel",
+                  sockets->size());
+        listeners::SocketPool::process().offer(std::move(*sockets));
+    } else {
+        log::info("another daemon programs the kernel ({}); waiting up to {}s for its lock",
+                  sockets.error().describe(), kHandoverTimeout.count());
+    }
+    if (!state.lock.lock_within(kHandoverTimeout)) {
+        return make_error(ErrorCode::kUnavailable,
+                          fmt::format("{}/kernel.lock: still held by another daemon after {}s",
+                                      state.folder, kHandoverTimeout.count()));
+    }
+    return std::optional<NodeState>(std::move(state));
+}
+
+// A hand-over asked by the next daemon, between the hand-over thread and
+// the main thread, which alone drives the Daemon.
+struct Takeover {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool asked = false;  // the next daemon asked
+    bool given = false;  // syncs stopped: `sockets` are ready
+    bool sent = false;   // sent, lock released
+    std::vector<listeners::NamedFd> sockets;
+
+    void set(bool Takeover::*flag) {
+        std::lock_guard lock(mutex);
+        this->*flag = true;
+        changed.notify_all();
+    }
+    bool is(bool Takeover::*flag) {
+        std::lock_guard lock(mutex);
+        return this->*flag;
+    }
+};
+
+// Serves until SIGINT or SIGTERM, or until the next daemon takes over:
+// then stops syncing, passes the sockets, stops serving and idles until
+// the signal (a DaemonSet container that exits is restarted).
+void serve(Daemon& daemon, std::optional<NodeState>& state) {
+    Takeover takeover;
+    HandoverServer handover;
+    if (state) {
+        auto give = [&takeover] {
+            std::unique_lock lock(takeover.mutex);
+            takeover.asked = true;
+            takeover.changed.notify_all();
+            takeover.changed.wait_for(lock, kHandoverTimeout, [&] { return takeover.given; });
+            return takeover.sockets;
+        };
+        auto sent = [&takeover, &state] {
+            state->lock.unlock();
+            takeover.set(&Takeover::sent);
+        };
+        if (auto status = handover.start(state->folder, give, sent); !status) {
+            log::warn("{}; a rolling update will not take the sockets over",
+                      status.error().describe());
+        }
+    }
+    if (!wait_unless_signalled([&] { return takeover.is(&Takeover::asked); })) {
+        takeover.set(&Takeover::given);  // a hand-over asked meanwhile gets nothing
+        handover.stop();
+        daemon.lameduck();
+        return;
+    }
+    daemon.stop_syncing();
+    listeners::SocketPool::process().mark_shared();
+    {
+        std::lock_guard lock(takeover.mutex);
+        takeover.sockets = listeners::SocketPool::process().held();
+        takeover.given = true;
+        takeover.changed.notify_all();
+    }
+    const bool signalled = !wait_unless_signalled([&] { return takeover.is(&Takeover::sent); });
+    handover.stop();
+    daemon.stop_serving();
+    log::info("handed over to the next daemon; idle until SIGTERM");
+    if (!signalled) wait_unless_signalled([] { return false; });
+}
 
 // The daemon in the mode this kernel can run, until SIGINT or SIGTERM; then
 // the Corefile's lameduck, and a stop that leaves the rules in place.
@@ -43,14 +155,15 @@ int run_daemon(const Options& options) {
                       status.error().describe());
         }
     }
+    auto state = take_node_state(options);
+    if (!state) return report_failure(state.error());
     Daemon daemon(in_use, *factory);
     if (auto status = daemon.start(); !status) {
         daemon.stop();
         return report_failure(status.error());
     }
     apply_settings();
-    wait_unless_signalled([] { return false; });
-    daemon.lameduck();
+    serve(daemon, *state);
     daemon.stop();
     return kExitOk;
 }

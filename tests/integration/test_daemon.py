@@ -246,7 +246,9 @@ def test_health_check_port_closes_when_service_goes(daemon_factory, tmp_path):
 
 def test_metrics_port_in_use_exits_1_with_hard_fail(switchboard_bin, daemon_factory, netns,
                                                     tmp_path):
-    """Without --bind-address-hard-fail a taken port is retried (test_kubeadm_node.py)."""
+    """Without --bind-address-hard-fail a taken port is retried (test_kubeadm_node.py).
+    The second daemon has no node state: with the first's, it would take the first's
+    sockets over (test_restarts.py)."""
     source = tmp_path / "cluster.json"
     kube_objects.write_atomically(source, web_and_edge())
     first = daemon_factory(source)
@@ -254,7 +256,8 @@ def test_metrics_port_in_use_exits_1_with_hard_fail(switchboard_bin, daemon_fact
     second = subprocess.run(
         in_ns(netns, [switchboard_bin, f"--source=file:{source}",
          "--hostname-override=node-a", f"--metrics-bind-address=127.0.0.1:{first.metrics_port}",
-         f"--healthz-bind-address=127.0.0.1:{free_port()}", "--bind-address-hard-fail"]),
+         f"--healthz-bind-address=127.0.0.1:{free_port()}", "--bind-address-hard-fail",
+         "--state-dir="]),
         capture_output=True, text=True, timeout=30, check=False)
     assert second.returncode == 1
     line = one_error_line(second)

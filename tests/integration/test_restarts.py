@@ -23,7 +23,7 @@ import dns_wire
 import kube_objects
 from daemons import terminate
 from kube_objects import cluster_list, endpoint, endpoint_slice, service, service_port
-from network_namespace import socket_in
+from network_namespace import run_in, socket_in
 from probes import free_port, wait_for
 
 NAME = "web.default.svc.cluster.local"
@@ -31,10 +31,11 @@ UDP_PERIOD = 0.02
 TCP_PERIOD = 0.25
 
 
-def cluster():
+def cluster(extra=()):
     return cluster_list([
         service("web", ["10.96.0.10"], [service_port(80, name="http", target=8080)]),
         endpoint_slice("web", [endpoint("10.244.3.7")], name="web-v4"),
+        *extra,
     ])
 
 
@@ -177,6 +178,36 @@ def test_a_killed_daemon_loses_no_query(daemon_factory, netns, tmp_path):
     log = daemon.stderr()
     assert "died by signal 9" in log, log
     assert daemon.stop() == 0, daemon.stderr()
+
+
+def test_a_rolling_update_loses_no_query(daemon_factory, netns, tmp_path):
+    """A second daemon beside the first (same flags, same --state-dir), then SIGTERM to
+    the first, as a DaemonSet's maxSurge rollout does."""
+    dns_port = free_port()
+    old = start(daemon_factory, tmp_path, dns_port)
+    wait_for(lambda: answers(netns, dns_port), "DNS answers")
+    ports = (old.metrics_port, old.healthz_port)
+    with DnsLoad(netns, dns_port) as load:
+        time.sleep(1)
+        new = start(daemon_factory, tmp_path, dns_port, ports=ports)
+        wait_for(lambda: "handed over to the next daemon" in old.stderr(), "the hand-over")
+        time.sleep(1)
+        assert terminate(old.process) == 0, old.stderr()
+        time.sleep(0.5)
+    report("rolling update", load)
+    assert load.failures() == {}, load.counts
+    assert load.counts["udp answered"] > 50
+    assert "took over" in new.stderr(), new.stderr()
+    # The new daemon holds the lock and programs the kernel.
+    kube_objects.write_atomically(tmp_path / "cluster.json", cluster([
+        service("late", ["10.96.0.99"], [service_port(80, name="http", target=8080)]),
+        endpoint_slice("late", [endpoint("10.244.3.9")], name="late-v4"),
+    ]))
+    wait_for(lambda: "10.96.0.99" in run_in(netns, "nft", "list", "ruleset").stdout,
+             "the change after the hand-over in the kernel")
+    assert new.get("/readyz")[0] == 200
+    assert new.get("/healthz", new.healthz_port)[0] == 200
+    assert new.stop() == 0, new.stderr()
 
 
 def test_a_restart_after_sigterm(daemon_factory, netns, tmp_path):
