@@ -25,12 +25,13 @@ HttpResponse text_response(unsigned status, std::string body) {
 
 }  // namespace
 
-Daemon::Daemon(Options options, BackendFactory backend_factory)
+Daemon::Daemon(Options options, BackendFactory backend_factory, std::optional<NodeState> node_state)
     : options_(std::move(options)),
       build_info_(current_build_info(SWITCHBOARD_VERSION)),
       metrics_(options_.proxy_mode),
       // kube-proxy: unhealthy once an update waits 2 x syncPeriod.
       health_(2 * options_.sync_period),
+      node_state_(std::move(node_state)),
       dns_(options_, store_, http_, build_info_),
       sync_(options_, std::move(backend_factory), store_, http_, metrics_, health_, dns_) {
     store_.subscribe(
@@ -62,13 +63,6 @@ Status Daemon::start() {
         return status;
     }
 
-    if (!options_.state_dir.empty()) {
-        if (auto state = open_node_state(options_.state_dir)) {
-            node_state_ = std::move(*state);
-        } else {
-            log::warn("--state-dir: {}: running without node state", state.error().describe());
-        }
-    }
     // DNS before the source: with a warm state it answers at once, while the
     // source's first state is read (docs/dns.md, "Warm start").
     if (auto status = dns_.start(node_state_ ? &*node_state_ : nullptr); !status) return status;
@@ -153,9 +147,9 @@ void Daemon::stop() {
 
 void Daemon::stop_syncing() {
     sync_.stop();
-    // Issue 25: the warm DNS state is written here, dns_.service()->persist_state(),
-    // once DnsService has it (another change), so the next daemon answers
-    // from it before its first sync.
+    // The next daemon answers from the zone served now until its first sync
+    // (docs/dns.md, "Warm start"); a failure is logged by DNS.
+    if (auto* dns = dns_.service()) (void)dns->persist_state();
 }
 
 void Daemon::stop_serving() {

@@ -46,7 +46,10 @@ inline constexpr std::chrono::milliseconds kBindRetryPeriod{5000};
 
 class Daemon {
   public:
-    Daemon(Options options, BackendFactory backend_factory);
+    // `node_state`: the node state folder this process holds the kernel
+    // lock of (proxy/app/node_state.h); none: the daemon keeps no state.
+    Daemon(Options options, BackendFactory backend_factory,
+           std::optional<NodeState> node_state = std::nullopt);
     ~Daemon();  // stop()s
     Daemon(const Daemon&) = delete;
     Daemon& operator=(const Daemon&) = delete;
@@ -98,7 +101,7 @@ class Daemon {
     int healthz_listener_ = 0;
     std::unique_ptr<watch::FileSource> file_source_;
     std::unique_ptr<watch::kube::KubeSource> kube_source_;
-    std::optional<NodeState> node_state_;  // start() opens it; none without --state-dir
+    const std::optional<NodeState> node_state_;
     DnsWiring dns_;
     ProxySync sync_;
     std::atomic<bool> store_ready_{false};

@@ -23,8 +23,8 @@ namespace sb::proxy {
 namespace {
 
 // This namespace's node state folder and its kernel lock, held.
-struct NodeState {
-    std::string folder;
+struct HeldNodeState {
+    NodeState node;
     KernelLock lock;
 };
 
@@ -33,17 +33,17 @@ struct NodeState {
 // sockets (the pool adopts them), then waits for the lock it releases.
 // Nothing (one warning) when the folder cannot be used: the daemon runs
 // without node state. Error when the lock stays taken.
-Result<std::optional<NodeState>> take_node_state(const Options& options) {
-    if (options.state_dir.empty()) return std::optional<NodeState>{};
-    auto folder = open_node_state_folder(options.state_dir);
-    auto lock = folder ? KernelLock::open(*folder) : Result<KernelLock>(folder.error());
+Result<std::optional<HeldNodeState>> take_node_state(const Options& options) {
+    if (options.state_dir.empty()) return std::optional<HeldNodeState>{};
+    auto node = open_node_state(options.state_dir);
+    auto lock = node ? KernelLock::open(node->folder) : Result<KernelLock>(node.error());
     if (!lock) {
         log::warn("--state-dir: {}; running without node state", lock.error().describe());
-        return std::optional<NodeState>{};
+        return std::optional<HeldNodeState>{};
     }
-    NodeState state{*folder, std::move(*lock)};
-    if (state.lock.try_lock()) return std::optional<NodeState>(std::move(state));
-    auto sockets = request_handover(state.folder, kHandoverTimeout);
+    HeldNodeState state{*node, std::move(*lock)};
+    if (state.lock.try_lock()) return std::optional<HeldNodeState>(std::move(state));
+    auto sockets = request_handover(state.node.folder, kHandoverTimeout);
     if (sockets) {
         log::info("took over {} listening sockets from the daemon that programs the kernel",
                   sockets->size());
@@ -55,9 +55,9 @@ Result<std::optional<NodeState>> take_node_state(const Options& options) {
     if (!state.lock.lock_within(kHandoverTimeout)) {
         return make_error(ErrorCode::kUnavailable,
                           fmt::format("{}/kernel.lock: still held by another daemon after {}s",
-                                      state.folder, kHandoverTimeout.count()));
+                                      state.node.folder, kHandoverTimeout.count()));
     }
-    return std::optional<NodeState>(std::move(state));
+    return std::optional<HeldNodeState>(std::move(state));
 }
 
 // A hand-over asked by the next daemon, between the hand-over thread and
@@ -84,7 +84,7 @@ struct Takeover {
 // Serves until SIGINT or SIGTERM, or until the next daemon takes over:
 // then stops syncing, passes the sockets, stops serving and idles until
 // the signal (a DaemonSet container that exits is restarted).
-void serve(Daemon& daemon, std::optional<NodeState>& state) {
+void serve(Daemon& daemon, std::optional<HeldNodeState>& state) {
     Takeover takeover;
     HandoverServer handover;
     if (state) {
@@ -99,7 +99,7 @@ void serve(Daemon& daemon, std::optional<NodeState>& state) {
             state->lock.unlock();
             takeover.set(&Takeover::sent);
         };
-        if (auto status = handover.start(state->folder, give, sent); !status) {
+        if (auto status = handover.start(state->node.folder, give, sent); !status) {
             log::warn("{}; a rolling update will not take the sockets over",
                       status.error().describe());
         }
@@ -157,7 +157,8 @@ int run_daemon(const Options& options) {
     }
     auto state = take_node_state(options);
     if (!state) return report_failure(state.error());
-    Daemon daemon(in_use, *factory);
+    Daemon daemon(in_use, *factory,
+                  *state ? std::optional<NodeState>((*state)->node) : std::nullopt);
     if (auto status = daemon.start(); !status) {
         daemon.stop();
         return report_failure(status.error());
