@@ -69,8 +69,17 @@ def test_daemonset_is_a_kube_proxy_replacement(name):
     assert pod["priorityClassName"] == "system-node-critical"
     assert {"operator": "Exists"} in pod["tolerations"]
     init, (main,) = containers(ds)
+    # The supervisor first: it keeps the listening sockets across a crash.
+    binary = "/usr/local/bin/switchboard"
+    assert main["command"][:4] == [binary, "supervise", "--", binary]
+    # A rollout starts the new Pod beside the old, which hands its sockets
+    # over; declared ports would be host ports and keep the new Pod off the node.
+    assert ds["spec"]["updateStrategy"] == {
+        "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    assert "ports" not in main
+    assert volume_of(ds, "/run/switchboard", main)["hostPath"] == {
+        "path": "/run/switchboard", "type": "DirectoryOrCreate"}
     # kube-proxy's command line shape: a config file and the node name.
-    assert main["command"][0] == "/usr/local/bin/switchboard"
     assert "--hostname-override=$(NODE_NAME)" in main["command"]
     assert any(arg.startswith("--config=") for arg in main["command"])
     env = {e["name"]: e for e in main["env"]}
@@ -101,7 +110,8 @@ def test_kubeadm_manifest_reuses_kubeadms_configmaps_and_service_account():
     # kube-proxy's command line as kubeadm writes it, then DNS: CoreDNS's
     # Corefile and the kube-dns ClusterIP from the kube-dns Service's
     # environment variable, which kubelet sets only with service links.
-    assert main["command"] == ["/usr/local/bin/switchboard",
+    assert main["command"] == ["/usr/local/bin/switchboard", "supervise", "--",
+                               "/usr/local/bin/switchboard",
                                "--config=/var/lib/kube-proxy/config.conf",
                                "--hostname-override=$(NODE_NAME)",
                                "--dns-corefile=/etc/coredns/Corefile",
@@ -219,6 +229,9 @@ def variables(name):
 def localized(command, paths, binary, values):
     args = []
     for arg in command[1:]:
+        if arg == command[0]:  # the supervisor's command: the same binary
+            args.append(str(binary))
+            continue
         for variable, value in values.items():
             arg = arg.replace(f"$({variable})", value)
         assert "$(" not in arg, arg  # a variable this test does not know
@@ -273,9 +286,19 @@ def test_rollback_manifest_removes_switchboards_objects(netns, switchboard_bin):
     init, _ = containers(ds)
     (cleanup,) = init
     assert cleanup["command"] == ["/usr/local/bin/switchboard", "--cleanup"]
-    # Something of switchboard's to remove: its nftables table (empty here).
+    assert volume_of(ds, "/run/switchboard", cleanup)["hostPath"]["path"] == "/run/switchboard"
+    # Something of switchboard's to remove: its nftables table (empty here)
+    # and its node state folder (docs/daemon.md, "Node state").
     subprocess.run(["ip", "netns", "exec", netns, "nft", "add", "table", "inet", "switchboard"],
                    check=True)
+    cookie = subprocess.run(
+        ["ip", "netns", "exec", netns, "python3", "-c",
+         "import socket, struct; s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
+         "print(struct.unpack('Q', s.getsockopt(socket.SOL_SOCKET, 71, 8))[0])"],
+        capture_output=True, text=True, check=True).stdout.strip()
+    state = pathlib.Path("/run/switchboard") / f"netns-{cookie}"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "dns-zone.state").write_bytes(b"old")
     argv = localized(cleanup["command"], {}, switchboard_bin, {})
     result = subprocess.run(["ip", "netns", "exec", netns, *argv], capture_output=True, text=True,
                             timeout=60)
@@ -283,6 +306,7 @@ def test_rollback_manifest_removes_switchboards_objects(netns, switchboard_bin):
     tables = subprocess.run(["ip", "netns", "exec", netns, "nft", "list", "tables"],
                             capture_output=True, text=True, check=True).stdout
     assert "switchboard" not in tables
+    assert not state.exists()
 
 
 def dig_in(netns, server, name):
