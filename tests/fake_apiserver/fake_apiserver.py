@@ -198,6 +198,21 @@ class FakeApiServer:
             self.history = []
             self.compacted_rv = self.rv
 
+    def drop_watches(self, expire=False):
+        """Cuts every open watch now, as an API server restart or a load
+        balancer's idle timeout does; new requests are served at once, so a
+        client resumes from its last resourceVersion. With `expire` the
+        history is forgotten too and the resourceVersion moves on (another
+        resource's write, as in etcd), so every resuming watch gets 410 Gone
+        and its client relists."""
+        with self.lock:
+            if expire:
+                self.rv += 1
+                self.history = []
+                self.compacted_rv = self.rv
+            self.partition_epoch += 1
+            self.lock.notify_all()
+
     def dump(self, kinds=("Service", "EndpointSlice", "Node")):
         """The current objects as a Kubernetes List (kubectl get -o json)."""
         with self.lock:

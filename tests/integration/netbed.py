@@ -621,6 +621,15 @@ class Switchboard:
                 raise BedError(f"switchboard ignored SIGTERM for {timeout} s\n{self.log_tail()}")
         return self._proc.returncode
 
+    def kill(self):
+        """SIGKILL and wait, as a crash or the OOM killer ends it (the kernel state and
+        the node state stay); start() runs it again."""
+        if self.running():
+            self._proc.kill()
+            self._signalled = True
+        if self._proc is not None:
+            self._proc.wait()
+
     def cleanup(self):
         """Runs `switchboard --cleanup` in the node namespace; returns the CompletedProcess."""
         argv = [self.binary, f"--proxy-mode={self.mode}", "--cleanup"]

@@ -9,7 +9,12 @@ It listens on [::] (dual stack) on every given TCP and UDP port and prints
 "ready" on stdout once every socket is bound, so the harness knows it can
 send traffic. Replies are one JSON line:
 
-    {"pod": "pod-1", "client": "10.244.1.1", "client_port": 40312, "port": 8080, "proto": "tcp"}
+    {"pod": "pod-1", "client": "10.244.1.1", "client_port": 40312, "port": 8080, "proto": "tcp",
+     "address": "10.244.1.11"}
+
+"address" (TCP only) is the address the connection reached: a pod that
+answers for many addresses (a local route over a whole prefix, as
+tests/bench/bench-soak gives its pods) says which one was dialled.
 
 TCP: the reply is sent as soon as the connection is accepted; afterwards
 every line the client sends is echoed back, so a held connection can prove
@@ -48,13 +53,11 @@ def _bind(kind, port):
     return sock
 
 
-def _reply(name, peer, port, proto):
-    return (
-        json.dumps(
-            {"pod": name, "client": _client_ip(peer), "client_port": peer[1], "port": port, "proto": proto}
-        )
-        + "\n"
-    ).encode()
+def _reply(name, peer, port, proto, local=None):
+    doc = {"pod": name, "client": _client_ip(peer), "client_port": peer[1], "port": port, "proto": proto}
+    if local:
+        doc["address"] = _client_ip(local)
+    return (json.dumps(doc) + "\n").encode()
 
 
 def serve(name, tcp_ports, udp_ports, lifetime):
@@ -72,7 +75,7 @@ def serve(name, tcp_ports, udp_ports, lifetime):
             try:
                 if role == "listen":
                     conn, peer = sock.accept()
-                    conn.sendall(_reply(name, peer, port, "tcp"))
+                    conn.sendall(_reply(name, peer, port, "tcp", conn.getsockname()))
                     conn.setblocking(False)
                     selector.register(conn, selectors.EVENT_READ, ("conn", port))
                 elif role == "udp":
