@@ -196,8 +196,8 @@ std::string Daemon::metrics_text() const {
     return out.text();
 }
 
-void Daemon::lameduck() const {
-    dns_.lameduck();
+void Daemon::lameduck(const std::function<bool()>& cut_short) const {
+    dns_.lameduck(cut_short);
 }
 
 HttpRoutes Daemon::metrics_routes() {

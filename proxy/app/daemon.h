@@ -68,7 +68,9 @@ class Daemon {
     void stop_serving();
     // Before stop() on SIGTERM: the Corefile's health `lameduck`, during
     // which DNS and every endpoint go on serving. Blocks.
-    void lameduck() const;
+    // `cut_short` ends it early (asked every 20 ms): a daemon started
+    // meanwhile takes the sockets over.
+    void lameduck(const std::function<bool()>& cut_short) const;
 
     // The routes served on --metrics-bind-address and --healthz-bind-address.
     HttpRoutes metrics_routes();

@@ -54,8 +54,8 @@ void DnsWiring::drop_coredns_endpoints() {
     opened_.clear();
 }
 
-void DnsWiring::lameduck() const {
-    if (auto endpoints = coredns_.get()) endpoints->lameduck();
+void DnsWiring::lameduck(const std::function<bool()>& cut_short) const {
+    if (auto endpoints = coredns_.get()) endpoints->lameduck(cut_short);
 }
 
 void DnsWiring::ensure_local_addresses() const {

@@ -57,7 +57,8 @@ class DnsWiring {
 
     // Before stop() on SIGTERM: the Corefile's health `lameduck`, during
     // which DNS and every endpoint go on serving. Blocks.
-    void lameduck() const;
+    // `cut_short`: as CorednsEndpoints::lameduck's.
+    void lameduck(const std::function<bool()>& cut_short) const;
 
     // The DNS service; nullptr when DNS is off.
     dns::DnsService* service() const { return service_.get(); }

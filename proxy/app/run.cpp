@@ -104,11 +104,18 @@ void serve(Daemon& daemon, std::optional<HeldNodeState>& state) {
                       status.error().describe());
         }
     }
-    if (!wait_unless_signalled([&] { return takeover.is(&Takeover::asked); })) {
-        takeover.set(&Takeover::given);  // a hand-over asked meanwhile gets nothing
-        handover.stop();
-        daemon.lameduck();
-        return;
+    const auto asked = [&takeover] { return takeover.is(&Takeover::asked); };
+    bool signalled = !wait_unless_signalled(asked);
+    if (signalled) {
+        // The lameduck doubles as a hand-over window: a daemon started
+        // meanwhile (a stop, then a start) takes the sockets over as in a
+        // rolling update, so no query is refused in between.
+        daemon.lameduck(asked);
+        if (!asked()) {
+            takeover.set(&Takeover::given);  // a hand-over asked from now gets nothing
+            handover.stop();
+            return;
+        }
     }
     daemon.stop_syncing();
     listeners::SocketPool::process().mark_shared();
@@ -118,7 +125,14 @@ void serve(Daemon& daemon, std::optional<HeldNodeState>& state) {
         takeover.given = true;
         takeover.changed.notify_all();
     }
-    const bool signalled = !wait_unless_signalled([&] { return takeover.is(&Takeover::sent); });
+    const auto sent = [&takeover] { return takeover.is(&Takeover::sent); };
+    if (signalled) {
+        // Bounded: the signal is spent, and the next daemon may die mid-way.
+        std::unique_lock lock(takeover.mutex);
+        takeover.changed.wait_for(lock, kHandoverTimeout, [&takeover] { return takeover.sent; });
+    } else {
+        signalled = !wait_unless_signalled(sent);
+    }
     handover.stop();
     daemon.stop_serving();
     log::info("handed over to the next daemon; idle until SIGTERM");

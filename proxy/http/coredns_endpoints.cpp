@@ -120,11 +120,18 @@ HttpResponse CorednsEndpoints::metrics() const {
         200, "text/plain; version=0.0.4; charset=utf-8", probes_.metrics_text(), {}};
 }
 
-void CorednsEndpoints::lameduck() const {
+void CorednsEndpoints::lameduck(const std::function<bool()>& cut_short) const {
     if (config_.lameduck.count() == 0) return;
     log::info("going into lameduck mode for {}ms: DNS and /health keep serving",
               config_.lameduck.count());
-    std::this_thread::sleep_for(config_.lameduck);
+    const auto end = std::chrono::steady_clock::now() + config_.lameduck;
+    constexpr auto kLook = std::chrono::milliseconds(20);
+    while (!cut_short()) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= end) return;
+        std::this_thread::sleep_for(
+            std::min<std::chrono::steady_clock::duration>(kLook, end - now));
+    }
 }
 
 uint16_t CorednsEndpoints::port(const std::string& path) const {

@@ -80,9 +80,10 @@ class CorednsEndpoints {
     HttpResponse health() const;  // 200 "OK" while the process runs
     HttpResponse metrics() const;
 
-    // Blocks for the configured lameduck (at once when none); the caller
-    // stops DNS and the listeners afterwards.
-    void lameduck() const;
+    // Blocks for the configured lameduck (at once when none), or until
+    // `cut_short` returns true (asked every 20 ms); the caller stops DNS and
+    // the listeners afterwards.
+    void lameduck(const std::function<bool()>& cut_short) const;
 
     // The bound port of the first listener serving that path (0: none or
     // not bound yet), for tests.

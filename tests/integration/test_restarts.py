@@ -135,13 +135,13 @@ def children(pid):
         return []
 
 
-def start(daemon_factory, tmp_path, dns_port, **options):
+def start(daemon_factory, tmp_path, dns_port, *extra, **options):
     source = tmp_path / "cluster.json"
     if not source.exists():
         kube_objects.write_atomically(source, cluster())
     daemon = daemon_factory(source, f"--dns-listen=127.0.0.1:{dns_port}",
                             "--dns-upstream=127.0.0.1:9", f"--state-dir={tmp_path / 'state'}",
-                            **options)
+                            *extra, **options)
     wait_for(lambda: daemon.get("/readyz")[0] == 200, "/readyz 200")
     return daemon
 
@@ -226,4 +226,33 @@ def test_a_restart_after_sigterm(daemon_factory, netns, tmp_path):
         time.sleep(1)
     report("SIGTERM, then a start", load)
     assert load.counts["udp answered"] > 50
+    assert again.stop() == 0, again.stderr()
+
+
+def test_a_stop_and_start_within_the_lameduck_loses_no_query(daemon_factory, netns, tmp_path):
+    """SIGTERM, then a new supervisor while the first daemon is in its lameduck
+    (kubeadm's Corefile has `lameduck 5s`): the new daemon takes the sockets over
+    as in a rolling update, and the stopping one exits once it has handed over."""
+    dns_port, health_port = free_port(), free_port()
+    corefile = tmp_path / "Corefile"
+    corefile.write_text(
+        f".:{dns_port} {{\n    bind 127.0.0.1\n    health 127.0.0.1:{health_port} {{\n"
+        "        lameduck 5s\n    }\n    kubernetes cluster.local\n"
+        "    forward . 127.0.0.1:9\n}\n")
+    daemon = start(daemon_factory, tmp_path, dns_port, f"--dns-corefile={corefile}",
+                   supervised=True)
+    wait_for(lambda: answers(netns, dns_port), "DNS answers")
+    ports = (daemon.metrics_port, daemon.healthz_port)
+    with DnsLoad(netns, dns_port) as load:
+        time.sleep(1)
+        daemon.process.terminate()
+        wait_for(lambda: "lameduck" in daemon.stderr(), "the lameduck")
+        again = start(daemon_factory, tmp_path, dns_port, f"--dns-corefile={corefile}",
+                      supervised=True, ports=ports)
+        assert daemon.process.wait(timeout=10) == 0, daemon.stderr()
+        time.sleep(1)
+    report("SIGTERM, then a start within the lameduck", load)
+    assert load.failures() == {}, load.counts
+    assert load.counts["udp answered"] > 50
+    assert "took over" in again.stderr(), again.stderr()
     assert again.stop() == 0, again.stderr()

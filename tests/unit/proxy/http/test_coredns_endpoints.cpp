@@ -175,7 +175,7 @@ TEST_CASE("lameduck: /health goes on answering for the lameduck before the calle
     std::atomic<bool> done{false};
     const auto asked = std::chrono::steady_clock::now();
     std::thread stopping([&] {
-        endpoints.lameduck();
+        endpoints.lameduck([] { return false; });
         done = true;
     });
     // Answered while the lameduck lasts (the first request is well within it).
