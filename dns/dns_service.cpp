@@ -283,7 +283,11 @@ struct DnsService::Impl {
         if (!state_file) return;
         std::lock_guard lock(builder->mutex);
         if (builder->state_write_due) return;
-        builder->state_write_due = std::chrono::steady_clock::now() + kStateWriteDelay;
+        // A process's first synced zone is written at once: until then a
+        // crash would leave the next process nothing (or an older state).
+        const bool first = state_file->writes() + state_file->write_failures() == 0;
+        builder->state_write_due =
+            std::chrono::steady_clock::now() + (first ? std::chrono::seconds(0) : kStateWriteDelay);
         builder->cv.notify_one();
     }
 
