@@ -707,10 +707,12 @@ def test_an_invalid_modified_leaves_the_state_a_relist_gives(pki, switchboard_bi
     def start(mode, metrics_port, healthz_port):
         log = open(tmp_path / f"daemon-{mode}.log", "w")
         daemons.append(subprocess.Popen(
+            # Two daemons side by side in one namespace, each on its own: without
+            # node state, the second does not take the first's sockets over.
             in_ns(netns, [str(switchboard_bin), f"--proxy-mode={mode}",
              "--kubeconfig", kubeconfig, "--hostname-override", NODE,
              f"--metrics-bind-address=127.0.0.1:{metrics_port}",
-             f"--healthz-bind-address=127.0.0.1:{healthz_port}"]),
+             f"--healthz-bind-address=127.0.0.1:{healthz_port}", "--state-dir="]),
             stdout=log, stderr=subprocess.STDOUT,
             env=dict(os.environ, SWITCHBOARD_KUBE_TUNING=TUNING)))
         return metrics_port
