@@ -44,7 +44,7 @@ struct Endpoint {
     // Interned: a cluster has few distinct node and zone names, and every
     // endpoint names one of each (the backends read neither; the plan's
     // JSON prints them). After the flags, so that the whole is 40 bytes,
-    // not 48: a plan holds two lists of these per service port.
+    // not 48: a plan holds three lists of these per service port.
     Symbol node_name;
     Symbol zone;
 
@@ -90,6 +90,12 @@ struct ServicePortPlan {
     std::vector<Endpoint> cluster_endpoints;
     // The same rule over the endpoints on this node. Sorted by ip, port.
     std::vector<Endpoint> local_endpoints;
+    // The serving endpoints neither list holds: terminating ones while ready
+    // ones exist, ready ones topology left out. No new connection goes to
+    // them, but the UDP flows they have are theirs to finish, as kube-proxy
+    // keeps the flows of every serving endpoint (rules/conntrack.h); no
+    // backend renders them. Sorted by ip, port; usually empty.
+    std::vector<Endpoint> other_serving_endpoints;
 
     // "ns/service:portName/protocol": a stable, unique identity in a Plan.
     std::string id() const;

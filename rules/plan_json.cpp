@@ -111,6 +111,10 @@ void write_service_port(Writer& writer, const ServicePortPlan& service) {
     }
     write_endpoints(writer, "clusterEndpoints", service.cluster_endpoints);
     write_endpoints(writer, "localEndpoints", service.local_endpoints);
+    // Only when there are some, for the same reason as ipvsScheduler.
+    if (!service.other_serving_endpoints.empty()) {
+        write_endpoints(writer, "otherServingEndpoints", service.other_serving_endpoints);
+    }
     writer.EndObject();
 }
 
@@ -336,6 +340,10 @@ ServicePortPlan read_service_port(FieldReader& reader, const std::string& node) 
     if (reader.has("ipvsScheduler")) service.ipvs_scheduler = reader.string("ipvsScheduler");
     service.cluster_endpoints = reader.objects<Endpoint>("clusterEndpoints", endpoints);
     service.local_endpoints = reader.objects<Endpoint>("localEndpoints", endpoints);
+    if (reader.has("otherServingEndpoints")) {
+        service.other_serving_endpoints =
+            reader.objects<Endpoint>("otherServingEndpoints", endpoints);
+    }
     return service;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 namespace sb::proxy {
@@ -220,6 +221,30 @@ std::vector<rules::Endpoint> usable(const std::vector<Candidate>& candidates, bo
     return chosen.empty() ? take(terminating) : chosen;
 }
 
+// The serving endpoints that neither chosen list holds (kube-proxy's
+// IsServing, whatever the topology and traffic policies), for the UDP flows
+// they still have. The lists are sorted by ip, port, as the candidates are.
+std::vector<rules::Endpoint> other_serving(const std::vector<Candidate>& candidates,
+                                           const std::vector<rules::Endpoint>& cluster,
+                                           const std::vector<rules::Endpoint>& local) {
+    const auto in = [](const std::vector<rules::Endpoint>& list, const rules::Endpoint& e) {
+        return std::binary_search(list.begin(), list.end(), e,
+                                  [](const rules::Endpoint& a, const rules::Endpoint& b) {
+                                      return std::tie(a.ip, a.port) < std::tie(b.ip, b.port);
+                                  });
+    };
+    const auto other = [&](const Candidate& candidate) {
+        const rules::Endpoint& e = candidate.endpoint;
+        return e.serving && !in(cluster, e) && !in(local, e);
+    };
+    std::vector<rules::Endpoint> out;
+    out.reserve(static_cast<size_t>(std::count_if(candidates.begin(), candidates.end(), other)));
+    for (const auto& candidate : candidates) {
+        if (other(candidate)) out.push_back(candidate.endpoint);
+    }
+    return out;
+}
+
 bool protocol_name_less(rules::Protocol a, rules::Protocol b) {
     return std::string_view(rules::to_string(a)) < std::string_view(rules::to_string(b));
 }
@@ -282,6 +307,8 @@ std::vector<rules::ServicePortPlan> plan_service(
             return true;
         });
         plan.local_endpoints = usable(candidates, true, [](const Candidate&) { return true; });
+        plan.other_serving_endpoints =
+            other_serving(candidates, plan.cluster_endpoints, plan.local_endpoints);
         plans.push_back(std::move(plan));
     }
     std::sort(plans.begin(), plans.end(), service_port_less);

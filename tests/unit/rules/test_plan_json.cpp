@@ -45,6 +45,10 @@ Plan sample_plan() {
     dns.cluster_ips = {ip("10.96.0.10")};
     dns.port = 53;
     dns.internal_traffic_policy = TrafficPolicy::kLocal;
+    dns.cluster_endpoints = {
+        {ip("10.244.1.6"), 5353, true, true, false, false, "node-b", "zone-b"}};
+    dns.other_serving_endpoints = {
+        {ip("10.244.1.7"), 5353, false, true, true, false, "node-b", "zone-b"}};
     plan.services = {lb, dns};
     return plan;
 }
@@ -98,6 +102,9 @@ TEST_CASE("the plan document uses the documented key names and values") {
     CHECK(keys(dns["sessionAffinity"]) == std::vector<std::string>{"type"});
     CHECK(std::string(dns["sessionAffinity"]["type"].GetString()) == "None");
     CHECK(dns["localEndpoints"].IsArray());
+    // Written only when there are some.
+    CHECK(keys(dns).back() == "otherServingEndpoints");
+    CHECK(dns["otherServingEndpoints"][0]["terminating"].GetBool());
 }
 
 TEST_CASE("plan_from_json names the field it rejects") {

@@ -145,6 +145,30 @@ TEST_CASE("cluster endpoints are empty when none is ready or serving-terminating
     CHECK(result.local_endpoints.empty());
 }
 
+TEST_CASE("serving endpoints neither list holds are the other serving ones") {
+    // Terminating while ready ones exist (here and on this node), ready but
+    // left out by zone hints; never the ones that do not serve.
+    auto slice = make_slice("web-1", {{"10.244.0.5", "node-a", true, true, false, {"zone-b"}},
+                                      {"10.244.0.6", "node-a", false, true, true},
+                                      {"10.244.1.5", "node-b", true, true, false, {"zone-a"}},
+                                      {"10.244.1.6", "node-b", false, true, true},
+                                      {"10.244.1.7", "node-b", false, false, true},
+                                      {"10.244.1.8", "node-b", false, false, false},
+                                      {"10.244.1.9", "node-b", true, true, false, {"zone-b"}}});
+    auto result = plan_one(make_service(), {slice});
+    CHECK(ips(result.cluster_endpoints) == Strings{"10.244.1.5"});
+    CHECK(ips(result.local_endpoints) == Strings{"10.244.0.5"});
+    CHECK(ips(result.other_serving_endpoints) == Strings{"10.244.0.6", "10.244.1.6", "10.244.1.9"});
+}
+
+TEST_CASE("no endpoint is other serving when the lists fall back to the terminating ones") {
+    auto slice = make_slice("web-1", {{"10.244.0.6", "node-a", false, true, true},
+                                      {"10.244.1.6", "node-b", false, true, true}});
+    auto result = plan_one(make_service(), {slice});
+    CHECK(ips(result.cluster_endpoints) == Strings{"10.244.0.6", "10.244.1.6"});
+    CHECK(result.other_serving_endpoints.empty());
+}
+
 TEST_CASE("local endpoints are the ready ones on this node") {
     auto slice = make_slice("web-1", {{"10.244.0.5", "node-a"},
                                       {"10.244.0.6", "node-a", false, true, true},
