@@ -1,23 +1,29 @@
 // The UDP conntrack reconciler (kube-proxy's pkg/proxy/conntrack
-// CleanStaleEntries), over the ConntrackTable interface (rules/kernel/conntrack_table.h; the
-// kernel: libnetfilter_conntrack, no `conntrack` binary).
+// CleanStaleEntries, with kubernetes#139629 and #141371), over the
+// ConntrackTable interface (rules/kernel/conntrack_table.h; the kernel:
+// libnetfilter_conntrack, no `conntrack` binary).
 // UDP has no teardown, so a client keeps sending to a removed endpoint (or
 // keeps hitting the reject recorded before a service had endpoints) until
-// its conntrack entry expires. After every sync, full ones included, both
+// its conntrack entry expires. After every sync, full ones included, the
 // backends compare the kernel's UDP flows with what the WHOLE plan allows,
 // not with the difference to a previous plan: an endpoint removed while the
 // daemon was down or during a full resync must lose its flows too. What the
 // whole plan allows (UdpServiceTargets) is kept up to date from the service
 // ports that changed when the reconciler knows the previous plan, and built
-// anew when it does not. Nothing else in conntrack is touched.
-// docs/nftables.md#udp-conntrack.
+// anew when it does not. A frontend the plan no longer has (its Service
+// deleted) is judged by what the reconciler saw before, or, after a start,
+// by what the kernel's rules DNATed before the sync. Only flows to service
+// frontends are touched, and to a frontend without endpoints only flows
+// something DNATed. docs/nftables.md#udp-conntrack.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,11 +36,20 @@
 
 namespace sb::rules {
 
-// What UDP flows may point at, from a whole Plan: for every UDP service port
-// with at least one endpoint, its addresses (cluster IPs, external IPs,
-// load-balancer IPs) with its port, and its NodePort, each mapped to the
-// endpoints (ip and port, cluster and local ones) that serve it. A port
-// without endpoints is left out: its traffic is refused, nothing to clean.
+// UDP frontends some rules DNAT: service addresses with their port, and
+// NodePorts (on any address).
+struct UdpFrontends {
+    std::vector<std::pair<IpAddress, uint16_t>> addresses;
+    std::vector<uint16_t> node_ports;
+};
+
+// Which UDP flows are stale. From a whole Plan: every UDP service port's
+// frontends (cluster IPs, external IPs and load-balancer IPs with its port,
+// and its NodePort), each mapped to the serving endpoints (ip and port) of
+// the ports that lead there: cluster, local and other serving ones, so a
+// terminating endpoint keeps its flows while ready ones exist. Then the
+// frontends no port leads to any more (retired): a port taken out, or named
+// by retire(), until forget_retired() says a reconcile judged their flows.
 // Built whole from a Plan, or kept up to date port by port with add() and
 // remove(): the same ports added, in any order, give the same answers.
 // Not thread-safe for writes; const members from any thread while nobody
@@ -44,19 +59,33 @@ class UdpServiceTargets {
     UdpServiceTargets() = default;
     explicit UdpServiceTargets(const Plan& plan);
 
-    // Counts `port`'s addresses and endpoints in (nothing for a port that is
-    // not UDP or has no endpoint).
+    // Counts `port`'s frontends and endpoints in (nothing for a port that is
+    // not UDP). A frontend it leads to is no longer retired.
     void add(const ServicePortPlan& port);
-    // Takes out what add(port) counted in. Precondition: `port` (equal by
-    // value) was added and not removed since.
+    // Takes out what add(port) counted in; a frontend no added port leads to
+    // any more is retired. Precondition: `port` (equal by value) was added
+    // and not removed since.
     void remove(const ServicePortPlan& port);
+    // Retires the frontends of `dnated` that no added port leads to.
+    void retire(const UdpFrontends& dnated);
+    // Retires what `earlier` (the targets of an earlier plan) tracked or had
+    // retired that these targets do not track.
+    void retire_missing(const UdpServiceTargets& earlier);
+    // Forgets the retired frontends of `family` (NodePorts count for both):
+    // a reconcile of that family has deleted their stale flows.
+    void forget_retired(IpFamily family);
 
-    // A flow to a service address:port or to a NodePort (any address) whose
-    // reply does not come from one of that port's endpoints: it was DNATed to
-    // a removed endpoint, or recorded before the port had endpoints.
+    // A flow to a service address:port or to a NodePort (any address) is
+    // stale when its frontend has serving endpoints and the reply does not
+    // come from one of them (DNATed to a removed endpoint, or recorded before
+    // the port had endpoints); or when its frontend has none, or is retired,
+    // and something DNATed it (the reply source is not the original
+    // destination): its packets would reach the old endpoint instead of the
+    // refusal, or of whatever now owns the address. An undNATed flow to such
+    // a frontend is left alone: it meets the refusal anyway, or is not ours.
     bool stale(const UdpFlow& flow) const;
-    // Whether some service port of `family` (by its addresses) is tracked;
-    // a NodePort counts for both families.
+    // Whether some frontend of `family` (by its address) is tracked or
+    // retired; a NodePort counts for both families.
     bool tracks(IpFamily family) const;
 
   private:
@@ -64,12 +93,21 @@ class UdpServiceTargets {
     // (external IPs are not unique in the API) keep the flows of either's
     // endpoints, and removing one keeps the other's. No count is zero.
     using EndpointCounts = std::map<std::pair<IpAddress, uint16_t>, size_t>;
+    struct Frontend {
+        size_t ports = 0;  // the added ports leading here; never 0 in a map
+        EndpointCounts endpoints;
+    };
     void count(const ServicePortPlan& port, bool in);
+    void retire_address(const std::pair<IpAddress, uint16_t>& address);
+    void retire_node_port(uint16_t node_port);
+    static bool stale_at(const Frontend& frontend, const UdpFlow& flow);
 
-    std::map<std::pair<IpAddress, uint16_t>, EndpointCounts> by_address_;
-    std::map<uint16_t, EndpointCounts> by_node_port_;
+    std::map<std::pair<IpAddress, uint16_t>, Frontend> by_address_;
+    std::map<uint16_t, Frontend> by_node_port_;
     size_t v4_addresses_ = 0;  // keys of by_address_ per family, for tracks()
     size_t v6_addresses_ = 0;
+    std::set<std::pair<IpAddress, uint16_t>> retired_addresses_;
+    std::array<std::set<uint16_t>, 2> retired_node_ports_;  // IPv4, IPv6
 };
 
 // The outcome of one family's reconcile.
@@ -88,7 +126,8 @@ struct ConntrackReconcile {
 // per family, IPv4 first.
 std::vector<ConntrackReconcile> reconcile_udp_conntrack(const UdpServiceTargets& targets,
                                                         ConntrackTable& table);
-// The same with the targets of the whole `plan`, built for this call.
+// The same with the targets of the whole `plan`, built for this call (no
+// frontend is retired).
 std::vector<ConntrackReconcile> reconcile_udp_conntrack(const Plan& plan, ConntrackTable& table);
 
 // What a backend runs after each sync: the reconcile above over targets it
@@ -97,10 +136,12 @@ std::vector<ConntrackReconcile> reconcile_udp_conntrack(const Plan& plan, Conntr
 // when it names that plan) are taken out of and put into the targets, so a
 // one-change sync costs that change and the dump; without it (the first sync,
 // a full resync, a plan made by hand: revision 0) they are built from the
-// whole plan. Either way a call's deletions are those of the whole-plan
-// reconcile; a failed one is retried by the next call, which compares the
-// whole table again. Owns its table. Not thread-safe (the backend's sync
-// runner is its one caller).
+// whole plan, and what the previous targets had that the new ones lack is
+// retired. Either way a call deletes what the whole-plan reconcile deletes,
+// and the DNATed flows of the frontends retired since the last successful
+// reconcile of their family; a failed one is retried by the next call,
+// which compares the whole table again. Owns its table. Not thread-safe
+// (the backend's sync runner is its one caller).
 class UdpConntrackReconciler {
   public:
     // Precondition: `table` is not null.
@@ -111,8 +152,17 @@ class UdpConntrackReconciler {
     // for (revisions are distinct per planned plan, rules/plan.h).
     // `changed`: changed_ports(*previous, plan) when the caller has computed
     // it already (so it is not computed twice), else nullptr.
+    // `dnated_before`: the frontends the kernel's rules DNATed before this
+    // sync, when the backend read them (see wants_dnated_before()); those the
+    // plan lacks are retired. It is what tells a start which Services were
+    // deleted while no daemon ran.
     std::vector<ConntrackReconcile> reconcile(const Plan& plan, const Plan* previous,
-                                              const std::vector<PortChange>* changed = nullptr);
+                                              const std::vector<PortChange>* changed = nullptr,
+                                              const UdpFrontends* dnated_before = nullptr);
+    // True until the first reconcile(): from then on the reconciler retires
+    // what it saw go, and needs no `dnated_before` (reading it can cost the
+    // backend a dump of its dispatch maps).
+    bool wants_dnated_before() const { return !reconciled_; }
 
   private:
     void update_targets(const Plan& plan, const Plan* previous,
@@ -121,6 +171,7 @@ class UdpConntrackReconciler {
     std::unique_ptr<ConntrackTable> table_;
     UdpServiceTargets targets_;
     uint64_t targets_revision_ = 0;  // the plan targets_ reflect; 0: none known
+    bool reconciled_ = false;        // reconcile() has run
 };
 
 }  // namespace sb::rules

@@ -87,24 +87,63 @@ TEST_CASE("conntrack: NodePort flows on any address are stale unless DNATed to a
     CHECK(targets.stale(flow("192.168.1.2", 30053, "192.168.1.2", 30053)));
 }
 
-TEST_CASE("conntrack: local endpoints count, ports without endpoints and TCP ports are left out") {
+TEST_CASE("conntrack: local and other serving endpoints count, TCP ports are left out") {
     ServicePortPlan local = udp_port();
     local.cluster_endpoints.clear();
     local.local_endpoints = {endpoint("10.244.0.7", 5353)};
     CHECK_FALSE(
         UdpServiceTargets(plan_with({local})).stale(flow("10.96.0.10", 53, "10.244.0.7", 5353)));
 
-    ServicePortPlan empty = udp_port();
-    empty.cluster_endpoints.clear();
-    const UdpServiceTargets none(plan_with({empty}));
-    CHECK_FALSE(none.stale(flow("10.96.0.10", 53, "10.96.0.10", 53)));
-    CHECK_FALSE(none.tracks(IpFamily::kV4));
+    // A terminating endpoint keeps its flows while ready ones exist (kube-proxy
+    // keeps those of every serving endpoint), through any frontend.
+    ServicePortPlan draining = udp_port();
+    Endpoint terminating = endpoint("10.244.0.8", 5353);
+    terminating.ready = false;
+    terminating.terminating = true;
+    draining.other_serving_endpoints = {terminating};
+    const UdpServiceTargets targets(plan_with({draining}));
+    CHECK_FALSE(targets.stale(flow("10.96.0.10", 53, "10.244.0.8", 5353)));
+    CHECK_FALSE(targets.stale(flow("192.0.2.10", 53, "10.244.0.8", 5353)));
+    CHECK_FALSE(targets.stale(flow("192.168.1.2", 30053, "10.244.0.8", 5353)));
+    CHECK(targets.stale(flow("10.96.0.10", 53, "10.244.0.9", 5353)));
 
     ServicePortPlan tcp = udp_port();
     tcp.protocol = Protocol::kTCP;
     const UdpServiceTargets tcp_only(plan_with({tcp}));
     CHECK_FALSE(tcp_only.stale(flow("10.96.0.10", 53, "10.244.0.9", 5353)));
     CHECK_FALSE(tcp_only.tracks(IpFamily::kV4));
+}
+
+TEST_CASE("conntrack: a port without endpoints loses every DNATed flow, through any frontend") {
+    // kubernetes#139629: scaled to zero, the frontend rejects; a flow DNATed
+    // before would keep reaching the old endpoint instead.
+    ServicePortPlan empty = udp_port();
+    empty.cluster_endpoints.clear();
+    const UdpServiceTargets targets(plan_with({empty}));
+    CHECK(targets.tracks(IpFamily::kV4));
+    CHECK(targets.stale(flow("10.96.0.10", 53, "10.244.0.5", 5353)));
+    CHECK(targets.stale(flow("192.0.2.10", 53, "10.244.0.5", 5353)));
+    CHECK(targets.stale(flow("192.168.1.2", 30053, "10.244.0.5", 5353)));
+    // A port rewrite alone is a DNAT too.
+    CHECK(targets.stale(flow("10.96.0.10", 53, "10.96.0.10", 5353)));
+    // Nothing DNATed these: they meet the rejection anyway, or are not ours
+    // (a NodePort matches any address, a remote host's port too).
+    CHECK_FALSE(targets.stale(flow("10.96.0.10", 53, "10.96.0.10", 53)));
+    CHECK_FALSE(targets.stale(flow("198.51.100.9", 30053, "198.51.100.9", 30053)));
+    CHECK_FALSE(targets.stale(flow("10.96.0.11", 53, "10.244.0.5", 5353)));
+}
+
+TEST_CASE("conntrack: a port sharing an address with a port without endpoints keeps its flows") {
+    ServicePortPlan served = udp_port();
+    ServicePortPlan empty = udp_port();
+    empty.service = "dns-b";
+    empty.cluster_ips = {ip("10.96.0.11")};
+    empty.node_port = 0;
+    empty.cluster_endpoints.clear();
+    const UdpServiceTargets targets(plan_with({served, empty}));
+    CHECK_FALSE(targets.stale(flow("192.0.2.10", 53, "10.244.0.5", 5353)));
+    CHECK(targets.stale(flow("192.0.2.10", 53, "10.244.0.9", 5353)));
+    CHECK(targets.stale(flow("10.96.0.11", 53, "10.244.0.5", 5353)));
 }
 
 TEST_CASE("conntrack: a family is tracked by its addresses, NodePorts count for both") {
@@ -167,10 +206,10 @@ TEST_CASE("conntrack reconcile: the stale flows are deleted, the others stay") {
 TEST_CASE("conntrack reconcile: a family without tracked ports is not dumped") {
     FakeConntrack fake;
     fake.flows[IpFamily::kV4] = {kRemoved};
-    ServicePortPlan empty = udp_port();
-    empty.cluster_endpoints.clear();
+    ServicePortPlan tcp = udp_port();
+    tcp.protocol = Protocol::kTCP;
     auto table = fake.table();
-    const auto results = reconcile_udp_conntrack(plan_with({empty}), *table);
+    const auto results = reconcile_udp_conntrack(plan_with({tcp}), *table);
     CHECK_FALSE(results[0].dumped);
     CHECK_FALSE(results[1].dumped);
     CHECK(fake.dumps.empty());
@@ -296,19 +335,48 @@ std::map<IpFamily, std::vector<UdpFlow>> every_flow(const std::vector<Plan>& pla
     return out;
 }
 
-// What reconcile_udp_conntrack() of the whole `plan` deletes from `flows`.
-std::vector<UdpFlow> whole_plan_deletions(const Plan& plan,
-                                          const std::map<IpFamily, std::vector<UdpFlow>>& flows) {
-    FakeConntrack fake;
-    fake.flows = flows;
-    auto table = fake.table();
-    reconcile_udp_conntrack(plan, *table);
-    return fake.deleted;
+// The frontends (address:port, NodePort as 0.0.0.0:port) of a plan's UDP ports.
+std::set<std::pair<IpAddress, uint16_t>> frontends(const Plan& plan) {
+    std::set<std::pair<IpAddress, uint16_t>> out;
+    for (const ServicePortPlan& p : plan.services) {
+        if (p.protocol != Protocol::kUDP) continue;
+        for (const auto* list : {&p.cluster_ips, &p.external_ips, &p.load_balancer_ips}) {
+            for (const IpAddress& a : *list) out.emplace(a, p.port);
+        }
+        if (p.node_port != 0) out.emplace(ip("0.0.0.0"), p.node_port);
+    }
+    return out;
+}
+
+// What a reconciler that last reconciled `before` deletes from `flows` for
+// `now`: what the whole-plan reconcile of `now` deletes, and the DNATed
+// flows to the frontends `before` had and `now` lacks. In dump order (IPv4
+// first), as the fake records deletions.
+std::vector<UdpFlow> expected_deletions(const Plan& before, const Plan& now,
+                                        const std::map<IpFamily, std::vector<UdpFlow>>& flows) {
+    const UdpServiceTargets targets(now);
+    const auto had = frontends(before);
+    const auto has = frontends(now);
+    auto retired = [&](const std::pair<IpAddress, uint16_t>& frontend) {
+        return had.count(frontend) && !has.count(frontend);
+    };
+    std::vector<UdpFlow> out;
+    for (const IpFamily family : {IpFamily::kV4, IpFamily::kV6}) {
+        auto it = flows.find(family);
+        if (it == flows.end()) continue;
+        for (const UdpFlow& f : it->second) {
+            const bool dnated = f.reply_src != f.orig_dst || f.reply_sport != f.orig_dport;
+            const bool gone =
+                retired({f.orig_dst, f.orig_dport}) || retired({ip("0.0.0.0"), f.orig_dport});
+            if (targets.stale(f) || (gone && dnated)) out.push_back(f);
+        }
+    }
+    return out;
 }
 
 }  // namespace
 
-TEST_CASE("conntrack reconciler: a sync after one change deletes what the whole-plan one deletes") {
+TEST_CASE("conntrack reconciler: a sync after one change deletes what a rebuild deletes") {
     std::vector<Plan> plans{first_plan()};
     auto step = [&](const char* service, auto edit) {
         plans.push_back(derive(plans.back(), service, edit));
@@ -334,6 +402,7 @@ TEST_CASE("conntrack reconciler: a sync after one change deletes what the whole-
         port_of(ports, "dns").cluster_endpoints = {endpoint("10.244.0.6", 5353)};
         port_of(ports, "dns").node_port = 30054;
     });
+    step("dns", [](auto& ports) { ports.erase(ports.begin() + 1); });
     const auto flows = every_flow(plans);
 
     FakeConntrack fake;
@@ -343,10 +412,19 @@ TEST_CASE("conntrack reconciler: a sync after one change deletes what the whole-
         fake.flows = flows;
         fake.deleted.clear();
         const auto results = reconciler.reconcile(plans[i], i == 0 ? nullptr : &plans[i - 1]);
-        CHECK(fake.deleted == whole_plan_deletions(plans[i], flows));
+        CHECK(fake.deleted == expected_deletions(i == 0 ? Plan{} : plans[i - 1], plans[i], flows));
         CHECK(results[0].ok);
         CHECK(results[1].ok);
         CHECK_FALSE(fake.deleted.empty());  // every plan leaves some flows stale
+
+        // A reconciler that rebuilds its targets from each plan deletes the same.
+        FakeConntrack scratch;
+        UdpConntrackReconciler rebuilt(scratch.table());
+        if (i > 0) rebuilt.reconcile(plans[i - 1], nullptr);
+        scratch.flows = flows;
+        scratch.deleted.clear();
+        rebuilt.reconcile(plans[i], nullptr);
+        CHECK(scratch.deleted == fake.deleted);
     }
 }
 
@@ -365,12 +443,106 @@ TEST_CASE("conntrack reconciler: a previous plan it did not reconcile is not tru
         fake.flows = flows;
         fake.deleted.clear();
         reconciler.reconcile(now, &unseen);
-        CHECK(fake.deleted == whole_plan_deletions(now, flows));
+        CHECK(fake.deleted == expected_deletions(seen, now, flows));
     }
     SECTION("no previous plan") {
         fake.flows = flows;
         fake.deleted.clear();
         reconciler.reconcile(now, nullptr);
-        CHECK(fake.deleted == whole_plan_deletions(now, flows));
+        CHECK(fake.deleted == expected_deletions(seen, now, flows));
     }
+}
+
+namespace {
+
+const UdpFlow kUndnated = udp_entry("10.96.0.10", 53, "10.96.0.10", 53, 40004);
+const UdpFlow kExternal = udp_entry("192.0.2.10", 53, "10.244.0.5", 5353, 40005);
+
+Plan revised(std::vector<ServicePortPlan> ports) {
+    Plan plan = plan_with(std::move(ports));
+    plan.revision = next_plan_revision();
+    return plan;
+}
+
+}  // namespace
+
+TEST_CASE("conntrack reconciler: a deleted Service loses its DNATed flows, once") {
+    // kubernetes#141371: its frontends are gone from the plan, not its flows.
+    FakeConntrack fake;
+    UdpConntrackReconciler reconciler(fake.table());
+    const Plan with = revised({udp_port()});
+    reconciler.reconcile(with, nullptr);
+    const Plan without = revised({});
+    fake.flows[IpFamily::kV4] = {kLive, kUndnated, kExternal, kNodePortRemoved, kOther};
+
+    SECTION("the previous plan known") {
+        reconciler.reconcile(without, &with);
+    }
+    SECTION("rebuilt from the whole plan") {
+        reconciler.reconcile(without, nullptr);
+    }
+    CHECK(fake.deleted == std::vector<UdpFlow>{kLive, kExternal, kNodePortRemoved});
+    CHECK(fake.flows[IpFamily::kV4] == std::vector<UdpFlow>{kUndnated, kOther});
+
+    // Judged: a later DNATed flow to the old address is someone else's.
+    fake.deleted.clear();
+    fake.flows[IpFamily::kV4] = {kLive};
+    reconciler.reconcile(revised({}), nullptr);
+    CHECK(fake.deleted.empty());
+}
+
+TEST_CASE("conntrack reconciler: a frontend retired by a failed reconcile is judged by the next") {
+    FakeConntrack fake;
+    UdpConntrackReconciler reconciler(fake.table());
+    const Plan with = revised({udp_port()});
+    reconciler.reconcile(with, nullptr);
+    const Plan without = revised({});
+    fake.flows[IpFamily::kV4] = {kLive, kExternal};
+    fake.fail_dump(IpFamily::kV4, ENOBUFS);
+    const auto failed = reconciler.reconcile(without, &with);
+    CHECK_FALSE(failed[0].ok);
+    CHECK(fake.deleted.empty());
+
+    const auto retried = reconciler.reconcile(without, &without);
+    CHECK(retried[0].ok);
+    CHECK(fake.deleted == std::vector<UdpFlow>{kLive, kExternal});
+}
+
+TEST_CASE(
+    "conntrack reconciler: frontends the kernel DNATed before a start retire unless planned") {
+    // A fresh reconciler (a daemon just started) knows only the plan; the
+    // backend reads what its rules DNATed before this sync.
+    ServicePortPlan syslog = udp_service("syslog", "10.96.0.20", {endpoint("10.244.0.7", 5353)});
+    const UdpFlow syslog_live = udp_entry("10.96.0.20", 53, "10.244.0.7", 5353, 40010);
+    const UdpFlow syslog_removed = udp_entry("10.96.0.20", 53, "10.244.0.9", 5353, 40011);
+    FakeConntrack fake;
+    fake.flows[IpFamily::kV4] = {kLive,  kUndnated,   kExternal,     kNodePortRemoved,
+                                 kOther, syslog_live, syslog_removed};
+    UdpConntrackReconciler reconciler(fake.table());
+    UdpFrontends dnated;
+    dnated.addresses = {{ip("10.96.0.10"), 53}, {ip("192.0.2.10"), 53}, {ip("10.96.0.20"), 53}};
+    dnated.node_ports = {30053};
+    const auto results = reconciler.reconcile(revised({syslog}), nullptr, nullptr, &dnated);
+    CHECK(results[0].ok);
+    // syslog shares the external IP and port: dns's flow there is judged by
+    // syslog's endpoints.
+    CHECK(fake.deleted == std::vector<UdpFlow>{kLive, kExternal, kNodePortRemoved, syslog_removed});
+}
+
+TEST_CASE("conntrack targets: a frontend taken out and put back is not retired") {
+    const ServicePortPlan dns = udp_port();
+    UdpServiceTargets targets;
+    targets.add(dns);
+    targets.remove(dns);
+    CHECK(targets.stale(flow("10.96.0.10", 53, "10.244.0.5", 5353)));
+    CHECK(targets.stale(flow("192.168.1.2", 30053, "10.244.0.5", 5353)));
+    CHECK(targets.tracks(IpFamily::kV6));  // a retired NodePort counts for both families
+    targets.add(dns);
+    CHECK_FALSE(targets.stale(flow("10.96.0.10", 53, "10.244.0.5", 5353)));
+    CHECK_FALSE(targets.stale(flow("192.168.1.2", 30053, "10.244.0.5", 5353)));
+    targets.remove(dns);
+    targets.forget_retired(IpFamily::kV4);
+    CHECK_FALSE(targets.stale(flow("10.96.0.10", 53, "10.244.0.5", 5353)));
+    CHECK_FALSE(targets.tracks(IpFamily::kV4));
+    CHECK(targets.tracks(IpFamily::kV6));  // its NodePort until IPv6 is judged too
 }
