@@ -59,10 +59,16 @@ class IptablesBackend final : public Backend {
         stats.full = !partial;
         stats.services = plan.services.size();
         stats.chain_name_collisions = r.chain_name_collisions;
+        // What the tables DNATed before the first sync: the one record of the
+        // Services deleted while no daemon ran.
+        UdpFrontends dnated_before;
+        const bool read_dnated = conntrack_.wants_dnated_before();
         for (auto [m, before] :
              {std::pair{&r.model.v4, &applied_.v4}, std::pair{&r.model.v6, &applied_.v6}}) {
             const FamilyModel* known = partial ? before : nullptr;
-            if (Status s = apply_family(*xtables_, *m, known); !s) {
+            if (Status s =
+                    apply_family(*xtables_, *m, known, read_dnated ? &dnated_before : nullptr);
+                !s) {
                 // A node without IPv6 x_tables can still proxy IPv4.
                 if (m->family == IpFamily::kV6 && !has_services(plan, IpFamily::kV6)) {
                     log::warn("iptables: skipping IPv6: {}", s.error().describe());
@@ -75,7 +81,8 @@ class IptablesBackend final : public Backend {
         applied_ = std::move(r.model);
         applied_valid_ = true;
         // Against the whole plan, full syncs included (rules/conntrack.h).
-        stats.conntrack = conntrack_.reconcile(plan, previous);
+        stats.conntrack =
+            conntrack_.reconcile(plan, previous, nullptr, read_dnated ? &dnated_before : nullptr);
         return stats;
     }
 

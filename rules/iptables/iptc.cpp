@@ -112,6 +112,15 @@ class LibiptcCopy final : public TableCopy {
         return out;
     }
 
+    std::vector<DestinationMatch> destination_matches(const std::string& chain) const override {
+        std::vector<DestinationMatch> out;
+        for (auto* e = Ops::first_rule(chain.c_str(), h_); e; e = Ops::next_rule(e, h_)) {
+            out.push_back(decode_destination_match(e, Ops::kFamily));
+            out.back().target = Ops::get_target(e, h_);
+        }
+        return out;
+    }
+
     Status create_chain(const std::string& chain) override {
         if (!Ops::create_chain(chain.c_str(), h_)) {
             return fail(fmt::format("create chain {}", chain));

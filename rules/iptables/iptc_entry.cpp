@@ -17,7 +17,9 @@
 #include <linux/netfilter_ipv6/ip6t_REJECT.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <optional>
 
 // xt_sctp.h declares C99 inline helpers returning _Bool (C++ spells it
 // bool) and a function-like macro named `bytes`.
@@ -272,10 +274,77 @@ EntryBuffer entry_v6(const Rule& rule) {
     return assemble(e, matches_of(rule, IpFamily::kV6), target_of(rule.target, IpFamily::kV6));
 }
 
+// The length of the prefix `mask` (of `size` bytes) is; nullopt when its
+// ones are not contiguous from the start.
+std::optional<uint8_t> prefix_length(const uint8_t* mask, size_t size) {
+    size_t length = 0;
+    while (length < size * 8 && (mask[length / 8] & (0x80 >> (length % 8)))) ++length;
+    for (size_t bit = length; bit < size * 8; ++bit) {
+        if (mask[bit / 8] & (0x80 >> (bit % 8))) return std::nullopt;
+    }
+    return static_cast<uint8_t>(length);
+}
+
+// The one destination port of a tcp, udp or sctp match's data (0: a range).
+uint16_t single_port(const char* name, const uint8_t* data, size_t size) {
+    uint16_t ports[2] = {0, 0};
+    const bool tcp = std::strcmp(name, "tcp") == 0 && size >= sizeof(xt_tcp);
+    const bool udp = std::strcmp(name, "udp") == 0 && size >= sizeof(xt_udp);
+    const bool sctp = std::strcmp(name, "sctp") == 0 && size >= sizeof(xt_sctp_info);
+    if (tcp) std::memcpy(ports, data + offsetof(xt_tcp, dpts), sizeof(ports));
+    if (udp) std::memcpy(ports, data + offsetof(xt_udp, dpts), sizeof(ports));
+    if (sctp) std::memcpy(ports, data + offsetof(xt_sctp_info, dpts), sizeof(ports));
+    return ports[0] == ports[1] ? ports[0] : 0;
+}
+
+template <class Entry, class Header>
+DestinationMatch decode(const Entry& e, const Header& header, IpFamily family, bool inverted) {
+    DestinationMatch out;
+    const size_t size = family == IpFamily::kV4 ? 4 : 16;
+    const auto* address = reinterpret_cast<const uint8_t*>(&header.dst);
+    if (auto length = prefix_length(reinterpret_cast<const uint8_t*>(&header.dmsk), size);
+        length && *length > 0) {
+        out.destination = Prefix(IpAddress::from_bytes(family, address), *length);
+        out.destination_negate = inverted;
+    }
+    // The matches lie between the header and the target.
+    const auto* bytes = reinterpret_cast<const uint8_t*>(&e);
+    size_t at = sizeof(Entry);
+    while (at + sizeof(xt_entry_match) <= e.target_offset) {
+        xt_entry_match m;
+        std::memcpy(&m, bytes + at, sizeof(m));
+        const size_t match_size = m.u.match_size;
+        if (match_size < sizeof(xt_entry_match) || at + match_size > e.target_offset) break;
+        char name[sizeof(m.u.user.name) + 1] = {};
+        std::memcpy(name, m.u.user.name, sizeof(m.u.user.name));
+        const size_t data = XT_ALIGN(sizeof(xt_entry_match));
+        if (match_size > data) {
+            if (uint16_t port = single_port(name, bytes + at + data, match_size - data)) {
+                out.dport = port;
+            }
+        }
+        at += match_size;
+    }
+    return out;
+}
+
 }  // namespace
 
 EntryBuffer encode_entry(const Rule& rule, IpFamily family) {
     return family == IpFamily::kV4 ? entry_v4(rule) : entry_v6(rule);
+}
+
+DestinationMatch decode_destination_match(const void* entry, IpFamily family) {
+    if (family == IpFamily::kV4) {
+        const auto& e = *static_cast<const ipt_entry*>(entry);
+        DestinationMatch out = decode(e, e.ip, family, e.ip.invflags & IPT_INV_DSTIP);
+        out.proto = e.ip.proto;
+        return out;
+    }
+    const auto& e = *static_cast<const ip6t_entry*>(entry);
+    DestinationMatch out = decode(e, e.ipv6, family, e.ipv6.invflags & IP6T_INV_DSTIP);
+    if (e.ipv6.flags & IP6T_F_PROTO) out.proto = e.ipv6.proto;
+    return out;
 }
 
 }  // namespace sb::rules::iptables

@@ -2,7 +2,8 @@
 // ipt_entry / ip6t_entry header (addresses, masks, interface, protocol),
 // its matches and its target, each in kernel layout, as iptables itself
 // encodes them (the kernel test compares the two byte for byte through
-// iptables-legacy-save). Used by the libiptc edge (iptc.cpp). Pure.
+// iptables-legacy-save); and back, the destination part of an entry read
+// from the kernel. Used by the libiptc edge (iptc.cpp). Pure.
 #pragma once
 
 #include <cstdint>
@@ -26,5 +27,13 @@ struct EntryBuffer {
 // Precondition: the rule's addresses are of `family`, its interface name
 // valid (validate_interface_name), its comment at most 255 bytes.
 EntryBuffer encode_entry(const Rule& rule, IpFamily family);
+
+// What an entry of `family` matches on the destination (all but the target,
+// which libiptc names): the header's destination and protocol, and the port
+// of its tcp, udp or sctp match when that match names one port. The inverse
+// of encode_entry for those fields; a destination mask that is not a prefix
+// reads as none. Precondition: `entry` is a whole entry whose offsets the
+// kernel checked (libiptc's rules are); matches are read only within them.
+DestinationMatch decode_destination_match(const void* entry, IpFamily family);
 
 }  // namespace sb::rules::iptables

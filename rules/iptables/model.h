@@ -76,6 +76,17 @@ struct Rule {
     bool operator==(const Rule&) const = default;
 };
 
+// What a rule read back from the kernel matches on the destination, and
+// where it goes (TableCopy::destination_matches).
+struct DestinationMatch {
+    std::optional<Prefix> destination;  // [!] -d
+    bool destination_negate = false;
+    uint8_t proto = 0;   // -p (0: any)
+    uint16_t dport = 0;  // the one port of a tcp, udp or sctp match (0: none, or a range)
+    std::string target;  // the chain a jump names, else ACCEPT, DNAT, ... (libiptc's name)
+    bool operator==(const DestinationMatch&) const = default;
+};
+
 struct Chain {
     std::string name;
     std::vector<Rule> rules;

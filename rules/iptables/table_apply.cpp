@@ -1,10 +1,13 @@
 #include "rules/iptables/table_apply.h"
 
+#include <netinet/in.h>
+
 #include <map>
 #include <memory>
 #include <set>
 
 #include "rules/iptables/commit_order.h"
+#include "rules/iptables/render.h"
 
 namespace sb::rules::iptables {
 
@@ -32,6 +35,26 @@ Result<std::set<std::string>> prune_hooks(TableCopy& copy, const std::string& bu
     }
     changed = changed || !doomed.empty();
     return kept;
+}
+
+// What rules/conntrack.h calls the frontends a table DNATs: the host
+// address:port rules of SWITCHBOARD-SERVICES and the port rules of
+// SWITCHBOARD-NODEPORTS that jump to an own chain (which DNATs; a frontend
+// without endpoints has no rule in nat).
+void read_dnated_udp_frontends(const TableCopy& nat, UdpFrontends& out) {
+    for (const DestinationMatch& m : nat.destination_matches(kServicesChain)) {
+        if (m.proto != IPPROTO_UDP || m.dport == 0 || !own(m.target)) continue;
+        if (!m.destination || m.destination_negate) continue;
+        const IpAddress& address = m.destination->address();
+        if (m.destination->length() == (address.is_v4() ? 32 : 128)) {
+            out.addresses.emplace_back(address, m.dport);
+        }
+    }
+    for (const DestinationMatch& m : nat.destination_matches(kNodePortsChain)) {
+        if (m.proto == IPPROTO_UDP && m.dport != 0 && own(m.target)) {
+            out.node_ports.push_back(m.dport);
+        }
+    }
 }
 
 // Flushes all of `names` first, then deletes them: they may jump to each other.
@@ -119,13 +142,15 @@ Status cleanup_table(Xtables& xtables, IpFamily family, const std::string& table
 
 }  // namespace
 
-Status apply_family(Xtables& xtables, const FamilyModel& model, const FamilyModel* applied) {
+Status apply_family(Xtables& xtables, const FamilyModel& model, const FamilyModel* applied,
+                    UdpFrontends* dnated_before) {
     auto lock = xtables.lock();
     if (!lock) return lock.error();
     // Both tables are prepared before either is committed, and filter's
     // contents are kept for the undo: commit_order.h.
     auto nat = xtables.open(model.family, model.nat.name);
     if (!nat) return nat.error();
+    if (dnated_before) read_dnated_udp_frontends(**nat, *dnated_before);
     if (Status s = prepare_table(**nat, model.nat, applied ? &applied->nat : nullptr); !s) {
         return s;
     }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "rules/conntrack.h"
 #include "rules/iptables/model.h"
 #include "rules/iptables/xtables.h"
 
@@ -28,8 +29,12 @@ namespace sb::rules::iptables {
 // repairs drift. Both tables are prepared before either is committed, then
 // filter is committed before nat and put back when nat fails, so a refused
 // apply changes neither table (commit_order.h).
+// `dnated_before`: when not null, the UDP frontends that the nat table's own
+// dispatch chains (SWITCHBOARD-SERVICES, SWITCHBOARD-NODEPORTS) sent to a
+// DNAT before this apply are appended to it, for the UDP conntrack
+// reconciler (rules/conntrack.h); read from the copy the apply opens anyway.
 Status apply_family(Xtables& xtables, const FamilyModel& model,
-                    const FamilyModel* applied = nullptr);
+                    const FamilyModel* applied = nullptr, UdpFrontends* dnated_before = nullptr);
 
 // Removes every hook rule jumping to a SWITCHBOARD-* chain and every such
 // chain from the family's nat and filter tables. Idempotent; commits only

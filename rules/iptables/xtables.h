@@ -22,10 +22,12 @@
 
 namespace sb::rules::iptables {
 
-// rules/kernel/xtables.h's working copy, which can also create chains and write
-// rules.
+// rules/kernel/xtables.h's working copy, which can also create chains, write
+// rules and read what they match on the destination.
 class TableCopy : public XtablesTableCopy {
   public:
+    // One per rule of `chain`, in order (none for a chain that is not there).
+    virtual std::vector<DestinationMatch> destination_matches(const std::string& chain) const = 0;
     virtual Status create_chain(const std::string& chain) = 0;
     // Preconditions: the rule's jump target exists in the copy; `family`'s
     // addresses only (the renderer's FamilyModel guarantees both).

@@ -1,5 +1,7 @@
 #include "rules/nftables/nftables_backend.h"
 
+#include <netinet/in.h>
+
 #include <optional>
 
 #include "base/log.h"
@@ -45,10 +47,16 @@ class NftablesBackend final : public Backend {
                           result.error().describe());
             }
         }
-        if (!done) result = sync_full(plan);
+        // What the kernel's table DNATed before the first sync: the one
+        // record of the Services deleted while no daemon ran.
+        std::optional<UdpFrontends> dnated_before;
+        if (!done) {
+            result = sync_full(plan, conntrack_.wants_dnated_before() ? &dnated_before : nullptr);
+        }
         if (!result.ok()) return result;
         // Against the whole plan, full syncs included (rules/conntrack.h).
-        result->conntrack = conntrack_.reconcile(plan, previous, comparable ? &changed : nullptr);
+        result->conntrack = conntrack_.reconcile(plan, previous, comparable ? &changed : nullptr,
+                                                 dnated_before ? &*dnated_before : nullptr);
         // Against the whole applied model too: a full sync may follow any
         // change (a restart, a failed sync), an incremental one only needs it
         // when a service port with affinity changed (affinity_cleanup.h).
@@ -88,7 +96,9 @@ class NftablesBackend final : public Backend {
     // Reads the kernel's table back and reconciles it with the plan in one
     // transaction: an existing table is adopted, never flushed or deleted, so
     // running traffic sees no gap; missing pieces are recreated (drift repair).
-    Result<SyncStats> sync_full(const Plan& plan) {
+    // `dnated_before`: when not null, set to the UDP frontends the table
+    // DNATed before (none without a table).
+    Result<SyncStats> sync_full(const Plan& plan, std::optional<UdpFrontends>* dnated_before) {
         applied_valid_ = false;
         // Stale from here on: freed before the new model is rendered, so a
         // resync never holds two models of the whole table at once.
@@ -97,6 +107,11 @@ class NftablesBackend final : public Backend {
         report(desired.errors);
         auto kernel = channel_->read_table();
         if (!kernel) return kernel.error();
+        if (dnated_before) {
+            auto read = kernel.value() ? dnated_udp_frontends(**kernel) : UdpFrontends{};
+            if (!read) return read.error();
+            *dnated_before = std::move(read.value());
+        }
         const Delta delta = kernel.value() ? diff(**kernel, desired.model, false)
                                            : diff(Model{}, desired.model, true);
         if (Status s = channel_->apply(delta, desired.model); !s) return s.error();
@@ -107,6 +122,35 @@ class NftablesBackend final : public Backend {
         applied_ = std::move(desired.model);
         applied_valid_ = true;
         return stats;
+    }
+
+    // The UDP frontends `table`'s dispatch maps send to a DNAT (services4/6:
+    // address . protocol . port, nodeports4/6: protocol . port; a frontend
+    // without endpoints is in the no-endpoints maps, and nothing DNATs it).
+    // read_table() reads no elements: these maps are dumped, once per start.
+    Result<UdpFrontends> dnated_udp_frontends(const Model& table) {
+        UdpFrontends out;
+        for (const IpFamily family : {IpFamily::kV4, IpFamily::kV6}) {
+            for (const bool by_port : {false, true}) {
+                auto it = table.sets.find(by_port ? nodeports_map(family) : services_map(family));
+                const SetLayout layout =
+                    by_port ? SetLayout::kProtoPortVerdict : SetLayout::kAddrProtoPortVerdict;
+                if (it == table.sets.end() || it->second.unknown || it->second.layout != layout) {
+                    continue;
+                }
+                auto elements = channel_->dump_elements(it->second);
+                if (!elements) return elements.error();
+                for (const auto& [key, verdict] : elements.value()) {
+                    if (key.proto != IPPROTO_UDP) continue;
+                    if (by_port) {
+                        out.node_ports.push_back(key.port);
+                    } else {
+                        out.addresses.emplace_back(key.a, key.port);
+                    }
+                }
+            }
+        }
+        return out;
     }
 
     // Renders only the service ports that differ between the plans and sends

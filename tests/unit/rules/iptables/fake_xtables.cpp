@@ -77,6 +77,17 @@ class FakeTableCopy final : public TableCopy {
         return out;
     }
 
+    std::vector<DestinationMatch> destination_matches(const std::string& chain) const override {
+        std::vector<DestinationMatch> out;
+        auto it = copy_.chains.find(chain);
+        if (it == copy_.chains.end()) return out;
+        for (const Rule& rule : it->second.rules) {
+            out.push_back({rule.destination, rule.destination_negate, rule.proto, rule.dport,
+                           target_name(rule.target)});
+        }
+        return out;
+    }
+
     Status create_chain(const std::string& chain) override {
         if (copy_.chains.count(chain)) return fail("create chain " + chain, EEXIST);
         copy_.chains[chain] = FakeChain{};

@@ -30,6 +30,8 @@ using sb::rules::iptables::testing::FakeChain;
 using sb::rules::iptables::testing::FakeTable;
 using sb::rules::iptables::testing::FakeXtablesKernel;
 using sb::rules::iptables::testing::sample_plan;
+using sb::rules::iptables::testing::sample_service;
+using sb::rules::testing::endpoint;
 using sb::rules::testing::FakeConntrack;
 using sb::rules::testing::ip;
 using sb::rules::testing::options;
@@ -512,4 +514,46 @@ TEST_CASE(
     CHECK(second->conntrack[0].ok);
     CHECK(second->conntrack[0].deleted == 1);
     CHECK(node.conntrack.flows[kV4] == std::vector<UdpFlow>{kLive});
+}
+
+namespace {
+
+// sample_plan() with default/stats: UDP 10.96.0.60:80 and NodePort 30060 to
+// 10.244.1.9:8080 on this node.
+Plan with_stats() {
+    Plan plan = sample_plan();
+    ServicePortPlan stats = sample_service("stats", "10.96.0.60", Protocol::kUDP);
+    stats.node_port = 30060;
+    stats.cluster_endpoints = {endpoint("10.244.1.9", 8080, true)};
+    stats.local_endpoints = stats.cluster_endpoints;
+    std::vector<ServicePortPlan> ports(plan.services.begin(), plan.services.end());
+    ports.push_back(stats);
+    plan.services = std::move(ports);
+    return plan;
+}
+
+const UdpFlow kStats = udp_entry("10.96.0.60", 80, "10.244.1.9", 8080, 40010);
+const UdpFlow kStatsNodePort = udp_entry("192.168.1.10", 30060, "10.244.1.9", 8080, 40011);
+const UdpFlow kStatsUndnated = udp_entry("10.96.0.60", 80, "10.96.0.60", 80, 40012);
+
+}  // namespace
+
+TEST_CASE("iptables backend: a restart deletes the DNATed flows of a Service deleted meanwhile") {
+    Node node;
+    REQUIRE(node.backend()->sync(with_stats(), nullptr));
+    node.conntrack.flows[kV4] = {kLive, kStats, kStatsNodePort, kStatsUndnated, kNotAService};
+
+    // default/stats went while no daemon ran: only the nat table still knows it.
+    auto restarted = node.backend();
+    auto stats = restarted->sync(sample_plan(), nullptr);
+
+    REQUIRE(stats);
+    CHECK(node.conntrack.deleted == std::vector<UdpFlow>{kStats, kStatsNodePort});
+    CHECK(node.conntrack.flows[kV4] == std::vector<UdpFlow>{kLive, kStatsUndnated, kNotAService});
+
+    // Judged once: the next sync leaves a later flow to the old address alone.
+    node.conntrack.deleted.clear();
+    node.conntrack.flows[kV4] = {kStats};
+    REQUIRE(restarted->sync(sample_plan(), nullptr));
+    CHECK(node.conntrack.deleted.empty());
 }

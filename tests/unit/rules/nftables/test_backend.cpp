@@ -440,3 +440,25 @@ TEST_CASE("backend: a failed conntrack deletion is reported by the sync and retr
     CHECK(second.conntrack[0].deleted == 1);
     CHECK(conntrack.flows[IpFamily::kV4] == std::vector<UdpFlow>{kLive});
 }
+
+TEST_CASE("backend: a restart deletes the DNATed UDP flows of a Service deleted meanwhile") {
+    FakeKernel kernel;
+    FakeConntrack conntrack;
+    synced(*make_backend(options(), {kernel.opener(), conntrack.table()}), udp_plan(), nullptr);
+    const UdpFlow undnated = udp_entry("10.96.0.53", 53, "10.96.0.53", 53, 40005);
+    conntrack.flows[IpFamily::kV4] = {kLive, kToLeaving, kNodePortToLeaving, undnated,
+                                      kNotAService};
+
+    // default/dns:dns-udp went while no daemon ran: only the table still knows it.
+    auto restarted = make_backend(options(), {kernel.opener(), conntrack.table()});
+    synced(*restarted, numbered(sample_plan()), nullptr);
+
+    CHECK(conntrack.deleted == std::vector<UdpFlow>{kLive, kToLeaving, kNodePortToLeaving});
+    CHECK(conntrack.flows[IpFamily::kV4] == std::vector<UdpFlow>{undnated, kNotAService});
+
+    // Judged once: the next sync leaves a later flow to the old address alone.
+    conntrack.deleted.clear();
+    conntrack.flows[IpFamily::kV4] = {kLive};
+    synced(*restarted, numbered(sample_plan()), nullptr);
+    CHECK(conntrack.deleted.empty());
+}
