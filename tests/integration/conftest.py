@@ -16,12 +16,16 @@ import pathlib
 import pytest
 
 import dns_stub
+import netbed
 import network_namespace
 from daemons import Daemon
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("SWITCHBOARD_BUILD_DIR", ROOT / "build"))
 IN_CI = os.environ.get("CI", "").lower() == "true"
+# The proxy modes the datapath modules run in (SWITCHBOARD_PROXY_MODES,
+# comma-separated); the default is the ones this machine can run (no IPVS).
+PROXY_MODES = os.environ.get("SWITCHBOARD_PROXY_MODES", "nftables,iptables").split(",")
 
 
 @pytest.fixture(scope="session")
@@ -34,6 +38,22 @@ def switchboard_bin():
     path = BUILD / "proxy" / "switchboard"
     assert path.exists(), f"{path} is not built: run ./dev build"
     return path
+
+
+@pytest.fixture(scope="module", params=PROXY_MODES)
+def mode(request):
+    """The proxy mode of a module's datapath tests, one module run per mode."""
+    return request.param
+
+
+@pytest.fixture
+def proxy(bed, mode, switchboard_bin):
+    """switchboard in `mode` on node-a of the module's own `bed` fixture (a
+    netbed.Bed), not started; closed after the test (stopped, its kernel state
+    and conntrack entries removed)."""
+    daemon = netbed.Switchboard(bed, switchboard_bin, mode)
+    yield daemon
+    daemon.close()
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ import time
 import pytest
 from kube_objects import endpoint_slice, service, service_port
 from netbed import pod_endpoint
-from test_datapath import bed, mode, pods_of, proxy, sample_value  # noqa: F401 (fixtures)
+from test_datapath import bed, pods_of, sample_value  # noqa: F401 (bed: a fixture)
 
 AFFINITY_SECONDS = 10800  # Kubernetes' default: nothing expires during a test
 SETTLE_SECONDS = 10.0  # bound on a change reaching the kernel (a 1 s full resync on a busy machine)

@@ -5,13 +5,13 @@ netbed.py, starts switchboard on it in node-a's namespace and sends traffic
 from pods, from the node or from the outside namespace. Every traffic loop
 is bounded in count and each attempt in time (netbed.Bed.probe).
 
-The proxy mode is a module parameter: the iptables and IPVS modes run the
-same scenarios once they exist. SWITCHBOARD_PROXY_MODES (comma-separated)
-picks the modes; the default is the ones implemented so far.
+The proxy mode is a module parameter (conftest's `mode` and `proxy`): the
+iptables and IPVS modes run the same scenarios once they exist.
+SWITCHBOARD_PROXY_MODES (comma-separated) picks the modes; the default is
+the ones implemented so far.
 """
 import collections
 import json
-import os
 import pathlib
 import time
 
@@ -21,17 +21,10 @@ import pytest
 from kube_objects import endpoint_slice, service, service_port
 from netbed import pod_endpoint
 
-MODES = os.environ.get("SWITCHBOARD_PROXY_MODES", "nftables,iptables").split(",")
-
 LAYOUT = {"node-a": ["pod-1", "pod-2", "pod-3", "client"], "node-b": ["pod-4", "pod-5"]}
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "deploy" / "examples"
 CLIENT_SOURCES = 12  # extra addresses of the client pod: a dozen distinct clients
 PROXY_NODE = "node-a"  # where switchboard runs
-
-
-@pytest.fixture(scope="module", params=MODES)
-def mode(request):
-    return request.param
 
 
 @pytest.fixture(scope="module")
@@ -42,13 +35,6 @@ def bed(root):
         yield bed
     finally:
         bed.down()
-
-
-@pytest.fixture
-def proxy(bed, mode, switchboard_bin):
-    daemon = netbed.Switchboard(bed, switchboard_bin, mode, node=PROXY_NODE)
-    yield daemon
-    daemon.close()
 
 
 def pods_of(answers):

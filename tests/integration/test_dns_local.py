@@ -10,7 +10,6 @@ ClusterIP out, and --cleanup removes the link and the notrack table. Both
 proxy modes run it: the notrack table is the same nftables table in each.
 """
 import json
-import os
 import time
 
 import netbed
@@ -19,16 +18,10 @@ import pytest
 from node_dns import KUBE_DNS, KUBERNETES, NODE_LOCAL, WEB, conntrack_entries, dns_entries
 from node_dns import kube_dns_cluster, node_run
 
-MODES = os.environ.get("SWITCHBOARD_PROXY_MODES", "nftables,iptables").split(",")
 LAYOUT = {"node-a": ["coredns", "web-1", "client"]}
 NODE_LOCAL6 = "fd00:96::53"  # IPv6 on the port-less bridge: no DAD, bindable at once
 LINK = "sb-dns0"
 TABLE = "inet switchboard-dns"
-
-
-@pytest.fixture(scope="module", params=MODES)
-def mode(request):
-    return request.param
 
 
 @pytest.fixture(scope="module")
