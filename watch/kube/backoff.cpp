@@ -15,7 +15,9 @@ Millis Backoff::jittered(Millis delay, double unit) {
     return Millis(half + static_cast<int64_t>(static_cast<double>(delay.count() - half) * unit));
 }
 
-Millis Backoff::next() {
+Millis Backoff::next(std::chrono::steady_clock::time_point now) {
+    if (failures_ > 0 && now - last_failure_ > params_.reset_after) failures_ = 0;
+    last_failure_ = now;
     Millis delay = nominal(params_, failures_);
     ++failures_;
     std::uniform_real_distribution<double> unit(0.0, 1.0);
@@ -29,6 +31,10 @@ int Backoff::uniform(int low, int high) {
 
 bool watch_counts_as_failure(Millis lasted, size_t lines) {
     return lasted < Millis(1000) && lines == 0;
+}
+
+bool watch_was_healthy(Millis lasted, size_t lines) {
+    return lasted >= Millis(10000) && lines > 0;
 }
 
 std::optional<Millis> parse_retry_after(std::string_view value) {

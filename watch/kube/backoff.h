@@ -16,6 +16,11 @@ using Millis = std::chrono::milliseconds;
 struct BackoffParams {
     Millis initial{500};
     Millis cap{30000};
+    // A failure more than this after the previous one starts the series over
+    // from `initial`: after two quiet minutes the server is taken as healthy
+    // again (client-go's reflector: the resetDuration of its
+    // ExponentialBackoffManager).
+    Millis reset_after{120000};
 };
 
 class Backoff {
@@ -29,8 +34,10 @@ class Backoff {
     // the wait still grows with every failure.
     static Millis jittered(Millis delay, double unit);
 
-    // The wait before the next attempt; counts one more failure.
-    Millis next();
+    // The wait before the next attempt, for a failure at `now`; counts one
+    // more failure, after starting the series over when the previous failure
+    // is more than reset_after old.
+    Millis next(std::chrono::steady_clock::time_point now);
     void reset() { failures_ = 0; }
     unsigned failures() const { return failures_; }
 
@@ -41,6 +48,7 @@ class Backoff {
     BackoffParams params_;
     std::mt19937_64 random_;
     unsigned failures_ = 0;
+    std::chrono::steady_clock::time_point last_failure_{};
 };
 
 // Whether a watch that answered 200 and then ended cleanly is a failure for
@@ -49,6 +57,15 @@ class Backoff {
 // every watch at once would otherwise have every node reconnect in a tight
 // loop, since each clean end resets the backoff.
 bool watch_counts_as_failure(Millis lasted, size_t lines);
+
+// Whether an established watch (answered 200) was healthy, so that the
+// failure that ended it (a cut connection, a stall, an ERROR event) is the
+// first of a new series and waits the initial delay, not one more of the
+// failures before it: it delivered at least one event or bookmark and lasted
+// at least 10 s. A watch that fails fast keeps the backoff growing, and a
+// server that serves a little and then cuts still sees at most one
+// reconnect per 10 s per resource from each node.
+bool watch_was_healthy(Millis lasted, size_t lines);
 
 // Retry-After as delta-seconds (the form the API server sends); nullopt when
 // absent or not a number. Capped at five minutes so that a bogus header cannot

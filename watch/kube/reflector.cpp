@@ -88,6 +88,8 @@ struct Reflector::Outcome {
     Kind kind = Kind::kOk;
     std::string reason;  // kError: why, for the log line
     std::optional<Millis> retry_after;
+    // A watch that ran healthy (watch_was_healthy) ended with this outcome.
+    bool after_healthy_watch = false;
     static Outcome ok() { return {Kind::kOk, {}, std::nullopt}; }
     static Outcome gone() { return {Kind::kGone, {}, std::nullopt}; }
     static Outcome error(std::string reason, std::optional<Millis> retry = std::nullopt) {
@@ -204,7 +206,13 @@ awaitable<void> Reflector::reflect(Resource& resource) {
             case Outcome::Kind::kError: {
                 transport->disconnect();
                 report_failure(resource, outcome.reason);
-                Millis delay = outcome.retry_after ? *outcome.retry_after : backoff.next();
+                // A routine cut of a long-running watch (the API server, a
+                // proxy or a load balancer closing it) must not wait what the
+                // failures of hours ago added up to: new Services would stay
+                // unknown for that long. Fast failures keep growing it.
+                if (outcome.after_healthy_watch) backoff.reset();
+                Millis delay =
+                    outcome.retry_after ? *outcome.retry_after : backoff.next(clock_.now());
                 co_await clock_.sleep(delay);
                 count(reconnects_, name);
                 break;
@@ -368,26 +376,33 @@ awaitable<Reflector::Outcome> Reflector::watch(Resource& resource, ApiTransport&
     size_t lines = 0;
     const WatchLineHandlers handlers = line_handlers(resource, end, lines);
     StreamEnd stream = co_await transport.read_watch(handlers);
+    const auto lasted = std::chrono::duration_cast<Millis>(clock_.now() - started);
+    Outcome outcome = Outcome::ok();
     switch (stream.how) {
         case StreamEnd::How::kStalled:
-            co_return Outcome::error(
+            outcome = Outcome::error(
                 fmt::format("{}: watch stalled (no end after {} s)", spec.name, deadline));
+            break;
         case StreamEnd::How::kLost:
-            co_return Outcome::error(
-                fmt::format("{}: watch stream lost: {}", spec.name, stream.failure));
+            outcome =
+                Outcome::error(fmt::format("{}: watch stream lost: {}", spec.name, stream.failure));
+            break;
         case StreamEnd::How::kStopped:
         case StreamEnd::How::kEnded:
+            if (end) {
+                outcome = *end;
+                break;
+            }
+            // The stream ended inside an event: it was cut, not finished.
+            if (stream.cut) count(decode_errors_, spec.name);
+            if (watch_counts_as_failure(lasted, lines)) {
+                outcome = Outcome::error(fmt::format(
+                    "{}: watch ended within a second of its start, with no event", spec.name));
+            }
             break;
     }
-    if (end) co_return *end;
-    // The stream ended inside an event: it was cut, not finished.
-    if (stream.cut) count(decode_errors_, spec.name);
-    auto lasted = std::chrono::duration_cast<Millis>(clock_.now() - started);
-    if (watch_counts_as_failure(lasted, lines)) {
-        co_return Outcome::error(
-            fmt::format("{}: watch ended within a second of its start, with no event", spec.name));
-    }
-    co_return Outcome::ok();
+    outcome.after_healthy_watch = watch_was_healthy(lasted, lines);
+    co_return outcome;
 }
 
 void Reflector::append_metrics(metrics::TextWriter& out) const {

@@ -5,9 +5,10 @@
 // resourceVersion -> apply the events; a watch the server ended resumes from
 // the last resourceVersion (bookmarks move it too); 410 Gone relists (the
 // replace diffs, so the Store sees only the differences); other failures back
-// off (jittered, Retry-After honoured) and resume. The Store is marked synced
-// once every resource's first LIST is in. docs/kubernetes-source.md has the
-// rules and the reasons.
+// off (jittered, Retry-After honoured; the backoff starts over after a healthy
+// watch or two minutes without failure) and resume. The Store is marked
+// synced once every resource's first LIST is in. docs/kubernetes-source.md has
+// the rules and the reasons.
 //
 // It talks to the server only through ApiTransport and waits only through
 // Clock, so that tests drive it with scripted answers and no sockets or

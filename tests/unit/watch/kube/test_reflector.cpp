@@ -119,6 +119,20 @@ bool has(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
 }
 
+// The wait after failure `failure` of a series (0 for the first): 500 ms
+// doubling up to 30 s, jittered into [d/2, d].
+void check_wait(Millis sleep, unsigned failure) {
+    const Millis nominal = Backoff::nominal(BackoffParams{}, failure);
+    INFO("failure " << failure << ": slept " << sleep.count() << " ms, nominal " << nominal.count()
+                    << " ms");
+    CHECK(sleep >= nominal / 2);
+    CHECK(sleep <= nominal);
+}
+
+Step cut_watch(std::vector<std::string> lines, Millis lasts) {
+    return watch_stream(std::move(lines), lasts, StreamEnd::How::kLost);
+}
+
 }  // namespace
 
 TEST_CASE("the reflector follows continue tokens, then watches from the list's resourceVersion") {
@@ -253,16 +267,80 @@ TEST_CASE("a watch that ends at once, with no event, backs off; a full one reset
     });
     bed.run();
 
-    // 500 ms doubling per failure, each jittered into [d/2, d].
     REQUIRE(bed.clock.sleeps.size() >= 4);
-    const std::vector<std::pair<Millis, Millis>> bounds = {
-        {250ms, 500ms}, {500ms, 1000ms}, {1000ms, 2000ms}, {250ms, 500ms}};
-    for (size_t i = 0; i < bounds.size(); ++i) {
-        INFO("sleep " << i << ": " << bed.clock.sleeps[i].count() << " ms");
-        CHECK(bed.clock.sleeps[i] >= bounds[i].first);
-        CHECK(bed.clock.sleeps[i] <= bounds[i].second);
-    }
+    for (unsigned i = 0; i < 3; ++i) check_wait(bed.clock.sleeps[i], i);
+    check_wait(bed.clock.sleeps[3], 0);
     for (size_t i = 1; i < api.requests.size(); ++i) CHECK_FALSE(has(api.requests[i], "LIST"));
+}
+
+TEST_CASE("a watch cut after running healthy reconnects after the initial backoff") {
+    Bed bed({kServices});
+    auto& api = bed.api("services");
+    api.script({
+        list_page(service_list("10", {})),
+        // Four fast failures grow the backoff to 4 s ...
+        cut_watch({}, 0ms),
+        answer(Step::Request::kWatch, 500),
+        no_answer(Step::Request::kWatch, false, "cannot connect: refused"),
+        cut_watch({bookmark("11")}, 2s),  // delivered, but failed within seconds
+        // ... then a watch streams for a minute and the connection is cut: the
+        // reconnect waits the initial delay, not 8 s.
+        cut_watch({event("ADDED", service("a", "12")), bookmark("13")}, 60s),
+        // A new series grows from there.
+        cut_watch({}, 0ms),
+    });
+    bed.run();
+
+    REQUIRE(bed.clock.sleeps.size() >= 6);
+    for (unsigned i = 0; i < 4; ++i) check_wait(bed.clock.sleeps[i], i);
+    check_wait(bed.clock.sleeps[4], 0);
+    check_wait(bed.clock.sleeps[5], 1);
+    CHECK(has(api.requests[6], "&resourceVersion=13"));  // resumed, no relist
+    CHECK(bed.metric(R"(switchboard_watch_relists_total{resource="services"})") == 0);
+    CHECK(bed.service_names() == std::set<std::string>{"a"});
+}
+
+TEST_CASE("two minutes without a failure start the backoff over, as client-go's reflector") {
+    Bed bed({kServices});
+    auto& api = bed.api("services");
+    api.script({
+        list_page(service_list("10", {})),
+        cut_watch({}, 0ms),
+        cut_watch({}, 0ms),
+        cut_watch({}, 0ms),
+        // A silent watch (no event, no bookmark) is not healthy: under two
+        // minutes since the last failure, the backoff keeps growing ...
+        cut_watch({}, 60s),
+        // ... over two minutes, it starts over.
+        cut_watch({}, 150s),
+    });
+    bed.run();
+
+    REQUIRE(bed.clock.sleeps.size() >= 5);
+    for (unsigned i = 0; i < 4; ++i) check_wait(bed.clock.sleeps[i], i);
+    check_wait(bed.clock.sleeps[4], 0);
+}
+
+TEST_CASE("fast failures grow the backoff up to the cap; a 410 relist neither waits nor resets") {
+    Bed bed({kServices});
+    auto& api = bed.api("services");
+    std::vector<Step> script = {list_page(service_list("10", {}))};
+    for (int i = 0; i < 4; ++i) {
+        script.push_back(no_answer(Step::Request::kWatch, false, "cannot connect: refused"));
+        script.push_back(cut_watch({}, 0ms));
+    }
+    script.push_back(answer(Step::Request::kWatch, 410, R"({"kind":"Status","code":410})"));
+    script.push_back(list_page(service_list("20", {})));
+    for (int i = 0; i < 3; ++i) script.push_back(answer(Step::Request::kWatch, 503));
+    api.script(std::move(script));
+    bed.run();
+
+    // 0.5, 1, 2, 4, 8, 16, 30, 30 s, then, across the relist, 30 s on.
+    REQUIRE(bed.clock.sleeps.size() >= 11);
+    for (unsigned i = 0; i < 11; ++i) check_wait(bed.clock.sleeps[i], i);
+    CHECK(bed.clock.sleeps[10] >= 15s);
+    CHECK(bed.metric(R"(switchboard_watch_relists_total{resource="services"})") == 1);
+    CHECK(api.requests[10] == "LIST /api/v1/services?limit=500");
 }
 
 TEST_CASE("Retry-After of a 429 replaces the backoff") {

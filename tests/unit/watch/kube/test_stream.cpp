@@ -1,6 +1,7 @@
 // The pieces of the watch client that need no server: line splitting of a
 // chunked stream, backoff and Retry-After, tuning knobs.
 #include <catch.hpp>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -88,16 +89,40 @@ TEST_CASE("jitter spreads a delay over its upper half") {
     CHECK(Backoff::jittered(Millis(1000), 0.5) == Millis(750));
     CHECK(Backoff::jittered(Millis(1000), 0.999) == Millis(999));
     Backoff backoff(BackoffParams{Millis(100), Millis(30000)}, 42);
+    const std::chrono::steady_clock::time_point now{};
     for (unsigned failure = 0; failure < 20; ++failure) {
         Millis nominal = Backoff::nominal(BackoffParams{Millis(100), Millis(30000)}, failure);
-        Millis delay = backoff.next();
+        Millis delay = backoff.next(now);
         CHECK(delay >= nominal / 2);
         CHECK(delay <= nominal);
         CHECK(delay <= Millis(30000));
     }
     CHECK(backoff.failures() == 20);
     backoff.reset();
-    CHECK(backoff.next() <= Millis(100));
+    CHECK(backoff.next(now) <= Millis(100));
+}
+
+TEST_CASE("a failure more than two minutes after the previous one starts the backoff over") {
+    Backoff backoff(BackoffParams{Millis(500), Millis(30000)}, 42);
+    std::chrono::steady_clock::time_point now{};
+    for (int i = 0; i < 4; ++i) backoff.next(now);
+    CHECK(backoff.failures() == 4);
+    // Exactly the reset duration later is not more than it (client-go's `>`).
+    now += std::chrono::minutes(2);
+    backoff.next(now);
+    CHECK(backoff.failures() == 5);
+    now += std::chrono::minutes(2) + Millis(1);
+    Millis delay = backoff.next(now);
+    CHECK(backoff.failures() == 1);
+    CHECK(delay >= Millis(250));
+    CHECK(delay <= Millis(500));
+}
+
+TEST_CASE("a watch is healthy once it delivered something and lasted ten seconds") {
+    CHECK(watch_was_healthy(Millis(10000), 1));
+    CHECK(watch_was_healthy(std::chrono::minutes(5), 100));
+    CHECK_FALSE(watch_was_healthy(Millis(9999), 100));           // failed fast, even with events
+    CHECK_FALSE(watch_was_healthy(std::chrono::minutes(5), 0));  // silent: the 2 minutes decide
 }
 
 TEST_CASE("random watch timeouts stay inside the range") {
