@@ -39,23 +39,17 @@ def cluster(extra=()):
     ])
 
 
-class DnsLoad:
-    """The clients, on threads of the test process inside `ns`, until stop(); `counts`
-    by protocol and outcome: answered, retried (after 1 s), servfail, refused, lost,
-    bad (another rcode)."""
+class Clients:
+    """Client threads (`threads`, each running until `_stop` is set) as a context
+    manager: started on entry, stopped and joined on exit; `counts` is theirs to fill."""
 
-    def __init__(self, ns, port):
-        self.ns = ns
-        self.port = port
+    def __init__(self, threads):
         self.counts = collections.Counter()
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._run, args=(self._udp_query, UDP_PERIOD)),
-                         threading.Thread(target=self._run, args=(self._tcp_query, TCP_PERIOD))]
-        self._udp = socket_in(ns, socket.AF_INET, socket.SOCK_DGRAM)
-        self._udp.connect(("127.0.0.1", port))  # so that ICMP errors are reported
-        self._qid = 0
+        self._threads = threads
 
     def __enter__(self):
+        self.started = time.monotonic()
         for thread in self._threads:
             thread.start()
         return self
@@ -67,6 +61,24 @@ class DnsLoad:
         self._stop.set()
         for thread in self._threads:
             thread.join()
+
+
+class DnsLoad(Clients):
+    """The clients, on threads of the test process inside `ns`, until stop(); `counts`
+    by protocol and outcome: answered, retried (after 1 s), servfail, refused, lost,
+    bad (another rcode)."""
+
+    def __init__(self, ns, port):
+        super().__init__([threading.Thread(target=self._run, args=(self._udp_query, UDP_PERIOD)),
+                          threading.Thread(target=self._run, args=(self._tcp_query, TCP_PERIOD))])
+        self.ns = ns
+        self.port = port
+        self._udp = socket_in(ns, socket.AF_INET, socket.SOCK_DGRAM)
+        self._udp.connect(("127.0.0.1", port))  # so that ICMP errors are reported
+        self._qid = 0
+
+    def stop(self):
+        super().stop()
         self._udp.close()
 
     def failures(self):
