@@ -222,9 +222,11 @@ class Lineage:
         running = [d for d in self.daemons if d.process.poll() is None]
         daemon = running[-1] if running else self.start()
         self.ready(daemon, "at the start")
-        # The warm state is written 1 s after a synced zone is published (docs/dns.md,
-        # "Warm start"): a crash in the first second after a cold start's first sync
-        # finds no file, and the restarted daemon answers SERVFAIL until its own sync.
+        # A daemon in its steady state: its first synced zone is in the warm state
+        # (docs/dns.md, "Warm start": written as soon as it is published, 11 MB at 10k
+        # Services, which takes from 0.1 s to over a second on this loaded machine). A
+        # crash before that write leaves the next process no state, and it answers
+        # SERVFAIL until its own first sync, as without a warm state.
         wait_for(lambda: (metric(daemon.get("/metrics")[2], WARM_WRITES) or 0) >= 1,
                  "the warm state written")
         client = self.bed.pods["client"].ns
