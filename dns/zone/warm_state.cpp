@@ -15,24 +15,27 @@ namespace sb::dns {
 
 namespace {
 
-// Writes all of `bytes` to the new file `path` (mode 0600).
-Status write_new_file(const std::string& path, const std::string& bytes) {
+// Writes `zone`'s state to the new file `path` (mode 0600), piece by piece
+// as the codec makes them (Zone::write_state).
+Status write_new_file(const std::string& path, const Zone& zone, const std::string& identity) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return make_error(ErrorCode::kIo, fmt::format("cannot create {}", path), errno);
-    size_t done = 0;
-    while (done < bytes.size()) {
-        ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            int saved = errno;
-            ::close(fd);
-            return make_error(ErrorCode::kIo, fmt::format("cannot write {}", path), saved);
+    int failed = 0;  // the errno of the first write that failed
+    zone.write_state(identity, [fd, &failed](std::string_view piece) {
+        size_t done = 0;
+        while (failed == 0 && done < piece.size()) {
+            ssize_t n = ::write(fd, piece.data() + done, piece.size() - done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                failed = n < 0 ? errno : EIO;
+                return;
+            }
+            done += static_cast<size_t>(n);
         }
-        done += static_cast<size_t>(n);
-    }
-    if (::close(fd) != 0) {
-        return make_error(ErrorCode::kIo, fmt::format("cannot write {}", path), errno);
-    }
+    });
+    if (::close(fd) != 0 && failed == 0) failed = errno;
+    if (failed != 0)
+        return make_error(ErrorCode::kIo, fmt::format("cannot write {}", path), failed);
     return {};
 }
 
@@ -62,7 +65,7 @@ Status WarmStateFile::write(const std::shared_ptr<const Zone>& zone) {
     std::lock_guard lock(write_mutex_);
     if (written_.lock() == zone) return {};
     const std::string temporary = path_ + ".tmp";
-    Status status = write_new_file(temporary, zone->state_bytes(identity_));
+    Status status = write_new_file(temporary, *zone, identity_);
     if (status && ::rename(temporary.c_str(), path_.c_str()) != 0) {
         status = make_error(ErrorCode::kIo, fmt::format("cannot rename {} to {}", temporary, path_),
                             errno);

@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -146,6 +147,10 @@ class Zone {
     // versioned, checksummed bytes. A zone that is not synced has nothing to
     // keep: callers write only synced zones.
     std::string state_bytes(std::string_view identity) const;
+    // The same bytes, handed to `sink` in order, in pieces of about 64 KiB:
+    // a writer never holds them whole. `sink` may not touch this zone.
+    void write_state(std::string_view identity,
+                     const std::function<void(std::string_view)>& sink) const;
     // The zone `bytes` describe, synced, for `config`. Error (one line: why)
     // for bytes that are truncated, corrupt, of another format version or
     // identity, larger than kMaxStateBytes, or made with another domain, ttl

@@ -16,6 +16,7 @@
 #include <boost/crc.hpp>
 
 #include <cstring>
+#include <functional>
 
 #include "dns/zone/zone.h"
 
@@ -33,29 +34,53 @@ uint32_t checksum(std::string_view bytes) {
     return crc.checksum();
 }
 
+// Writes the format's integers and strings to `sink` in pieces of about
+// kPiece bytes, counting them and taking their CRC-32 on the way.
 class StateWriter {
   public:
-    void u8(uint8_t value) { out_.push_back(static_cast<char>(value)); }
+    static constexpr size_t kPiece = 64 * 1024;
+    explicit StateWriter(const std::function<void(std::string_view)>& sink) : sink_(sink) {}
+    ~StateWriter() { flush(); }
+    StateWriter(const StateWriter&) = delete;
+    StateWriter& operator=(const StateWriter&) = delete;
+
+    void u8(uint8_t value) { little_endian(value, 1); }
     void u16(uint16_t value) { little_endian(value, 2); }
     void u32(uint32_t value) { little_endian(value, 4); }
     // Precondition: `bytes` fits the length field (the zone's own names and
     // rdatas always do).
     void text8(std::string_view bytes) {
         u8(static_cast<uint8_t>(bytes.size()));
-        out_ += bytes;
+        put(bytes);
     }
     void text16(std::string_view bytes) {
         u16(static_cast<uint16_t>(bytes.size()));
-        out_ += bytes;
+        put(bytes);
     }
-    std::string& bytes() { return out_; }
+    void put(std::string_view bytes) {
+        crc_.process_bytes(bytes.data(), bytes.size());
+        written_ += bytes.size();
+        buffer_ += bytes;
+        if (buffer_.size() >= kPiece) flush();
+    }
+    void flush() {
+        if (buffer_.empty()) return;
+        sink_(buffer_);
+        buffer_.clear();
+    }
+    size_t written() const { return written_; }
+    uint32_t checksum() const { return crc_.checksum(); }
 
   private:
     void little_endian(uint32_t value, int width) {
-        for (int i = 0; i < width; ++i)
-            out_.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+        char bytes[4];
+        for (int i = 0; i < width; ++i) bytes[i] = static_cast<char>((value >> (8 * i)) & 0xff);
+        put(std::string_view(bytes, static_cast<size_t>(width)));
     }
-    std::string out_;
+    const std::function<void(std::string_view)>& sink_;
+    std::string buffer_;
+    boost::crc_32_type crc_;
+    size_t written_ = 0;
 };
 
 // Reads what StateWriter wrote; the first short read sets failed() and
@@ -186,37 +211,55 @@ Result<Zone::Node> read_node(StateReader& in) {
 
 }  // namespace
 
-std::string Zone::state_bytes(std::string_view identity) const {
-    StateWriter payload;
-    payload.text16(identity.substr(0, 0xffff));
-    payload.text8(config_.domain.substr(0, 0xff));
-    payload.u32(config_.ttl);
-    payload.u8(static_cast<uint8_t>(config_.pods));
-    payload.u8(config_.endpoints ? 1 : 0);
-    payload.u8(config_.endpoint_pod_names ? 1 : 0);
-    payload.u32(serial_);
-    payload.u32(static_cast<uint32_t>(names_.size()));
-    for_each_name([&payload](const std::string& name, const Node& node) {
-        payload.text8(name);
-        payload.u16(static_cast<uint16_t>(node.rrsets.size()));
-        for (const auto& rrset : node.rrsets) {
-            payload.u16(rrset.rtype);
-            payload.u32(static_cast<uint32_t>(rrset.rdatas.size()));
-            for (const auto& rdata : rrset.rdatas) payload.text16(rdata);
-        }
-    });
-    payload.u32(static_cast<uint32_t>(namespaces_.size()));
-    namespaces_.for_each([&payload](const std::string& ns, uint32_t) { payload.text8(ns); });
-    payload.u32(static_cast<uint32_t>(pods_.size()));
-    pods_.for_each([&payload](const std::string& key, uint32_t) { payload.text16(key); });
-
-    StateWriter out;
-    out.bytes() = kMagic;
+void Zone::write_state(std::string_view identity,
+                       const std::function<void(std::string_view)>& sink) const {
+    // Two passes over the zone: the first for the header's length and
+    // checksum, which precede the payload; so the bytes are never held
+    // whole (11 MB at 10k Services).
+    auto payload = [this, identity](StateWriter& out) {
+        out.text16(identity.substr(0, 0xffff));
+        out.text8(config_.domain.substr(0, 0xff));
+        out.u32(config_.ttl);
+        out.u8(static_cast<uint8_t>(config_.pods));
+        out.u8(config_.endpoints ? 1 : 0);
+        out.u8(config_.endpoint_pod_names ? 1 : 0);
+        out.u32(serial_);
+        out.u32(static_cast<uint32_t>(names_.size()));
+        for_each_name([&out](const std::string& name, const Node& node) {
+            out.text8(name);
+            out.u16(static_cast<uint16_t>(node.rrsets.size()));
+            for (const auto& rrset : node.rrsets) {
+                out.u16(rrset.rtype);
+                out.u32(static_cast<uint32_t>(rrset.rdatas.size()));
+                for (const auto& rdata : rrset.rdatas) out.text16(rdata);
+            }
+        });
+        out.u32(static_cast<uint32_t>(namespaces_.size()));
+        namespaces_.for_each([&out](const std::string& ns, uint32_t) { out.text8(ns); });
+        out.u32(static_cast<uint32_t>(pods_.size()));
+        pods_.for_each([&out](const std::string& key, uint32_t) { out.text16(key); });
+    };
+    const std::function<void(std::string_view)> discard = [](std::string_view) {};
+    size_t length = 0;
+    uint32_t sum = 0;
+    {
+        StateWriter measure(discard);
+        payload(measure);
+        length = measure.written();
+        sum = measure.checksum();
+    }
+    StateWriter out(sink);
+    out.put(kMagic);
     out.u16(kFormatVersion);
-    out.u32(static_cast<uint32_t>(payload.bytes().size()));
-    out.u32(checksum(payload.bytes()));
-    out.bytes() += payload.bytes();
-    return std::move(out.bytes());
+    out.u32(static_cast<uint32_t>(length));
+    out.u32(sum);
+    payload(out);
+}
+
+std::string Zone::state_bytes(std::string_view identity) const {
+    std::string bytes;
+    write_state(identity, [&bytes](std::string_view piece) { bytes += piece; });
+    return bytes;
 }
 
 Result<std::shared_ptr<const Zone>> Zone::from_state_bytes(std::string_view bytes,
