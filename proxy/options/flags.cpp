@@ -306,6 +306,8 @@ std::string usage() {
         "`switchboard plan [OPTIONS]` prints the Plan as JSON instead of running.\n"
         "`switchboard pod-dns|pod-env|lookup --help`: what a Pod sees (its resolv.conf,\n"
         "its Service environment variables, each step of a name lookup).\n"
+        "`switchboard supervise -- switchboard [OPTIONS]`: the container's first process;\n"
+        "it holds the listening sockets and restarts a daemon killed by a signal.\n"
         "Exit codes: 0 ok, 1 runtime failure, 2 bad flags or configuration.\n"
         "Flags take --flag=value or --flag value; booleans --flag or --flag=true|false.\n"
         "With --config, kube-proxy's options come from the file; only --hostname-override\n"
