@@ -704,6 +704,34 @@ class Switchboard:
             raise BedError("; ".join(problems) + "\n" + tail)
 
 
+# ---- a supervised daemon's process tree ------------------------------------
+
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as listing:
+            return [int(word) for word in listing.read().split()]
+    except OSError:
+        return []
+
+
+def vm_rss_kb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return next((int(line.split()[1]) for line in status if line.startswith("VmRSS:")), 0)
+    except OSError:
+        return 0
+
+
+def largest_process(pid):
+    """The process of pid's tree (pid and its descendants) with the largest VmRSS."""
+    tree, todo = [], [pid]
+    while todo:
+        tree.append(todo.pop())
+        todo += children(tree[-1])
+    return max(tree, key=vm_rss_kb)
+
+
 # ---- client side: runs inside a namespace ----------------------------------
 
 

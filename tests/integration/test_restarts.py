@@ -23,6 +23,7 @@ import dns_wire
 import kube_objects
 from daemons import terminate
 from kube_objects import cluster_list, endpoint, endpoint_slice, service, service_port
+from netbed import children
 from network_namespace import run_in, socket_in
 from probes import free_port, wait_for
 
@@ -137,14 +138,6 @@ def judged(reply, outcome):
     if rcode == dns_wire.NOERROR:
         return outcome
     return "servfail" if rcode == dns_wire.SERVFAIL else "bad"
-
-
-def children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as listing:
-            return [int(word) for word in listing.read().split()]
-    except OSError:
-        return []
 
 
 def start(daemon_factory, tmp_path, dns_port, *extra, **options):

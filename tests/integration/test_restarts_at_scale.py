@@ -33,8 +33,9 @@ import kube_objects
 import netbed
 import network_namespace
 from daemons import Daemon, terminate
+from netbed import children, largest_process
 from probes import metric, wait_for
-from test_restarts import Clients, children
+from test_restarts import Clients
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fake_apiserver"))
 import fake_apiserver  # noqa: E402
@@ -169,23 +170,6 @@ class Load(Clients):
 
 
 # ---- the daemons --------------------------------------------------------------
-
-
-def vm_rss_kb(pid):
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            return next((int(line.split()[1]) for line in status if line.startswith("VmRSS:")), 0)
-    except OSError:
-        return 0
-
-
-def largest_process(pid):
-    """The process of pid's tree (pid and its descendants) with the largest VmRSS."""
-    tree, todo = [], [pid]
-    while todo:
-        tree.append(todo.pop())
-        todo += children(tree[-1])
-    return max(tree, key=vm_rss_kb)
 
 
 class Lineage:
