@@ -34,6 +34,16 @@ Result<std::string> read_open_file(int fd, const std::string& path, size_t max_b
     }
 }
 
+int write_whole(int fd, std::string_view bytes) {
+    while (!bytes.empty()) {
+        const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return n < 0 ? errno : EIO;
+        bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return 0;
+}
+
 Result<std::string> read_file_text(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return make_error(ErrorCode::kIo, fmt::format("cannot read {}", path), errno);

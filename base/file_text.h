@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "base/result.h"
 
@@ -20,5 +21,10 @@ Result<std::string> read_file_text(const std::string& path);
 // the file in messages. The one reader of a descriptor's whole content for
 // the file watchers and the file source.
 Result<std::string> read_open_file(int fd, const std::string& path, size_t max_bytes);
+
+// Writes all of `bytes` to `fd` (which stays the caller's), retrying short
+// and interrupted writes: 0, or the errno of the write that failed (EIO for
+// one that wrote nothing). The one writer of a whole buffer to a descriptor.
+int write_whole(int fd, std::string_view bytes);
 
 }  // namespace sb

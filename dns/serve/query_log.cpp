@@ -5,8 +5,9 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <cerrno>
 #include <charconv>
+
+#include "base/file_text.h"
 
 namespace sb::dns {
 
@@ -367,15 +368,8 @@ std::string rcode_text(uint8_t rcode) {
 
 void write_stdout_line(std::string line) {
     line += '\n';
-    const char* p = line.data();
-    size_t left = line.size();
-    while (left > 0) {
-        ssize_t n = ::write(STDOUT_FILENO, p, left);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return;  // stdout closed: the line is lost, the query is not
-        p += n;
-        left -= static_cast<size_t>(n);
-    }
+    // stdout closed: the line is lost, the query is not.
+    (void)write_whole(STDOUT_FILENO, line);
 }
 
 }  // namespace sb::dns

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <string_view>
 
 #include "base/file_text.h"
 
@@ -22,16 +23,7 @@ Status write_new_file(const std::string& path, const Zone& zone, const std::stri
     if (fd < 0) return make_error(ErrorCode::kIo, fmt::format("cannot create {}", path), errno);
     int failed = 0;  // the errno of the first write that failed
     zone.write_state(identity, [fd, &failed](std::string_view piece) {
-        size_t done = 0;
-        while (failed == 0 && done < piece.size()) {
-            ssize_t n = ::write(fd, piece.data() + done, piece.size() - done);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) {
-                failed = n < 0 ? errno : EIO;
-                return;
-            }
-            done += static_cast<size_t>(n);
-        }
+        if (failed == 0) failed = write_whole(fd, piece);
     });
     if (::close(fd) != 0 && failed == 0) failed = errno;
     if (failed != 0)
