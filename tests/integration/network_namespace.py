@@ -28,6 +28,7 @@ import contextlib
 import ctypes
 import itertools
 import os
+import pathlib
 import re
 import signal
 import socket
@@ -70,6 +71,16 @@ def run_in(ns, *argv, check=False, timeout=30, input=None):
 def popen_in(ns, argv, **kwargs):
     """subprocess.Popen of argv inside ns (kwargs as for Popen)."""
     return subprocess.Popen(in_ns(ns, argv), **kwargs)
+
+
+def state_folder(ns, state_dir="/run/switchboard"):
+    """The daemon's node state folder for `ns` (proxy/app/node_state.h): `state_dir`/
+    netns-COOKIE, the namespace's SO_NETNS_COOKIE (socket option 71)."""
+    cookie = run_in(ns, "python3", "-c",
+                    "import socket, struct; s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
+                    "print(struct.unpack('Q', s.getsockopt(socket.SOL_SOCKET, 71, 8))[0])",
+                    check=True).stdout.strip()
+    return pathlib.Path(state_dir) / f"netns-{cookie}"
 
 
 def new_prefix():

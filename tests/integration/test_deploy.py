@@ -291,12 +291,7 @@ def test_rollback_manifest_removes_switchboards_objects(netns, switchboard_bin):
     # and its node state folder (docs/daemon.md, "Node state").
     subprocess.run(["ip", "netns", "exec", netns, "nft", "add", "table", "inet", "switchboard"],
                    check=True)
-    cookie = subprocess.run(
-        ["ip", "netns", "exec", netns, "python3", "-c",
-         "import socket, struct; s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
-         "print(struct.unpack('Q', s.getsockopt(socket.SOL_SOCKET, 71, 8))[0])"],
-        capture_output=True, text=True, check=True).stdout.strip()
-    state = pathlib.Path("/run/switchboard") / f"netns-{cookie}"
+    state = network_namespace.state_folder(netns)
     state.mkdir(parents=True, exist_ok=True)
     (state / "dns-zone.state").write_bytes(b"old")
     argv = localized(cleanup["command"], {}, switchboard_bin, {})

@@ -129,11 +129,7 @@ def test_a_state_of_another_network_namespace_is_not_read(daemon_factory, switch
     (state,) = state_files(state_dir)
     with network_namespace.namespace() as other:
         # The other namespace's own folder, holding this namespace's file.
-        cookie = run_in(other, "python3", "-c",
-                        "import socket, struct; s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
-                        "print(struct.unpack('Q', s.getsockopt(socket.SOL_SOCKET, 71, 8))[0])",
-                        check=True).stdout.strip()
-        folder = pathlib.Path(state_dir) / f"netns-{cookie}"
+        folder = network_namespace.state_folder(other, state_dir)
         folder.mkdir(mode=0o700)
         (folder / "dns-zone.state").write_bytes(state.read_bytes())
         log_path = tmp_path / "other.log"
