@@ -89,6 +89,14 @@ class Backend {
     // repair drift). Atomic: on failure the kernel keeps its previous rules.
     // Not thread-safe: one caller (the sync runner) at a time.
     virtual Result<SyncStats> sync(const Plan& plan, const Plan* previous) = 0;
+    // The periodic sync's drift check, cheap at any cluster size: false when
+    // something outside switchboard removed or replaced what the last sync
+    // applied (a flushed ruleset, a table restored from a dump), and the
+    // next sync must be full. nftables compares its table's kernel handle.
+    // iptables and IPVS have no check this cheap (reading their tables costs
+    // what a full sync does): they answer true, and their drift waits for
+    // the hourly full sync. Not thread-safe, as sync().
+    virtual Result<bool> kernel_intact() { return true; }
     // Removes every kernel object this backend owns. Idempotent.
     virtual Status cleanup() = 0;
     // The rules `plan` would produce, as text for --dry-run; touches nothing.

@@ -34,8 +34,9 @@ ProxySync::ProxySync(const Options& options, BackendFactory backend_factory,
       health_ports_(http,
                     [this] { return health_.check(std::chrono::system_clock::now()).healthy; }),
       runner_(
-          SyncTiming{options_.min_sync_period, options_.sync_period, std::chrono::seconds(1)},
-          [this](bool full) { return sync(full); }, clock_) {}
+          SyncTiming{options_.min_sync_period, options_.sync_period, std::chrono::seconds(1),
+                     options_.full_sync_period},
+          [this](SyncKind kind) { return sync(kind); }, clock_) {}
 
 void ProxySync::on_store_changes(const std::vector<watch::Change>& changes) {
     for (const auto& change : changes) {
@@ -130,9 +131,30 @@ void ProxySync::observe_network_programming(std::chrono::system_clock::time_poin
     unobserved_trigger_times_.clear();
 }
 
-Status ProxySync::sync(bool full) {
+bool ProxySync::kernel_drifted() {
+    if (!backend_) return false;  // the first sync is full anyway
+    auto intact = backend_->kernel_intact();
+    if (intact && intact.value()) return false;
+    if (!intact) {
+        log::warn("{}: the periodic check of the kernel failed ({}); syncing in full",
+                  backend_->name(), intact.error().describe());
+    } else {
+        log::warn(
+            "{}: switchboard's kernel objects were removed or replaced by someone else; "
+            "syncing in full",
+            backend_->name());
+    }
+    metrics_.kernel_drift.inc();
+    return true;
+}
+
+Status ProxySync::sync(SyncKind kind) {
     const auto started = std::chrono::steady_clock::now();
-    if (full) dns_.ensure_local_addresses();  // drift repair
+    // Drift repair: the node-local DNS addresses, and the backend's cheap
+    // check (a full sync repairs everything, but costs seconds at 50k
+    // Services, so it runs hourly: sync_runner.h).
+    if (kind != SyncKind::kPartial) dns_.ensure_local_addresses();
+    const bool full = kind == SyncKind::kFull || (kind == SyncKind::kPeriodic && kernel_drifted());
     auto [plan, snapshot, trigger_times] = compute_plan(full);
     // Kept until the kernel has a plan that includes them (a failed sync is
     // retried in full, whose batch no longer lists these slices). Bounded:

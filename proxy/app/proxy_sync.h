@@ -64,13 +64,15 @@ class ProxySync {
     void write_metrics(metrics::TextWriter& out, const BuildInfo& build_info) const;
 
   private:
-    Status sync(bool full);  // the runner's SyncFunction
+    Status sync(SyncKind kind);  // the runner's SyncFunction
     struct Planned {
         std::shared_ptr<const rules::Plan> plan;
         std::shared_ptr<const watch::Snapshot> snapshot;  // what it was planned from
         std::vector<std::chrono::system_clock::time_point> trigger_times;  // Batch's
     };
     Planned compute_plan(bool full);
+    // A periodic sync's drift check: whether it must be full after all.
+    bool kernel_drifted();
     // The plan-wide metrics of `plan`, and its health-check node ports, from
     // the ports that changed since the plan computed before it (nullopt:
     // unknown, everything is looked at).

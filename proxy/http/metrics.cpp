@@ -100,6 +100,11 @@ const Family kHealthCheckErrors{"switchboard_health_check_port_errors_total",
                                 "Health-check node ports that could not be opened",
                                 Type::kCounter,
                                 {}};
+const Family kKernelDrift{"switchboard_sync_kernel_drift_total",
+                          "Periodic syncs that found switchboard's kernel objects removed or "
+                          "replaced by someone else, and synced in full",
+                          Type::kCounter,
+                          {}};
 const Family kPlanServicePorts{
     "switchboard_plan_service_ports", "Service ports in the last computed plan", Type::kGauge, {}};
 
@@ -267,6 +272,7 @@ void ProxyMetrics::write(metrics::TextWriter& out, const BuildInfo& build,
     out.sample({build.version, to_string(mode_)}, uint64_t{1});
     metrics::write_metric(out, kSyncErrors, sync_errors);
     metrics::write_metric(out, kHealthCheckErrors, health_check_errors);
+    metrics::write_metric(out, kKernelDrift, kernel_drift);
     metrics::write_metric(out, kPlanServicePorts, plan_service_ports);
 }
 

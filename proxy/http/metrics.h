@@ -60,7 +60,11 @@ class ProxyMetrics {
     metrics::Counter endpoint_changes;     // kubeproxy_sync_proxy_rules_endpoint_changes_total
     metrics::Counter sync_errors;          // switchboard_sync_errors_total
     metrics::Counter health_check_errors;  // switchboard_health_check_port_errors_total
-    metrics::Gauge plan_service_ports;     // switchboard_plan_service_ports
+    // switchboard_sync_kernel_drift_total: periodic checks that found the
+    // kernel's objects removed or replaced behind switchboard (a full sync
+    // followed).
+    metrics::Counter kernel_drift;
+    metrics::Gauge plan_service_ports;  // switchboard_plan_service_ports
 
     // Every family above, the pending gauges and both build_info families.
     void write(metrics::TextWriter& out, const BuildInfo& build,

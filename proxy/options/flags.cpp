@@ -178,6 +178,9 @@ Status check_combinations(const Options& options, Command command,
     const Origin& min_sync =
         origins.at(ipvs ? "--ipvs-min-sync-period" : "--iptables-min-sync-period");
     if (options.sync_period.count() == 0) return flag_error(sync.prefix, "must be greater than 0");
+    if (options.full_sync_period.count() == 0) {
+        return flag_error("--full-sync-period", "must be greater than 0");
+    }
     if (options.sync_period < options.min_sync_period) {
         return flag_error(
             sync.prefix,

@@ -74,6 +74,8 @@ struct Options {
     // --ipvs-(min-)sync-period in ipvs mode, as kube-proxy reads them.
     std::chrono::nanoseconds min_sync_period = std::chrono::seconds(1);
     std::chrono::nanoseconds sync_period = std::chrono::seconds(30);
+    // --full-sync-period (sync_runner.h): kube-proxy's FullSyncPeriod.
+    std::chrono::nanoseconds full_sync_period = std::chrono::hours(1);
     // nullopt: that server is disabled (the flag was set to "", or its
     // deprecated --*-port flag to 0).
     std::optional<HostPort> metrics_bind;

@@ -440,7 +440,8 @@ void add_sync_rows(std::vector<OptionSpec>& table) {
         .names = {"--iptables-sync-period", "--sync-period"},
         .kind = ValueKind::kDuration,
         .default_text = "30s",
-        .help = "period of full resyncs, nftables and iptables mode (Go duration)",
+        .help = "period of the periodic syncs (partial, with a drift check), nftables and "
+                "iptables mode (Go duration)",
         .fields =
             {{.path = "iptables.syncPeriod", .sections = kIptablesSection, .zero_is_absent = true},
              {.path = "nftables.syncPeriod", .sections = kNftablesSection, .zero_is_absent = true},
@@ -449,6 +450,21 @@ void add_sync_rows(std::vector<OptionSpec>& table) {
               .zero_is_absent = true}},
         .apply = store_sync_period,
         .applies_in = outside_ipvs,
+    });
+    // switchboard's own: kube-proxy's is the constant proxyutil.FullSyncPeriod.
+    table.push_back({
+        .names = {"--full-sync-period"},
+        .kind = ValueKind::kDuration,
+        .role = OptionRole::kCommandLine,
+        .default_text = "1h",
+        .help = "period of full syncs (the whole ruleset read back and rewritten), every mode (Go "
+                "duration)",
+        .apply = [](std::string_view text, ApplyContext& context) -> Status {
+            auto value = parse_period(text);
+            if (!value) return value.error();
+            context.options.full_sync_period = *value;
+            return {};
+        },
     });
     table.push_back({
         .names = {"--ipvs-min-sync-period"},
@@ -464,7 +480,8 @@ void add_sync_rows(std::vector<OptionSpec>& table) {
         .names = {"--ipvs-sync-period"},
         .kind = ValueKind::kDuration,
         .default_text = "30s",
-        .help = "period of full resyncs, ipvs mode (Go duration)",
+        .help = "period of the periodic syncs (partial, with a drift check), ipvs mode (Go "
+                "duration)",
         .fields = {{.path = "ipvs.syncPeriod", .sections = kIpvsSection, .zero_is_absent = true},
                    {.path = "syncPeriod", .sections = kIpvsSection, .zero_is_absent = true}},
         .apply = store_sync_period,

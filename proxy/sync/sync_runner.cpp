@@ -44,29 +44,35 @@ std::optional<Clock::time_point> SyncRunner::next_due_locked() const {
     if (failures_ > 0) return std::max(earliest, *retry_at_);
     Clock::time_point due = Clock::time_point::max();
     if (pending_) due = earliest;
-    if (last_full_success_) {
-        due = std::min(due, std::max(earliest, *last_full_success_ + timing_.full_resync_period));
+    if (last_periodic_start_) {
+        due = std::min(due, std::max(earliest, *last_periodic_start_ + timing_.sync_period));
     }
     return due;
 }
 
 bool SyncRunner::run_due() {
-    bool full = false;
+    SyncKind kind = SyncKind::kPartial;
     Clock::time_point started;
     {
         std::lock_guard lock(mutex_);
         auto due = next_due_locked();
         started = clock_.now();
         if (!due || started < *due) return false;
-        full = failures_ > 0 || !last_full_success_ ||
-               started >= *last_full_success_ + timing_.full_resync_period;
+        if (failures_ > 0 || !last_full_success_ ||
+            started >= *last_full_success_ + timing_.full_sync_period) {
+            kind = SyncKind::kFull;
+        } else if (!last_periodic_start_ ||
+                   started >= *last_periodic_start_ + timing_.sync_period) {
+            kind = SyncKind::kPeriodic;
+        }
         // Requests arriving while this sync runs ask for another one.
         pending_ = false;
         last_start_ = started;
+        if (kind != SyncKind::kPartial) last_periodic_start_ = started;
     }
     Status status;
     try {
-        status = sync_(full);
+        status = sync_(kind);
     } catch (const std::exception& error) {
         // Nothing may escape the runner's thread; an exception (allocation
         // failure) is a failed sync like any other and is retried.
@@ -77,13 +83,13 @@ bool SyncRunner::run_due() {
         failures_ = 0;
         retry_at_.reset();
         ever_succeeded_ = true;
-        if (full) last_full_success_ = started;
+        if (kind == SyncKind::kFull) last_full_success_ = started;
         return true;
     }
     ++failures_;
-    auto backoff = std::min(timing_.initial_retry, timing_.full_resync_period);
-    for (unsigned i = 1; i < failures_ && backoff < timing_.full_resync_period; ++i) backoff *= 2;
-    backoff = std::min(backoff, timing_.full_resync_period);
+    auto backoff = std::min(timing_.initial_retry, timing_.sync_period);
+    for (unsigned i = 1; i < failures_ && backoff < timing_.sync_period; ++i) backoff *= 2;
+    backoff = std::min(backoff, timing_.sync_period);
     retry_at_ = clock_.now() + backoff;
     log::warn("sync failed ({} in a row), retrying in {} ms: {}", failures_,
               std::chrono::duration_cast<std::chrono::milliseconds>(backoff).count(),

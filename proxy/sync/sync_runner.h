@@ -7,8 +7,15 @@
 //  * request() (a change was queued) runs a sync as soon as
 //    --min-sync-period has passed since the previous sync started; a burst of
 //    requests is coalesced into one sync;
-//  * a full sync runs every --sync-period after the last successful full one,
-//    changes or not, so drift in the kernel is repaired;
+//  * a periodic sync runs every --sync-period after the last periodic (or
+//    full) one, changes or not: it is partial, with the backend's cheap check
+//    that the kernel still holds its objects (kube-proxy's partial syncs
+//    every syncPeriod, with its canary). A stream of changes never
+//    postpones it;
+//  * a full sync (the whole ruleset read back and rewritten) runs first, then
+//    only when kFullSyncPeriod (an hour, kube-proxy's FullSyncPeriod) has
+//    passed since the last successful one: at 50k Services it takes
+//    seconds, and changes wait for it (docs/daemon.md, "Syncs");
 //  * a failed sync is retried, full, after a backoff that starts at 1 s and
 //    doubles up to --sync-period (and never sooner than the min interval).
 //
@@ -41,18 +48,29 @@ class SteadyClock final : public Clock {
     time_point now() const override { return std::chrono::steady_clock::now(); }
 };
 
+// kube-proxy's proxyutil.FullSyncPeriod, which has no flag either.
+inline constexpr std::chrono::nanoseconds kFullSyncPeriod = std::chrono::hours(1);
+
+// What a sync is asked to do, cheapest first.
+enum class SyncKind {
+    kPartial,   // the queued changes only
+    kPeriodic,  // the queued changes (if any) plus the cheap drift check
+    kFull,      // everything, the kernel's copy not trusted
+};
+
 struct SyncTiming {
     std::chrono::nanoseconds min_interval = std::chrono::seconds(1);
-    std::chrono::nanoseconds full_resync_period = std::chrono::seconds(30);
+    std::chrono::nanoseconds sync_period = std::chrono::seconds(30);  // periodic syncs
     std::chrono::nanoseconds initial_retry = std::chrono::seconds(1);
+    std::chrono::nanoseconds full_sync_period = kFullSyncPeriod;
 };
 
 class SyncRunner {
   public:
-    // `sync(full)` computes and applies the rules; full means the backend must
-    // not trust the previous plan (first sync, periodic resync, after a
+    // `sync(kind)` computes and applies the rules; kFull means the backend
+    // must not trust the previous plan (first sync, hourly, after a
     // failure). It runs on the runner's thread (or run_due()'s caller).
-    using SyncFunction = std::function<Status(bool full)>;
+    using SyncFunction = std::function<Status(SyncKind kind)>;
 
     // `clock` must outlive the runner.
     SyncRunner(SyncTiming timing, SyncFunction sync, const Clock& clock);
@@ -91,6 +109,7 @@ class SyncRunner {
     bool stopping_ = false;
     bool woken_ = false;
     std::optional<Clock::time_point> last_start_;
+    std::optional<Clock::time_point> last_periodic_start_;  // periodic or full
     std::optional<Clock::time_point> last_full_success_;
     std::optional<Clock::time_point> retry_at_;
     unsigned failures_ = 0;

@@ -1,5 +1,7 @@
 #include "rules/iptables/iptables_backend.h"
 
+#include <algorithm>
+
 #include "base/log.h"
 #include "rules/iptables/iptc.h"
 #include "rules/iptables/render.h"
@@ -63,6 +65,7 @@ class IptablesBackend final : public Backend {
         // Services deleted while no daemon ran.
         UdpFrontends dnated_before;
         const bool read_dnated = conntrack_.wants_dnated_before();
+        bool v6_skipped = false;
         for (auto [m, before] :
              {std::pair{&r.model.v4, &applied_.v4}, std::pair{&r.model.v6, &applied_.v6}}) {
             const FamilyModel* known = partial ? before : nullptr;
@@ -72,6 +75,7 @@ class IptablesBackend final : public Backend {
                 // A node without IPv6 x_tables can still proxy IPv4.
                 if (m->family == IpFamily::kV6 && !has_services(plan, IpFamily::kV6)) {
                     log::warn("iptables: skipping IPv6: {}", s.error().describe());
+                    v6_skipped = true;
                     continue;
                 }
                 return s.error();
@@ -80,10 +84,29 @@ class IptablesBackend final : public Backend {
         }
         applied_ = std::move(r.model);
         applied_valid_ = true;
+        v6_skipped_ = v6_skipped;
         // Against the whole plan, full syncs included (rules/conntrack.h).
         stats.conntrack =
             conntrack_.reconcile(plan, previous, nullptr, read_dnated ? &dnated_before : nullptr);
         return stats;
+    }
+
+    // Every hook rule still in its built-in chain, and the chains they jump
+    // to still holding as many rules as written (a flushed table or chain,
+    // a firewall reload). Reads each table once: what every sync's
+    // libiptc read costs already, never a render or a commit.
+    Result<bool> kernel_intact() override {
+        if (!applied_valid_) return false;
+        for (const FamilyModel* family : {&applied_.v4, &applied_.v6}) {
+            if (family == &applied_.v6 && v6_skipped_) continue;
+            for (const Table* table : {&family->nat, &family->filter}) {
+                if (table->hooks.empty()) continue;
+                auto copy = xtables_->open(family->family, table->name);
+                if (!copy) return copy.error();
+                if (!hooks_intact(**copy, *table)) return false;
+            }
+        }
+        return true;
     }
 
     Status cleanup() override {
@@ -106,12 +129,28 @@ class IptablesBackend final : public Backend {
         for (const std::string& e : errors) log::warn("iptables: skipped {}", e);
     }
 
+    static bool hooks_intact(const TableCopy& copy, const Table& table) {
+        for (const HookRule& hook : table.hooks) {
+            const std::string& target = hook.rule.target.chain;
+            if (hook.rule.target.kind != TargetKind::kJump) continue;
+            const auto builtin = copy.rule_targets(hook.builtin);
+            if (std::find(builtin.begin(), builtin.end(), target) == builtin.end()) return false;
+            auto own = table.chains.find(target);
+            if (own != table.chains.end() &&
+                copy.rule_targets(target).size() != own->second.rules.size()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     BackendOptions options_;
     std::unique_ptr<Xtables> xtables_;
     ChainHash chain_hash_;
     UdpConntrackReconciler conntrack_;
     Model applied_;  // what the last successful sync wrote
     bool applied_valid_ = false;
+    bool v6_skipped_ = false;  // the last sync wrote no IPv6 tables (none on the node)
 };
 
 }  // namespace

@@ -9,8 +9,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
 
 #include "base/result.h"
 #include "rules/nftables/diff.h"
@@ -37,6 +39,16 @@ class Channel {
     // deletes or flushes what does not exist, or deletes what is still
     // referenced; the table is then unchanged.
     virtual Status apply(const Delta& delta, const Model& desired) = 0;
+
+    // The kernel's handle of the table, which a table deleted and created
+    // again (by anyone) does not keep; nullopt when the table does not
+    // exist. One small request: the periodic sync's drift check.
+    virtual Result<std::optional<uint64_t>> table_handle() = 0;
+
+    // How many rules `chain` of the table holds; an error of code kNotFound
+    // when the table or the chain does not exist. One small dump for a base
+    // chain: the drift check's look at a flushed table.
+    virtual Result<size_t> rule_count(const std::string& chain) = 0;
 
     // The elements of `set` (of the table, with `set`'s layout and family)
     // as the kernel holds them now, for the dynamic affinity maps, which the

@@ -29,6 +29,14 @@ Result<std::optional<Model>> NetlinkSocket::read_table() {
     return nftables::read_table(socket_, table_);
 }
 
+Result<std::optional<uint64_t>> NetlinkSocket::table_handle() {
+    return nftables::table_handle(socket_, table_);
+}
+
+Result<size_t> NetlinkSocket::rule_count(const std::string& chain) {
+    return nftables::rule_count(socket_, table_, chain);
+}
+
 Result<ElementMap> NetlinkSocket::dump_elements(const Set& set) {
     return nftables::dump_elements(socket_, table_, set);
 }

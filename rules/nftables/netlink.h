@@ -32,6 +32,8 @@ class NetlinkSocket final : public Channel {
 
     Result<std::optional<Model>> read_table() override;
     Status apply(const Delta& delta, const Model& desired) override;
+    Result<std::optional<uint64_t>> table_handle() override;
+    Result<size_t> rule_count(const std::string& chain) override;
     Result<ElementMap> dump_elements(const Set& set) override;
     Status delete_table() override;
     size_t stale_answers() const override;

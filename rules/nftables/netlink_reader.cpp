@@ -3,6 +3,7 @@
 #include <libmnl/libmnl.h>
 #include <libnftnl/chain.h>
 #include <libnftnl/common.h>
+#include <libnftnl/rule.h>
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
 #include <linux/netfilter.h>
@@ -52,22 +53,67 @@ Set set_from(const nftnl_set* got) {
 
 }  // namespace
 
+Result<std::optional<uint64_t>> table_handle(rules::NetlinkSocket& socket,
+                                             const std::string& table) {
+    std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+    nftnl_table* t = nftnl_table_alloc();
+    nftnl_table_set_str(t, NFTNL_TABLE_NAME, table.c_str());
+    nlmsghdr* nlh =
+        nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETTABLE, NFPROTO_INET, 0, socket.next_seq());
+    nftnl_table_nlmsg_build_payload(nlh, t);
+    nftnl_table_free(t);
+    std::optional<uint64_t> handle;
+    Status s = socket.query(nlh, "read the table", [&](const nlmsghdr* reply) {
+        nftnl_table* got = nftnl_table_alloc();
+        if (nftnl_table_nlmsg_parse(reply, got) == 0 &&
+            nftnl_table_is_set(got, NFTNL_TABLE_HANDLE)) {
+            handle = nftnl_table_get_u64(got, NFTNL_TABLE_HANDLE);
+        }
+        nftnl_table_free(got);
+    });
+    if (!s) {
+        if (s.error().code == ErrorCode::kNotFound) return std::optional<uint64_t>();
+        return s.error();
+    }
+    if (!handle)
+        return make_error(ErrorCode::kKernel, "nftables: the table's answer had no handle");
+    return handle;
+}
+
+Result<size_t> rule_count(rules::NetlinkSocket& socket, const std::string& table,
+                          const std::string& chain) {
+    std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+    nftnl_rule* r = nftnl_rule_alloc();
+    nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table.c_str());
+    nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain.c_str());
+    nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETRULE, NFPROTO_INET, NLM_F_DUMP,
+                                          socket.next_seq());
+    nftnl_rule_nlmsg_build_payload(nlh, r);
+    nftnl_rule_free(r);
+    size_t count = 0;
+    // The kernel filters the dump by table and chain; the check below keeps
+    // a kernel that would not from counting other chains' rules.
+    Status s = socket.query(nlh, "list a chain's rules", [&](const nlmsghdr* m) {
+        nftnl_rule* got = nftnl_rule_alloc();
+        if (nftnl_rule_nlmsg_parse(m, got) == 0 &&
+            nftnl_rule_get_str(got, NFTNL_RULE_TABLE) == table &&
+            nftnl_rule_get_str(got, NFTNL_RULE_CHAIN) == chain) {
+            ++count;
+        }
+        nftnl_rule_free(got);
+    });
+    if (!s) return s.error();
+    return count;
+}
+
 Result<std::optional<Model>> read_table(rules::NetlinkSocket& socket, const std::string& table) {
     std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
     Model model;
     model.table = table;
     {
-        nftnl_table* t = nftnl_table_alloc();
-        nftnl_table_set_str(t, NFTNL_TABLE_NAME, table.c_str());
-        nlmsghdr* nlh =
-            nftnl_nlmsg_build_hdr(buf.data(), NFT_MSG_GETTABLE, NFPROTO_INET, 0, socket.next_seq());
-        nftnl_table_nlmsg_build_payload(nlh, t);
-        nftnl_table_free(t);
-        Status s = socket.query(nlh, "read the table", [](const nlmsghdr*) {});
-        if (!s) {
-            if (s.error().code == ErrorCode::kNotFound) return std::optional<Model>();
-            return s.error();
-        }
+        auto handle = table_handle(socket, table);
+        if (!handle) return handle.error();
+        if (!handle.value()) return std::optional<Model>();
     }
     {
         nftnl_chain* c = nftnl_chain_alloc();

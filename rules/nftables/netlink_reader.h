@@ -4,6 +4,7 @@
 // what is read and why rules and static elements are not.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 
@@ -15,6 +16,14 @@ namespace sb::rules::nftables {
 
 // `table` of the inet family (Model::table of the result).
 Result<std::optional<Model>> read_table(rules::NetlinkSocket& socket, const std::string& table);
+
+// The kernel's handle of `table` (inet): nullopt when it does not exist.
+Result<std::optional<uint64_t>> table_handle(rules::NetlinkSocket& socket,
+                                             const std::string& table);
+
+// How many rules `chain` of `table` holds; kNotFound when either is absent.
+Result<size_t> rule_count(rules::NetlinkSocket& socket, const std::string& table,
+                          const std::string& chain);
 
 Result<ElementMap> dump_elements(rules::NetlinkSocket& socket, const std::string& table,
                                  const Set& set);

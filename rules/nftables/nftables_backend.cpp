@@ -67,6 +67,24 @@ class NftablesBackend final : public Backend {
         return result;
     }
 
+    // The table's handle (deleted, or replaced from a dump), then the rule
+    // count of each base chain (a flushed table or chain): a few small
+    // requests at any cluster size. Per-element drift waits for the full sync.
+    Result<bool> kernel_intact() override {
+        if (!applied_valid_ || !channel_) return false;
+        auto handle = channel_->table_handle();
+        if (!handle) return handle.error();
+        if (handle.value() != applied_table_handle_) return false;
+        for (const auto& [name, chain] : applied_.chains) {
+            if (!chain.hook) continue;
+            auto rules = channel_->rule_count(name);
+            if (!rules && rules.error().code == ErrorCode::kNotFound) return false;
+            if (!rules) return rules.error();
+            if (rules.value() != chain.rules.size()) return false;
+        }
+        return true;
+    }
+
     Status cleanup() override {
         applied_valid_ = false;
         if (Status s = ensure_channel(); !s) return s;
@@ -115,6 +133,9 @@ class NftablesBackend final : public Backend {
         const Delta delta = kernel.value() ? diff(**kernel, desired.model, false)
                                            : diff(Model{}, desired.model, true);
         if (Status s = channel_->apply(delta, desired.model); !s) return s.error();
+        auto handle = channel_->table_handle();
+        if (!handle) return handle.error();
+        applied_table_handle_ = handle.value();
         SyncStats stats;
         stats.full = true;
         stats.objects_sent = delta.objects(desired.model);
@@ -196,6 +217,10 @@ class NftablesBackend final : public Backend {
     UdpConntrackReconciler conntrack_;
     Model applied_;  // what the kernel holds after the last successful sync
     bool applied_valid_ = false;
+    // The table's kernel handle right after the last full sync: an
+    // incremental sync never replaces the table, so another handle (or none)
+    // means someone else did (kernel_intact()).
+    std::optional<uint64_t> applied_table_handle_;
     size_t stale_reported_ = 0;  // channel_->stale_answers() at the last report
 };
 

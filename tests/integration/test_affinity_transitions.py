@@ -89,9 +89,9 @@ def test_client_leaves_an_endpoint_by_an_incremental_sync(bed, proxy, how):
 
 @pytest.mark.parametrize("how", ["not_ready", "removed"])
 def test_client_leaves_an_endpoint_by_a_periodic_full_sync(bed, proxy, how):
-    # --min-sync-period equal to --sync-period: every sync after the first is the
-    # periodic full resync (no previous plan); the metrics prove no partial sync ran.
-    proxy.extra_args += ["--min-sync-period=1s", "--sync-period=1s"]
+    # --min-sync-period, --sync-period and --full-sync-period equal: every sync after
+    # the first is a full one (no previous plan); the metrics prove no partial sync ran.
+    proxy.extra_args += ["--min-sync-period=1s", "--sync-period=1s", "--full-sync-period=1s"]
     ip, source = "10.96.0.41", bed.pods["client"].sources[1]
     left = start_pinned(bed, proxy, sticky(bed, "aff-full", ip, PODS), ip, source)
 

@@ -525,10 +525,10 @@ def test_udp_flow_leaves_an_endpoint_removed_while_the_daemon_was_down(bed, prox
 
 
 def test_udp_flow_leaves_an_endpoint_removed_by_a_periodic_full_sync(bed, proxy):
-    # --min-sync-period equal to --sync-period: every sync after the first is due
-    # when the periodic full resync is, so the removal is applied by a full sync
+    # --min-sync-period, --sync-period and --full-sync-period equal: every sync after
+    # the first is due when a full one is, so the removal is applied by a full sync
     # (no previous plan); the metrics below prove that no partial sync ran.
-    proxy.extra_args += ["--min-sync-period=1s", "--sync-period=1s"]
+    proxy.extra_args += ["--min-sync-period=1s", "--sync-period=1s", "--full-sync-period=1s"]
     start(proxy, *udp_service_on(bed, "udp-full", "10.96.0.34", "pod-1"))
     assert pods_of(pinned_udp(bed, "10.96.0.34", count=3)) == {"pod-1": 3}, proxy.log_tail()
 
@@ -603,6 +603,31 @@ def test_periodic_resync_repairs_a_flushed_table(bed, proxy):
 
     assert not broken.ok, "flushing the table never broke the service: the test shows nothing"
     assert repaired, f"the table was not repaired within 5 s (sync period 1 s)\n{proxy.log_tail()}"
+    # The periodic check saw it, and a full sync (the first was the other) repaired it.
+    assert sample_value(proxy, "switchboard_sync_kernel_drift_total") >= 1
+    full = 'kubeproxy_sync_full_proxy_rules_duration_seconds_count{ip_family="IPv4"}'
+    assert sample_value(proxy, full) >= 2
+
+
+def test_periodic_syncs_of_an_untouched_kernel_are_partial(bed, proxy):
+    # kube-proxy's FullSyncPeriod: a full sync (the whole ruleset read back and
+    # written) runs first, then hourly; the periodic ones in between are partial,
+    # and a change during them never waits behind a full one.
+    proxy.extra_args.append("--sync-period=1s")
+    start(proxy, *web(bed, "calm", "10.96.0.32", ["pod-1"]))
+    full = 'kubeproxy_sync_full_proxy_rules_duration_seconds_count{ip_family="IPv4"}'
+    time.sleep(3.5)  # three periodic syncs or more
+    began = time.monotonic()
+    partial = 'kubeproxy_sync_partial_proxy_rules_duration_seconds_count{ip_family="IPv4"}'
+    assert sample_value(proxy, full) == 1, proxy.log_tail()
+    assert sample_value(proxy, "switchboard_sync_kernel_drift_total") == 0
+    proxy.set_cluster(web(bed, "calm", "10.96.0.32", ["pod-2"]))
+    moved = False
+    while not moved and time.monotonic() - began < 15.0:
+        moved = pods_of(bed.probe("client", "10.96.0.32", 80, timeout=0.3)) == {"pod-2": 1}
+    assert moved, proxy.log_tail()
+    assert sample_value(proxy, full) == 1
+    assert sample_value(proxy, partial) >= 1
 
 
 # ---- --detect-local-mode ----------------------------------------------------

@@ -1,6 +1,7 @@
 // SyncRunner with a fake clock and a fake sync: no threads, no sleeping.
 #include <catch.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -31,12 +32,12 @@ class FakeClock final : public Clock {
 
 struct Harness {
     FakeClock clock;
-    std::vector<bool> runs;  // `full` of every sync, in order
+    std::vector<SyncKind> runs;  // of every sync, in order
     bool fail = false;
     bool throw_error = false;
     SyncRunner runner{SyncTiming{1s, 30s, 1s},
-                      [this](bool full) -> Status {
-                          runs.push_back(full);
+                      [this](SyncKind kind) -> Status {
+                          runs.push_back(kind);
                           if (throw_error) throw std::runtime_error("injected exception");
                           if (fail) return make_error(ErrorCode::kKernel, "injected failure");
                           return {};
@@ -71,7 +72,7 @@ TEST_CASE("nothing runs before the store is ready") {
     h.runner.set_ready();
     CHECK(h.runner.run_due());
     REQUIRE(h.runs.size() == 1);
-    CHECK(h.runs[0]);  // the first sync is full
+    CHECK(h.runs[0] == SyncKind::kFull);  // the first sync is full
     CHECK(h.runner.ever_succeeded());
 }
 
@@ -85,7 +86,7 @@ TEST_CASE("requests are coalesced and honour the min interval") {
     h.expect_run_after(1s);
     CHECK_FALSE(h.runner.run_due());
     REQUIRE(h.runs.size() == 2);
-    CHECK_FALSE(h.runs[1]);  // a change: partial
+    CHECK(h.runs[1] == SyncKind::kPartial);  // a change
     // A request long after the last sync runs at once.
     h.clock.advance(5s);
     h.runner.request();
@@ -105,16 +106,42 @@ TEST_CASE("no more than one sync per min interval under a steady stream of chang
     CHECK(h.runs.size() == 10);
 }
 
-TEST_CASE("a full resync runs every sync period without changes") {
+TEST_CASE("a periodic sync, partial, runs every sync period without changes") {
     Harness h;
     h.runner.set_ready();
     h.run_for(95s);
-    // At 0 s, 30 s, 60 s, 90 s: all full.
-    REQUIRE(h.runs.size() == 4);
-    for (bool full : h.runs) CHECK(full);
+    // At 0 s the first (full), then at 30 s, 60 s, 90 s: periodic.
+    CHECK(h.runs == std::vector<SyncKind>{SyncKind::kFull, SyncKind::kPeriodic, SyncKind::kPeriodic,
+                                          SyncKind::kPeriodic});
 }
 
-TEST_CASE("a partial sync does not postpone the periodic full one") {
+TEST_CASE("a full sync runs once the full sync period has passed since the last one") {
+    Harness h;
+    h.runner.set_ready();
+    h.run_for(kFullSyncPeriod + 1s, 1s);
+    REQUIRE(h.runs.size() == 1 + 120);  // one every 30 s for the hour
+    CHECK(h.runs.front() == SyncKind::kFull);
+    CHECK(h.runs.back() == SyncKind::kFull);  // at 3600 s
+    CHECK(std::count(h.runs.begin(), h.runs.end(), SyncKind::kFull) == 2);
+}
+
+TEST_CASE("a stream of changes postpones neither the periodic sync nor the full one") {
+    Harness h;
+    h.runner.set_ready();
+    h.runner.run_due();
+    for (int tick = 0; tick < 350; ++tick) {  // 35 s of a change every 100 ms
+        h.clock.advance(100ms);
+        h.runner.request();
+        h.runner.run_due();
+    }
+    // One a second: 1..29 s partial, 30 s periodic, 31..35 s partial.
+    REQUIRE(h.runs.size() == 36);
+    CHECK(std::count(h.runs.begin(), h.runs.end(), SyncKind::kPeriodic) == 1);
+    CHECK(h.runs[30] == SyncKind::kPeriodic);
+    CHECK(h.runs[29] == SyncKind::kPartial);
+}
+
+TEST_CASE("a partial sync does not postpone the periodic one") {
     Harness h;
     h.runner.set_ready();
     h.runner.run_due();
@@ -122,8 +149,8 @@ TEST_CASE("a partial sync does not postpone the periodic full one") {
     h.runner.request();
     h.runner.run_due();
     h.run_for(11s);
-    REQUIRE(h.runs.size() == 3);
-    CHECK(h.runs == std::vector<bool>{true, false, true});
+    CHECK(h.runs ==
+          std::vector<SyncKind>{SyncKind::kFull, SyncKind::kPartial, SyncKind::kPeriodic});
 }
 
 TEST_CASE("a failed sync is retried, full, with a growing backoff") {
@@ -138,7 +165,7 @@ TEST_CASE("a failed sync is retried, full, with a growing backoff") {
     h.expect_run_after(2s);
     h.expect_run_after(4s);
     CHECK(h.runner.consecutive_failures() == 4);
-    for (bool full : h.runs) CHECK(full);
+    for (SyncKind kind : h.runs) CHECK(kind == SyncKind::kFull);
     // It recovers; the next change-driven sync is partial again.
     h.fail = false;
     h.clock.advance(8s);
@@ -148,7 +175,7 @@ TEST_CASE("a failed sync is retried, full, with a growing backoff") {
     h.clock.advance(1s);
     h.runner.request();
     CHECK(h.runner.run_due());
-    CHECK_FALSE(h.runs.back());
+    CHECK(h.runs.back() == SyncKind::kPartial);
 }
 
 TEST_CASE("an exception from the sync is a failure, not the end of the runner") {
@@ -180,7 +207,7 @@ TEST_CASE("the runner's own thread runs syncs off the caller's thread") {
     std::thread::id sync_thread;
     SyncRunner runner(
         SyncTiming{0ms, 30s, 1s},
-        [&](bool) -> Status {
+        [&](SyncKind) -> Status {
             std::lock_guard lock(mutex);
             ++runs;
             sync_thread = std::this_thread::get_id();

@@ -354,6 +354,42 @@ TEST_CASE("iptables backend: after a restart the tables are adopted and drift is
     check_applied(node.xtables, smaller_plan());
 }
 
+TEST_CASE("iptables backend: the periodic check sees flushed chains and lost hooks, nothing else") {
+    Node node;
+    add_others_rules(node.xtables);
+    auto backend = node.backend();
+    auto unsynced = backend->kernel_intact();
+    REQUIRE(unsynced);
+    CHECK_FALSE(unsynced.value());  // nothing applied yet
+    REQUIRE(backend->sync(sample_plan(), nullptr));
+    auto intact = backend->kernel_intact();
+    REQUIRE(intact);
+    CHECK(intact.value());
+    // Another owner's rules come and go without concern.
+    node.xtables.edit(kV4, "nat").chains.at("KUBE-SERVICES").rules.clear();
+    intact = backend->kernel_intact();
+    REQUIRE(intact);
+    CHECK(intact.value());
+
+    SECTION("a flushed top-level chain") {
+        node.xtables.edit(kV4, "nat").chains.at(kServicesChain).rules.clear();
+    }
+    SECTION("a deleted hook") {
+        node.xtables.edit(kV4, "nat").chains.at("PREROUTING").rules.clear();
+    }
+    SECTION("a flushed filter table") {
+        for (auto& [name, chain] : node.xtables.edit(kV4, "filter").chains) chain.rules.clear();
+    }
+    auto drifted = backend->kernel_intact();
+    REQUIRE(drifted);
+    CHECK_FALSE(drifted.value());
+    REQUIRE(backend->sync(sample_plan(), nullptr));
+    check_applied(node.xtables, sample_plan());
+    auto repaired = backend->kernel_intact();
+    REQUIRE(repaired);
+    CHECK(repaired.value());
+}
+
 TEST_CASE("iptables backend: cleanup removes only own chains and hooks, idempotent, creates none") {
     Node node;
     auto backend = node.backend();

@@ -220,8 +220,30 @@ class FakeChannel final : public Channel {
         Model t = kernel_.table(desired.table) ? *kernel_.table(desired.table) : Model{};
         t.table = desired.table;
         if (Status s = apply_to(t, delta, desired); !s) return s;
+        if (!kernel_.table(desired.table) || !kernel_.handles.count(desired.table)) {
+            kernel_.handles[desired.table] = kernel_.next_handle++;
+        }
         kernel_.tables[desired.table] = std::move(t);
         return {};
+    }
+
+    Result<std::optional<uint64_t>> table_handle() override {
+        if (!kernel_.table(table_)) return std::optional<uint64_t>();
+        auto it = kernel_.handles.find(table_);
+        // A table a test put in place by hand gets its handle when first read.
+        if (it == kernel_.handles.end()) {
+            it = kernel_.handles.emplace(table_, kernel_.next_handle++).first;
+        }
+        return std::optional<uint64_t>(it->second);
+    }
+
+    Result<size_t> rule_count(const std::string& chain) override {
+        const Model* t = kernel_.table(table_);
+        auto it = t ? t->chains.find(chain) : std::map<std::string, Chain>::const_iterator{};
+        if (!t || it == t->chains.end()) {
+            return make_error(ErrorCode::kNotFound, "fake nftables: not found");
+        }
+        return it->second.rules.size();
     }
 
     Result<ElementMap> dump_elements(const Set& set) override {
@@ -235,6 +257,7 @@ class FakeChannel final : public Channel {
 
     Status delete_table() override {
         kernel_.tables.erase(table_);
+        kernel_.handles.erase(table_);
         return {};
     }
 

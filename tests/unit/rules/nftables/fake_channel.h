@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -24,6 +25,11 @@ struct FakeKernel {
     std::map<std::string, Model> tables;
     // The next batch is refused with this errno and changes nothing.
     std::optional<int> fail_next_batch;
+    // The kernel's handle of each table in `tables`, given when a batch
+    // creates it; a test that replaces a table behind the backend's back
+    // gives it a new one (or erases it with the table).
+    std::map<std::string, uint64_t> handles;
+    uint64_t next_handle = 1;
     // What the channel reports as stale netlink answers skipped.
     size_t stale_answers = 0;
 

@@ -199,6 +199,64 @@ TEST_CASE("backend: a full resync repairs drift behind its back") {
     CHECK(actual(kernel) == expected(plan));
 }
 
+TEST_CASE("backend: the periodic check sees a table removed or replaced, and nothing else") {
+    FakeKernel kernel;
+    FakeConntrack conntrack;
+    auto backend = make_backend(options(), {kernel.opener(), conntrack.table()});
+    const Plan before = numbered(sample_plan());
+    auto unsynced = backend->kernel_intact();
+    REQUIRE(unsynced);
+    CHECK_FALSE(unsynced.value());  // nothing applied yet
+    synced(*backend, before, nullptr);
+    const Plan after = with_moved_endpoint(before);
+    synced(*backend, after, &before);  // incremental syncs keep the table
+    auto intact = backend->kernel_intact();
+    REQUIRE(intact);
+    CHECK(intact.value());
+
+    SECTION("a deleted table (a flushed ruleset)") {
+        kernel.tables.erase(kTableName);
+        kernel.handles.erase(kTableName);
+    }
+    SECTION("the table deleted and restored from a dump: another handle") {
+        kernel.handles[kTableName] = kernel.next_handle++;
+    }
+    SECTION("a flushed table: every chain's rules gone") {
+        for (auto& [name, chain] : kernel.table()->chains) chain.rules.clear();
+    }
+    SECTION("one base chain flushed") {
+        size_t flushed = 0;
+        for (auto& [name, chain] : kernel.table()->chains) {
+            if (chain.hook && !chain.rules.empty() && flushed++ == 0) chain.rules.clear();
+        }
+        REQUIRE(flushed > 0);
+    }
+    auto drifted = backend->kernel_intact();
+    REQUIRE(drifted);
+    CHECK_FALSE(drifted.value());
+    // The full sync the caller then runs makes the table right and the check
+    // content again.
+    CHECK(synced(*backend, after, nullptr).full);
+    CHECK(actual(kernel) == expected(after));
+    auto repaired = backend->kernel_intact();
+    REQUIRE(repaired);
+    CHECK(repaired.value());
+}
+
+TEST_CASE("backend: the periodic check does not read elements: their drift waits for a full sync") {
+    FakeKernel kernel;
+    FakeConntrack conntrack;
+    auto backend = make_backend(options(), {kernel.opener(), conntrack.table()});
+    const Plan plan = numbered(sample_plan());
+    synced(*backend, plan, nullptr);
+    kernel.table()->sets.at(services_map(IpFamily::kV4)).elements.clear();
+    auto intact = backend->kernel_intact();
+    REQUIRE(intact);
+    CHECK(intact.value());
+    CHECK(synced(*backend, plan, nullptr).full);
+    CHECK(actual(kernel) == expected(plan));
+}
+
 TEST_CASE("backend: an incremental batch the drifted kernel refuses is repaired by the fallback") {
     FakeKernel kernel;
     FakeConntrack conntrack;
