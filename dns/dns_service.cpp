@@ -44,6 +44,12 @@ constexpr auto kListenDrain = std::chrono::milliseconds(3500);
 // rewritten: a burst of zones costs one write, and a crash loses at most
 // this much of the zone (docs/dns.md, "Warm start").
 constexpr auto kStateWriteDelay = std::chrono::seconds(1);
+// ...and no sooner after the last write than this many times what it took:
+// a write costs what the zone holds (about 0.2 s of a core at 50k Services),
+// and rewriting it every second under a stream of changes took most of the
+// CPU the syncs needed (issue 26). The file then lags by at most 2% of the
+// time, and stop and hand-over write it fresh anyway.
+constexpr int kStateWriteCostFactor = 50;
 
 // The CPUs this process may run on (its affinity mask, as Go's runtime
 // sizes GOMAXPROCS for CoreDNS): a Pod pinned to CPUs by the kubelet's
@@ -136,6 +142,9 @@ struct ZoneBuilder {
     std::chrono::steady_clock::time_point last_change;
     // When the warm state's file is rewritten next (none due: nullopt).
     std::optional<std::chrono::steady_clock::time_point> state_write_due;
+    // No write is due before this: the last one's end plus
+    // kStateWriteCostFactor times its duration.
+    std::chrono::steady_clock::time_point state_write_earliest{};
 };
 
 struct DnsService::Impl {
@@ -287,7 +296,9 @@ struct DnsService::Impl {
         // crash would leave the next process nothing (or an older state).
         const bool first = state_file->writes() + state_file->write_failures() == 0;
         builder->state_write_due =
-            std::chrono::steady_clock::now() + (first ? std::chrono::seconds(0) : kStateWriteDelay);
+            first ? std::chrono::steady_clock::now()
+                  : std::max(std::chrono::steady_clock::now() + kStateWriteDelay,
+                             builder->state_write_earliest);
         builder->cv.notify_one();
     }
 
@@ -375,8 +386,11 @@ struct DnsService::Impl {
             if (b.state_write_due && std::chrono::steady_clock::now() >= *b.state_write_due) {
                 b.state_write_due.reset();
                 lock.unlock();
+                const auto began = std::chrono::steady_clock::now();
                 run_guarded("dns warm state", [this] { (void)write_state(); });
+                const auto ended = std::chrono::steady_clock::now();
                 lock.lock();
+                b.state_write_earliest = ended + kStateWriteCostFactor * (ended - began);
                 continue;
             }
             if (!b.dirty) continue;
