@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <map>
 #include <optional>
 #include <set>
@@ -268,17 +269,25 @@ const Zone::RRset* Zone::Node::find(uint16_t rtype) const {
     return nullptr;
 }
 
-// Shard counts: a few dozen names per shard at 10k Services, so a write
-// copies little, and a zone copy costs some thousand pointer copies.
-constexpr size_t kNameShards = 4096;
-constexpr size_t kObjectShards = 1024;
+// Shard counts: a few dozen names per shard (a Service has about 14), so a
+// one-Service write copies little, and a zone copy costs some thousand
+// pointer copies. They grow with the cluster a zone is built for: at 4096
+// name shards, 50k Services put ~170 names in each, and every change copied
+// five times what it did at 10k (issue 26). A derived zone keeps its base's.
+constexpr size_t kMinNameShards = 4096;
+constexpr size_t kMinObjectShards = 1024;
+constexpr size_t kMaxShards = size_t{1} << 17;
 
-Zone::Zone()
-    : names_(kNameShards),
-      services_(kObjectShards),
-      slices_(kObjectShards),
-      pods_(kObjectShards),
-      namespaces_(kObjectShards) {}
+size_t shards_for(size_t objects, size_t per_shard, size_t at_least) {
+    return std::clamp(std::bit_ceil(objects / per_shard + 1), at_least, kMaxShards);
+}
+
+Zone::Zone(size_t services)
+    : names_(shards_for(services, 3, kMinNameShards)),
+      services_(shards_for(services, 16, kMinObjectShards)),
+      slices_(shards_for(services, 16, kMinObjectShards)),
+      pods_(kMinObjectShards),
+      namespaces_(kMinObjectShards) {}
 
 bool Zone::publishable(const watch::Snapshot& snapshot, const ZoneConfig& config,
                        const ProgrammedServices* programmed) {
@@ -300,7 +309,7 @@ Result<std::shared_ptr<const Zone>> Zone::build(const watch::Snapshot& snapshot,
                                                 const ProgrammedServices* programmed) {
     auto origin = name_from_text(config.domain);
     if (!origin) return origin.error();
-    std::shared_ptr<Zone> zone(new Zone());
+    std::shared_ptr<Zone> zone(new Zone(snapshot.services().size()));
     zone->config_ = config;
     zone->origin_ = name_lower(*origin);
     zone->svc_zone_ = *child("svc", zone->origin_);

@@ -234,7 +234,8 @@ class Zone {
     static std::optional<std::string> reverse_key(std::string_view lower_name);
     static std::string name_of_key(const std::string& key);
 
-    Zone();
+    // Empty, with shards for a cluster of about `services` Services.
+    explicit Zone(size_t services);
     Fragment apex_fragment() const;
     Fragment service_fragment(const AppliedService& applied, bool report) const;
     void apply(const Fragment& fragment, int delta);

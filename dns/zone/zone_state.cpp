@@ -301,7 +301,10 @@ Result<std::shared_ptr<const Zone>> Zone::from_state_bytes(std::string_view byte
     auto origin = name_from_text(config.domain);
     if (!origin) return origin.error();
 
-    std::shared_ptr<Zone> zone(new Zone());
+    const uint32_t name_count = in.u32();
+    if (name_count > in.left() / 4) return state_error("bad name count");
+    // Shards as for the cluster the names come from (about 14 a Service).
+    std::shared_ptr<Zone> zone(new Zone(name_count / 14));
     zone->config_ = config;
     zone->origin_ = name_lower(*origin);
     zone->svc_zone_ = name_lower(*name_from_text("svc." + config.domain));
@@ -309,8 +312,6 @@ Result<std::shared_ptr<const Zone>> Zone::from_state_bytes(std::string_view byte
     zone->serial_ = serial;
     zone->soa_ = zone->soa_for(zone->origin_);
 
-    const uint32_t name_count = in.u32();
-    if (name_count > in.left() / 4) return state_error("bad name count");
     for (uint32_t i = 0; i < name_count; ++i) {
         std::string_view name = in.text8();
         if (in.failed()) return state_error("truncated");
