@@ -47,6 +47,7 @@ FIELD_SELECTORS = {
     "pods": {"spec.nodeName": ("spec", "nodeName")},
 }
 KIND_TO_RESOURCE = {kind: res for res, kind, _, _ in RESOURCES.values()}
+ITEM_TYPES = {res: (kind, api_version) for res, kind, _, api_version in RESOURCES.values()}
 
 # Fault kinds the server can be told to inject (see FakeApiServer.inject).
 FAULTS = ("drop", "gone_http", "gone_event", "garbage", "stall", "short", "500", "429", "401")
@@ -113,6 +114,11 @@ def status_body(code, reason, message):
                        "code": code}).encode()
 
 
+def _list_item(resource, obj):
+    kind, api_version = ITEM_TYPES[resource]
+    return json.dumps(dict(obj, kind=kind, apiVersion=api_version)).encode()
+
+
 class _Fault:
     def __init__(self, kind, resource, watch_only, retry_after, after_events):
         self.kind = kind
@@ -151,6 +157,11 @@ class FakeApiServer:
         # event to its socket (benchmarks measure from there); bounded by
         # the history's length.
         self.written_at = {}
+        # (resource, namespace, name) -> (resourceVersion, the object as a LIST
+        # item in JSON), filled by apply_many(), so that the first LIST of a
+        # large cluster is not the Python server's encoding; an entry for
+        # another version than the stored one is ignored.
+        self.encoded = {}
 
     # ---- objects -----------------------------------------------------
     def _next_rv(self):
@@ -158,27 +169,60 @@ class FakeApiServer:
         return str(self.rv)
 
     def _record(self, resource, event_type, obj):
+        """Appends an event to the history; the caller holds the lock and calls
+        _trim() when it is done recording."""
         rv = int(obj["metadata"]["resourceVersion"])
         self.history.append((rv, resource, event_type, obj))
+
+    def _trim(self):
+        """Keeps the last `history` events and wakes the watches."""
         if len(self.history) > self.history_limit:
-            dropped = self.history[: len(self.history) - self.history_limit]
+            self.compacted_rv = self.history[len(self.history) - self.history_limit - 1][0]
             self.history = self.history[len(self.history) - self.history_limit:]
-            self.compacted_rv = dropped[-1][0]
         self.lock.notify_all()
+
+    def _store(self, obj):
+        """Stores obj (not copied) as the newest version of its object and
+        returns its resource; the caller holds the lock."""
+        resource = KIND_TO_RESOURCE[obj["kind"]]
+        meta = obj.setdefault("metadata", {})
+        key = (meta.get("namespace", ""), meta["name"])
+        old = self.objects[resource].get(key)
+        meta["uid"] = old["metadata"]["uid"] if old else f"uid-{self.rv + 1}"
+        meta["resourceVersion"] = self._next_rv()
+        self.objects[resource][key] = obj
+        self._record(resource, "MODIFIED" if old else "ADDED", obj)
+        return resource
 
     def apply(self, obj):
         """Adds or replaces an object (a Service, EndpointSlice, Node or Pod dict)."""
-        resource = KIND_TO_RESOURCE[obj["kind"]]
         obj = copy.deepcopy(obj)
-        meta = obj.setdefault("metadata", {})
-        key = (meta.get("namespace", ""), meta["name"])
         with self.lock:
-            old = self.objects[resource].get(key)
-            meta["uid"] = old["metadata"]["uid"] if old else f"uid-{self.rv + 1}"
-            meta["resourceVersion"] = self._next_rv()
-            self.objects[resource][key] = obj
-            self._record(resource, "MODIFIED" if old else "ADDED", obj)
+            self._store(obj)
+            self._trim()
         return obj
+
+    def apply_many(self, objects):
+        """apply() of each object in turn under one hold of the lock, so that a
+        watch sends them as one run of events: the bulk path for benchmarks
+        (100k Services and their slices load in seconds). The objects are
+        stored as given, not copied: the caller must not change them after.
+        Each is encoded for LISTs here, while the lock is held."""
+        with self.lock:
+            for obj in objects:
+                resource = self._store(obj)
+                meta = obj["metadata"]
+                self.encoded[(resource, meta.get("namespace", ""), meta["name"])] = (
+                    meta["resourceVersion"], _list_item(resource, obj))
+            self._trim()
+
+    def encoded_item(self, resource, obj):
+        """obj (a stored version) as a LIST item in JSON."""
+        meta = obj["metadata"]
+        cached = self.encoded.get((resource, meta.get("namespace", ""), meta["name"]))
+        if cached and cached[0] == meta["resourceVersion"]:
+            return cached[1]
+        return _list_item(resource, obj)
 
     def delete(self, kind, namespace, name):
         resource = KIND_TO_RESOURCE[kind]
@@ -189,6 +233,7 @@ class FakeApiServer:
             gone = copy.deepcopy(old)
             gone["metadata"]["resourceVersion"] = self._next_rv()
             self._record(resource, "DELETED", gone)
+            self._trim()
             return True
 
     def compact(self):
@@ -444,7 +489,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _list(self, path, query):
         api = self.server_api
-        resource, kind, list_kind, api_version = RESOURCES[path]
+        resource, _, list_kind, api_version = RESOURCES[path]
         limit = int(query.get("limit", "0") or 0)
         token = query.get("continue")
         with api.lock:
@@ -457,8 +502,11 @@ class _Handler(BaseHTTPRequestHandler):
                 items, rv = snapshot
                 offset = int(offset)
             else:
-                items = [copy.deepcopy(api.objects[resource][k])
-                         for k in sorted(api.objects[resource])]
+                # A stored object is never changed in place (a write stores a
+                # new one), so the snapshot holds the objects themselves: a
+                # LIST of 100k costs no copy under the lock.
+                objects = api.objects[resource]
+                items = [objects[k] for k in sorted(objects)]
                 items = self._filtered(resource, query, items)
                 rv = str(api.rv)
                 offset = 0
@@ -472,9 +520,9 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             with api.lock:
                 api.list_snapshots.pop(snapshot_id, None)
-        body = {"kind": list_kind, "apiVersion": api_version, "metadata": metadata,
-                "items": [dict(item, kind=kind, apiVersion=api_version) for item in page]}
-        self._send(200, json.dumps(body).encode())
+        head = json.dumps({"kind": list_kind, "apiVersion": api_version, "metadata": metadata})
+        encoded = b",".join(api.encoded_item(resource, item) for item in page)
+        self._send(200, b"%s,\"items\":[%s]}" % (head[:-1].encode(), encoded))
 
     # ---- watch -------------------------------------------------------
     def _chunk(self, data):
@@ -620,15 +668,17 @@ def main():
     args = parser.parse_args()
     make_pki(args.pki)
     api = FakeApiServer(args.pki, history=max(1000, args.events + 10), chunking="line")
-    for i in range(args.services):
-        api.apply(bench_service(i))
-        addrs = [f"10.{128 + (i * args.endpoints_per_service + j) // 65536}."
-                 f"{((i * args.endpoints_per_service + j) // 256) % 256}."
-                 f"{(i * args.endpoints_per_service + j) % 256}"
-                 for j in range(args.endpoints_per_service)]
-        api.apply(kube_objects.endpoint_slice(
-            f"svc-{i}", [kube_objects.endpoint(a, node="node-a") for a in addrs],
-            (("p0", 8080, "TCP"),), suffix="abcde"))
+    def objects():
+        for i in range(args.services):
+            yield bench_service(i)
+            addrs = [f"10.{128 + (i * args.endpoints_per_service + j) // 65536}."
+                     f"{((i * args.endpoints_per_service + j) // 256) % 256}."
+                     f"{(i * args.endpoints_per_service + j) % 256}"
+                     for j in range(args.endpoints_per_service)]
+            yield kube_objects.endpoint_slice(
+                f"svc-{i}", [kube_objects.endpoint(a, node="node-a") for a in addrs],
+                (("p0", 8080, "TCP"),), suffix="abcde")
+    api.apply_many(objects())
     api.start(args.port)
     print(f"READY {api.port}", flush=True)
     # Updates start when the driver says "go" on stdin (after the client synced).
