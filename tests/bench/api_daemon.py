@@ -1,7 +1,9 @@
 """api_daemon: what the benchmarks that drive the daemon through the fake API
 server in a network namespace share (tests/bench/bench-daemon-api,
-tests/bench/bench-soak): its metrics read from inside the namespace, the
-kernel's nftables change notifications, and a percentile.
+tests/bench/bench-scale, tests/bench/bench-soak): the cluster they load
+(Cluster), one daemon run against it (DaemonRun: cold start, metrics, one
+change's latency, memory), the kernel's nftables change notifications, and a
+percentile.
 
 The notifications are the observer of "the kernel has it": the kernel sends
 them as it commits a batch, to a netlink socket subscribed to the group
@@ -9,33 +11,108 @@ them as it commits a batch, to a netlink socket subscribed to the group
 element in many small writes after the kernel is done, which added about
 1 ms to the median and most of the tail (docs/store.md).
 
-Standard library only; the scripts put tests/integration on sys.path first.
+Standard library only; the scripts put tests/integration and
+tests/fake_apiserver on sys.path first.
 """
 import errno
+import http.client
+import os
+import queue
 import socket
+import subprocess
+import threading
 import time
 
+import fake_apiserver
+import kube_objects
 import network_namespace
 
-METRICS = "127.0.0.1:10249"
+METRICS_HOST, METRICS_PORT = "127.0.0.1", 10249
+METRICS = f"{METRICS_HOST}:{METRICS_PORT}"
 NETLINK_NETFILTER = 12
 NFNLGRP_NFTABLES = 7
+SO_RCVBUFFORCE = 33  # root may pass net.core.rmem_max
+NODE = "node-a"
+SERVICE_PORT = kube_objects.service_port(80, name="p0", target=8080)
+SLICE_PORTS = (("p0", 8080, "TCP"),)
+LAST_SYNC = "kubeproxy_sync_proxy_rules_last_timestamp_seconds"
+PARTIAL = "kubeproxy_sync_partial_proxy_rules_duration_seconds"
+FULL = "kubeproxy_sync_full_proxy_rules_duration_seconds"
 
 
-def metric(ns, name):
-    """The value of metric `name` (its first series) read inside `ns`; None when absent."""
-    proc = network_namespace.run_in(ns, "curl", "-s", "-m", "2", f"http://{METRICS}/metrics")
-    for line in proc.stdout.splitlines():
-        if line.startswith((name + " ", name + "{")):
-            return float(line.split()[1])
-    return None
+def endpoint_ip(n):
+    """The n-th endpoint address, 10.128.0.0 + n."""
+    return f"10.{128 + n // 65536}.{(n // 256) % 256}.{n % 256}"
 
 
-def nftables_notifications(ns):
-    """A netlink socket in `ns` subscribed to nftables' change notifications."""
+def service_ip(i):
+    """Service i's ClusterIP, 10.96.0.0 + i."""
+    return f"10.{96 + i // 65536}.{(i // 256) % 256}.{i % 256}"
+
+
+class Cluster:
+    """What the fake server holds: groups of Services, each group
+    (Services, endpoints each, endpoints a slice holds at most), one port,
+    every endpoint ready on this node. Service i is svc-<i> in namespace
+    ns-<i % namespaces> ("default" when 1), its slices svc-<i>-<s> split as
+    the EndpointSlice controller splits them (full slices, then the rest).
+    Endpoint addresses are numbered across the cluster in Service order.
+
+    Changes go to the first group's slices: change(k) replaces one address
+    of one slice by endpoint_ip(endpoints + k), a new one. Consecutive k
+    visit slices 7919 apart, so every slice is changed once before any is
+    changed twice, and a slice's k-th change replaces its k-th endpoint."""
+
+    def __init__(self, groups, namespaces):
+        self.groups = groups
+        self.namespaces = namespaces
+        self.services = sum(count for count, _, _ in groups)
+        self.endpoints = sum(count * each for count, each, _ in groups)
+        count, each, size = groups[0]
+        self.target_slices = count * -(-each // size)
+        self.changed = {}  # (Service, slice) -> its addresses after the changes made
+
+    def namespace(self, i):
+        return f"ns-{i % self.namespaces}" if self.namespaces > 1 else "default"
+
+    def slice(self, i, s, addresses):
+        return kube_objects.endpoint_slice(
+            f"svc-{i}", [kube_objects.endpoint(a, node=NODE) for a in addresses],
+            SLICE_PORTS, name=f"svc-{i}-{s}", namespace=self.namespace(i))
+
+    def objects(self):
+        """The Node, then each Service followed by its slices."""
+        yield kube_objects.node(NODE, ["192.168.0.10"])
+        i = first = 0
+        for count, each, size in self.groups:
+            for _ in range(count):
+                yield kube_objects.service(f"svc-{i}", [service_ip(i)], [SERVICE_PORT],
+                                           namespace=self.namespace(i))
+                for s, start in enumerate(range(0, each, size)):
+                    yield self.slice(i, s, [endpoint_ip(first + n)
+                                            for n in range(start, min(each, start + size))])
+                i += 1
+                first += each
+
+    def change(self, k):
+        """The k-th endpoint change: (the changed slice, its new address)."""
+        _, each, size = self.groups[0]
+        i, s = divmod((k * 7919) % self.target_slices, -(-each // size))
+        addresses = self.changed.get((i, s)) or [
+            endpoint_ip(i * each + n) for n in range(s * size, min(each, (s + 1) * size))]
+        address = endpoint_ip(self.endpoints + k)
+        addresses = list(addresses)
+        addresses[(k // self.target_slices) % len(addresses)] = address
+        self.changed[(i, s)] = addresses
+        return self.slice(i, s, addresses), address
+
+
+def nftables_notifications(ns, buffer_bytes=1 << 22):
+    """A netlink socket in `ns` subscribed to nftables' change notifications,
+    with a receive buffer of `buffer_bytes`."""
     def make():
         sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, buffer_bytes)
         sock.bind((0, 1 << (NFNLGRP_NFTABLES - 1)))
         sock.settimeout(0.2)  # the reader looks at `stop` at least this often
         return sock
@@ -60,6 +137,172 @@ def read_notifications(sock, out, stop, dropped=None):
         out.put((time.monotonic(), data))
 
 
+def histogram_delta(before, after, name):
+    """(observations, their mean in ms) of histogram `name` between two
+    DaemonRun.metrics() readings."""
+    count = after.get(name + "_count", 0.0) - before.get(name + "_count", 0.0)
+    total = after.get(name + "_sum", 0.0) - before.get(name + "_sum", 0.0)
+    return int(count), total * 1000 / max(1.0, count)
+
+
 def percentile(values, p):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+class DaemonRun:
+    """switchboard (`binary`) in a network namespace of its own against a fake
+    API server holding `cluster`, as a context manager. Entering loads the
+    cluster (load_s: the fake server's part, not timed as the daemon's),
+    starts the daemon (nftables backend, DNS on 127.0.0.1:53,
+    --min-sync-period=0, its --state-dir in `folder`), waits for its first
+    sync (cold_s: from the start to kubeproxy_sync_proxy_rules_last_timestamp_
+    seconds set, polled every 20 ms) and subscribes to the kernel's
+    notifications (into `messages`; ENOBUFS times in `dropped`). Leaving stops
+    the daemon and the server and deletes the namespace. The server keeps
+    `history` events, enough for every change the caller makes."""
+
+    COLD_START_LIMIT = 300  # s
+
+    def __init__(self, binary, cluster, folder, history, notification_buffer=1 << 22):
+        self.binary = binary
+        self.cluster = cluster
+        self.folder = folder
+        self.history = history
+        self.notification_buffer = notification_buffer
+        self.messages = queue.Queue()
+        self.dropped = []
+        self.stop = threading.Event()
+        self.ns = self.api = self.daemon = self.listener = None
+
+    def __enter__(self):
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _start(self):
+        self.ns = network_namespace.create(f"{network_namespace.new_prefix()}-bench")
+        self.api = fake_apiserver.FakeApiServer(os.path.join(self.folder, "pki"),
+                                                history=self.history, chunking="line")
+        loading = time.monotonic()
+        self.api.apply_many(self.cluster.objects())
+        self.load_s = time.monotonic() - loading
+        self.api.start(netns=self.ns)
+        kubeconfig = fake_apiserver.write_kubeconfig(
+            os.path.join(self.folder, "kubeconfig"), self.api.url,
+            ca_file=os.path.join(self.folder, "pki", "ca.crt"), token="good-token")
+        state = os.path.join(self.folder, f"state-{self.ns}")
+        started = time.monotonic()
+        # `ip netns exec` execs the daemon: the Popen's pid is the daemon's.
+        self.daemon = network_namespace.popen_in(
+            self.ns, [self.binary, "--kubeconfig", kubeconfig,
+                      f"--hostname-override={NODE}", "--proxy-mode=nftables",
+                      "--min-sync-period=0", "--dns-listen=127.0.0.1:53",
+                      f"--metrics-bind-address={METRICS}", "--healthz-bind-address=",
+                      f"--state-dir={state}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = started + self.COLD_START_LIMIT
+        synced = False
+        while not synced and time.monotonic() < deadline and self.daemon.poll() is None:
+            synced = bool(self.metrics().get(LAST_SYNC))
+            if not synced:
+                time.sleep(0.02)
+        self.cold_s = time.monotonic() - started
+        if self.daemon.poll() is not None:
+            raise RuntimeError(f"{self.binary} exited with {self.daemon.returncode}")
+        if not synced:
+            raise RuntimeError(f"{self.binary}: no sync in {self.COLD_START_LIMIT} s")
+        self.listener = nftables_notifications(self.ns, self.notification_buffer)
+        threading.Thread(target=read_notifications,
+                         args=(self.listener, self.messages, self.stop, self.dropped),
+                         daemon=True).start()
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        if self.listener:
+            self.listener.close()
+        if self.daemon and self.daemon.poll() is None:
+            self.daemon.terminate()
+            try:
+                self.daemon.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.daemon.kill()
+        if self.api:
+            self.api.stop()
+        if self.ns:
+            network_namespace.delete(self.ns)
+
+    def metrics(self):
+        """The daemon's metrics, {name: the value of its first series}; {} while it
+        does not answer. Read over a socket made in the namespace: no process
+        started, so polling costs the daemon's two cores little."""
+        conn = http.client.HTTPConnection(METRICS_HOST, METRICS_PORT, timeout=2)
+        try:
+            conn.sock = network_namespace.call_inside(
+                self.ns, lambda: socket.create_connection((METRICS_HOST, METRICS_PORT), 2))
+            conn.request("GET", "/metrics")
+            text = conn.getresponse().read().decode()
+        except (OSError, http.client.HTTPException):
+            return {}
+        finally:
+            conn.close()
+        values = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, labels, rest = line.partition("{")
+                value = rest.rpartition("}")[2] if labels else name.split(maxsplit=1)[1]
+                values.setdefault(name.split()[0], float(value.split()[0]))
+        return values
+
+    def status_mb(self, field):
+        """A size from the daemon's /proc/PID/status (VmHWM, VmRSS) in MB."""
+        with open(f"/proc/{self.daemon.pid}/status") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+    def wait_for(self, packed, deadline, others=None):
+        """The receive time of the first notification holding `packed` (an address's
+        4 bytes), None when none came by `deadline`. `others` (a set of such),
+        when given, loses each member a notification read meanwhile holds."""
+        while time.monotonic() < deadline:
+            try:
+                at, message = self.messages.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                return None
+            if others:
+                others.difference_update([a for a in others if a in message])
+            if packed in message:
+                return at
+        return None
+
+    def written_at(self, rv):
+        """When the fake server began writing event `rv` to the daemon's watch;
+        None when it has not within 2 s (its watch thread records it after the
+        write)."""
+        recorded_by = time.monotonic() + 2
+        while time.monotonic() < recorded_by:
+            with self.api.lock:
+                written = self.api.written_at.get(rv)
+            if written is not None:
+                return written
+            time.sleep(0.001)
+        return None
+
+    def change(self, k, timeout=10):
+        """Makes the cluster's k-th endpoint change and waits for the kernel to
+        have it: (ms from the fake server's write of the watch event, ms from
+        apply(), which adds the fake's own latency), None when not seen within
+        `timeout` s."""
+        obj, address = self.cluster.change(k)
+        applied = time.monotonic()
+        rv = int(self.api.apply(obj)["metadata"]["resourceVersion"])
+        seen = self.wait_for(socket.inet_aton(address), applied + timeout)
+        written = self.written_at(rv)
+        if seen is None or written is None:
+            return None
+        return (seen - written) * 1000, (seen - applied) * 1000
