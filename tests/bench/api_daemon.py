@@ -15,9 +15,11 @@ Standard library only; the scripts put tests/integration and
 tests/fake_apiserver on sys.path first.
 """
 import errno
+import gc
 import http.client
 import os
 import queue
+import shutil
 import socket
 import subprocess
 import threading
@@ -158,7 +160,8 @@ class DaemonRun:
     --min-sync-period=0, its --state-dir in `folder`), waits for its first
     sync (cold_s: from the start to kubeproxy_sync_proxy_rules_last_timestamp_
     seconds set, polled every 20 ms) and subscribes to the kernel's
-    notifications (into `messages`; ENOBUFS times in `dropped`). Leaving stops
+    notifications (into `messages`, with a receive buffer of
+    `notification_buffer` bytes; ENOBUFS times in `dropped`). Leaving stops
     the daemon and the server and deletes the namespace. The server keeps
     `history` events, enough for every change the caller makes."""
 
@@ -173,7 +176,7 @@ class DaemonRun:
         self.messages = queue.Queue()
         self.dropped = []
         self.stop = threading.Event()
-        self.ns = self.api = self.daemon = self.listener = None
+        self.ns = self.state = self.api = self.daemon = self.listener = None
 
     def __enter__(self):
         try:
@@ -188,13 +191,21 @@ class DaemonRun:
         self.api = fake_apiserver.FakeApiServer(os.path.join(self.folder, "pki"),
                                                 history=self.history, chunking="line")
         loading = time.monotonic()
-        self.api.apply_many(self.cluster.objects())
+        gc.disable()  # collections during a load of 100k Services doubled its time
+        try:
+            self.api.apply_many(self.cluster.objects())
+        finally:
+            gc.enable()
         self.load_s = time.monotonic() - loading
+        # The loaded objects live as long as the run: kept out of the
+        # collections, a full one of which took 2 s at 100k Services and would
+        # stall the notification reader (its timestamps) and the server.
+        gc.freeze()
         self.api.start(netns=self.ns)
         kubeconfig = fake_apiserver.write_kubeconfig(
             os.path.join(self.folder, "kubeconfig"), self.api.url,
             ca_file=os.path.join(self.folder, "pki", "ca.crt"), token="good-token")
-        state = os.path.join(self.folder, f"state-{self.ns}")
+        self.state = os.path.join(self.folder, f"state-{self.ns}")
         started = time.monotonic()
         # `ip netns exec` execs the daemon: the Popen's pid is the daemon's.
         self.daemon = network_namespace.popen_in(
@@ -202,7 +213,7 @@ class DaemonRun:
                       f"--hostname-override={NODE}", "--proxy-mode=nftables",
                       "--min-sync-period=0", "--dns-listen=127.0.0.1:53",
                       f"--metrics-bind-address={METRICS}", "--healthz-bind-address=",
-                      f"--state-dir={state}"],
+                      f"--state-dir={self.state}"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = started + self.COLD_START_LIMIT
         synced = False
@@ -234,6 +245,9 @@ class DaemonRun:
             self.api.stop()
         if self.ns:
             network_namespace.delete(self.ns)
+        if self.state:
+            shutil.rmtree(self.state, ignore_errors=True)
+        gc.unfreeze()
 
     def metrics(self):
         """The daemon's metrics, {name: the value of its first series}; {} while it
@@ -265,18 +279,17 @@ class DaemonRun:
                     return int(line.split()[1]) / 1024
         return 0.0
 
-    def wait_for(self, packed, deadline, others=None):
-        """The receive time of the first notification holding `packed` (an address's
-        4 bytes), None when none came by `deadline`. `others` (a set of such),
-        when given, loses each member a notification read meanwhile holds."""
-        while time.monotonic() < deadline:
+    def wait_for(self, pending, deadline):
+        """The receive time of the notification that held the last of `pending`
+        (a set of addresses' 4 bytes, which loses each as a notification
+        holds it), None when some are still pending at `deadline`."""
+        while pending and time.monotonic() < deadline:
             try:
                 at, message = self.messages.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 return None
-            if others:
-                others.difference_update([a for a in others if a in message])
-            if packed in message:
+            pending.difference_update([a for a in pending if a in message])
+            if not pending:
                 return at
         return None
 
@@ -301,7 +314,7 @@ class DaemonRun:
         obj, address = self.cluster.change(k)
         applied = time.monotonic()
         rv = int(self.api.apply(obj)["metadata"]["resourceVersion"])
-        seen = self.wait_for(socket.inet_aton(address), applied + timeout)
+        seen = self.wait_for({socket.inet_aton(address)}, applied + timeout)
         written = self.written_at(rv)
         if seen is None or written is None:
             return None
