@@ -5,11 +5,15 @@ tests/bench/bench-scale, tests/bench/bench-soak): the cluster they load
 change's latency, memory), the kernel's nftables change notifications, and a
 percentile.
 
-The notifications are the observer of "the kernel has it": the kernel sends
-them as it commits a batch, to a netlink socket subscribed to the group
-`nft monitor` reads. `nft monitor` itself is no observer: it formats each
-element in many small writes after the kernel is done, which added about
-1 ms to the median and most of the tail (docs/store.md).
+Two observers of "the kernel has it". DaemonRun asks the kernel
+(tests/bench/kernel_probe.py) and subscribes to nothing, so that the full
+syncs of a large cluster cost the kernel what they cost without a
+benchmark. bench-soak, at 200 Services, rebuilds the table from the
+notifications the kernel sends as it commits a batch, to a netlink socket
+subscribed to the group `nft monitor` reads (nftables_notifications). `nft
+monitor` itself is no observer: it formats each element in many small
+writes after the kernel is done, which added about 1 ms to the median and
+most of the tail (docs/store.md).
 
 Standard library only; the scripts put tests/integration and
 tests/fake_apiserver on sys.path first.
@@ -18,11 +22,10 @@ import errno
 import gc
 import http.client
 import os
-import queue
 import shutil
 import socket
 import subprocess
-import threading
+import sys
 import time
 
 import fake_apiserver
@@ -33,11 +36,11 @@ METRICS_HOST, METRICS_PORT = "127.0.0.1", 10249
 METRICS = f"{METRICS_HOST}:{METRICS_PORT}"
 NETLINK_NETFILTER = 12
 NFNLGRP_NFTABLES = 7
-SO_RCVBUFFORCE = 33  # root may pass net.core.rmem_max
 NODE = "node-a"
 SERVICE_PORT = kube_objects.service_port(80, name="p0", target=8080)
 SLICE_PORTS = (("p0", 8080, "TCP"),)
 LAST_SYNC = "kubeproxy_sync_proxy_rules_last_timestamp_seconds"
+KERNEL_PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_probe.py")
 PARTIAL = "kubeproxy_sync_partial_proxy_rules_duration_seconds"
 FULL = "kubeproxy_sync_full_proxy_rules_duration_seconds"
 
@@ -109,12 +112,11 @@ class Cluster:
         return self.slice(i, s, addresses), address
 
 
-def nftables_notifications(ns, buffer_bytes=1 << 22):
-    """A netlink socket in `ns` subscribed to nftables' change notifications,
-    with a receive buffer of `buffer_bytes`."""
+def nftables_notifications(ns):
+    """A netlink socket in `ns` subscribed to nftables' change notifications."""
     def make():
         sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
-        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, buffer_bytes)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
         sock.bind((0, 1 << (NFNLGRP_NFTABLES - 1)))
         sock.settimeout(0.2)  # the reader looks at `stop` at least this often
         return sock
@@ -159,24 +161,19 @@ class DaemonRun:
     starts the daemon (nftables backend, DNS on 127.0.0.1:53,
     --min-sync-period=0, its --state-dir in `folder`), waits for its first
     sync (cold_s: from the start to kubeproxy_sync_proxy_rules_last_timestamp_
-    seconds set, polled every 20 ms) and subscribes to the kernel's
-    notifications (into `messages`, with a receive buffer of
-    `notification_buffer` bytes; ENOBUFS times in `dropped`). Leaving stops
-    the daemon and the server and deletes the namespace. The server keeps
-    `history` events, enough for every change the caller makes."""
+    seconds set, polled every 20 ms) and starts tests/bench/kernel_probe.py
+    in the namespace, the observer of "the kernel has it". Leaving stops them
+    all and deletes the namespace. The server keeps `history` events, enough
+    for every change the caller makes."""
 
     COLD_START_LIMIT = 300  # s
 
-    def __init__(self, binary, cluster, folder, history, notification_buffer=1 << 22):
+    def __init__(self, binary, cluster, folder, history):
         self.binary = binary
         self.cluster = cluster
         self.folder = folder
         self.history = history
-        self.notification_buffer = notification_buffer
-        self.messages = queue.Queue()
-        self.dropped = []
-        self.stop = threading.Event()
-        self.ns = self.state = self.api = self.daemon = self.listener = None
+        self.ns = self.state = self.api = self.daemon = self.probe = None
 
     def __enter__(self):
         try:
@@ -199,7 +196,7 @@ class DaemonRun:
         self.load_s = time.monotonic() - loading
         # The loaded objects live as long as the run: kept out of the
         # collections, a full one of which took 2 s at 100k Services and would
-        # stall the notification reader (its timestamps) and the server.
+        # stall the server's watch (its timestamps).
         gc.freeze()
         self.api.start(netns=self.ns)
         kubeconfig = fake_apiserver.write_kubeconfig(
@@ -226,28 +223,32 @@ class DaemonRun:
             raise RuntimeError(f"{self.binary} exited with {self.daemon.returncode}")
         if not synced:
             raise RuntimeError(f"{self.binary}: no sync in {self.COLD_START_LIMIT} s")
-        self.listener = nftables_notifications(self.ns, self.notification_buffer)
-        threading.Thread(target=read_notifications,
-                         args=(self.listener, self.messages, self.stop, self.dropped),
-                         daemon=True).start()
+        self.probe = network_namespace.popen_in(
+            self.ns, [sys.executable, KERNEL_PROBE], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True)
+        ready = self.probe.stdout.readline().strip()
+        if ready != "ready":
+            raise RuntimeError(f"kernel_probe: {ready or 'exited'}")
 
     def __exit__(self, *exc):
-        self.stop.set()
-        if self.listener:
-            self.listener.close()
-        if self.daemon and self.daemon.poll() is None:
-            self.daemon.terminate()
-            try:
-                self.daemon.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.daemon.kill()
+        for process in (self.probe, self.daemon):
+            if process and process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
         if self.api:
             self.api.stop()
         if self.ns:
             network_namespace.delete(self.ns)
         if self.state:
             shutil.rmtree(self.state, ignore_errors=True)
+        # The server holds cycles (its handler class refers to it): collected
+        # now, before the next run's load freezes whatever is left.
+        self.api = None
         gc.unfreeze()
+        gc.collect()
 
     def metrics(self):
         """The daemon's metrics, {name: the value of its first series}; {} while it
@@ -279,19 +280,19 @@ class DaemonRun:
                     return int(line.split()[1]) / 1024
         return 0.0
 
-    def wait_for(self, pending, deadline):
-        """The receive time of the notification that held the last of `pending`
-        (a set of addresses' 4 bytes, which loses each as a notification
-        holds it), None when some are still pending at `deadline`."""
-        while pending and time.monotonic() < deadline:
-            try:
-                at, message = self.messages.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                return None
-            pending.difference_update([a for a in pending if a in message])
-            if not pending:
-                return at
-        return None
+    def kernel_has(self, address, timeout):
+        """When the kernel was first seen with endpoint `address` (kernel_probe),
+        None when not within `timeout` s."""
+        self.probe.stdin.write(f"wait {address} {timeout}\n")
+        self.probe.stdin.flush()
+        answer = self.probe.stdout.readline().strip()
+        return None if answer == "-" else float(answer)
+
+    def kernel_count(self, addresses):
+        """How many of the endpoint addresses the kernel has now."""
+        self.probe.stdin.write(f"count {' '.join(addresses)}\n")
+        self.probe.stdin.flush()
+        return int(self.probe.stdout.readline())
 
     def written_at(self, rv):
         """When the fake server began writing event `rv` to the daemon's watch;
@@ -314,7 +315,7 @@ class DaemonRun:
         obj, address = self.cluster.change(k)
         applied = time.monotonic()
         rv = int(self.api.apply(obj)["metadata"]["resourceVersion"])
-        seen = self.wait_for({socket.inet_aton(address)}, applied + timeout)
+        seen = self.kernel_has(address, timeout)
         written = self.written_at(rv)
         if seen is None or written is None:
             return None
