@@ -9,7 +9,7 @@ pair (A . A), which the daemon commits in the batch that puts A in backends4
 (NFT_MSG_GETSETELEM) and subscribes to nothing: while anyone listens to
 nftables' notifications, the kernel builds one for each element a transaction
 touches and holds them all until its commit ends, and a full sync refills
-every set (docs/scale.md: 5 GB more memory for one full sync at 10k Services,
+every set (docs/scale.md: 4.9 GB more memory for one full sync at 10k Services,
 and 2.7x its time). It asks back to back for BUSY s, then every PAUSE s, and
 answers with the time of the first reply that had the element: the kernel
 committed it between the request before and that reply, one round trip
