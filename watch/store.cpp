@@ -11,6 +11,12 @@ namespace {
 template <typename T>
 constexpr bool kUnindexed = std::is_same_v<T, Node> || std::is_same_v<T, Pod>;
 
+template <typename T>
+constexpr Kind kind_of = std::is_same_v<T, Service>         ? Kind::kService
+                         : std::is_same_v<T, EndpointSlice> ? Kind::kEndpointSlice
+                         : std::is_same_v<T, Node>          ? Kind::kNode
+                                                            : Kind::kPod;
+
 // Turns the Service keys a write touched into Changes of object `key`.
 struct ChangeRecorder {
     std::vector<Change>& changes;
@@ -26,70 +32,12 @@ void Store::advance() {
     cached_.reset();
 }
 
-void Store::upsert(Service service) {
+template <typename Writes>
+void Store::write(Writes writes) {
     std::vector<Change> changes;
     {
         std::lock_guard lock(mutex_);
-        ObjectKey key = service.meta.key();
-        ChangeRecorder touched{changes, Kind::kService, key};
-        if (!state_.put(std::make_shared<const Service>(std::move(service)), touched)) return;
-        advance();
-    }
-    notify(changes);
-}
-
-void Store::upsert(EndpointSlice slice) {
-    std::vector<Change> changes;
-    {
-        std::lock_guard lock(mutex_);
-        ObjectKey key = slice.meta.key();
-        ChangeRecorder touched{changes, Kind::kEndpointSlice, key};
-        if (!state_.put(std::make_shared<const EndpointSlice>(std::move(slice)), touched)) return;
-        advance();
-    }
-    notify(changes);
-}
-
-template <typename T>
-void Store::upsert_unindexed(Kind kind, T object) {
-    std::vector<Change> changes;
-    {
-        std::lock_guard lock(mutex_);
-        ObjectKey key = object.meta.key();
-        if (!state_.put(std::make_shared<const T>(std::move(object)))) return;
-        changes.push_back({kind, std::move(key), {}});
-        advance();
-    }
-    notify(changes);
-}
-
-void Store::upsert(Node node) {
-    upsert_unindexed(Kind::kNode, std::move(node));
-}
-
-void Store::upsert(Pod pod) {
-    upsert_unindexed(Kind::kPod, std::move(pod));
-}
-
-void Store::remove(Kind kind, const ObjectKey& key) {
-    std::vector<Change> changes;
-    {
-        std::lock_guard lock(mutex_);
-        ChangeRecorder touched{changes, kind, key};
-        switch (kind) {
-            case Kind::kService:
-                state_.erase_service(key, touched);
-                break;
-            case Kind::kEndpointSlice:
-                state_.erase_slice(key, touched);
-                break;
-            case Kind::kNode:
-                if (state_.erase_node(key)) changes.push_back({kind, key, {}});
-                break;
-            case Kind::kPod:
-                if (state_.erase_pod(key)) changes.push_back({kind, key, {}});
-                break;
-        }
+        writes(changes);
         if (changes.empty()) return;
         advance();
     }
@@ -97,19 +45,62 @@ void Store::remove(Kind kind, const ObjectKey& key) {
 }
 
 template <typename T>
-void Store::replace_kind(Kind kind, std::vector<T>& wanted, std::vector<Change>& changes) {
+void Store::put_locked(T object, std::vector<Change>& changes) {
+    const Kind kind = kind_of<T>;
+    ObjectKey key = object.meta.key();
+    auto stored = std::make_shared<const T>(std::move(object));
+    if constexpr (kUnindexed<T>) {
+        if (state_.put(std::move(stored))) changes.push_back({kind, std::move(key), {}});
+    } else {
+        state_.put(std::move(stored), ChangeRecorder{changes, kind, std::move(key)});
+    }
+}
+
+void Store::erase_locked(Kind kind, const ObjectKey& key, std::vector<Change>& changes) {
+    ChangeRecorder touched{changes, kind, key};
+    switch (kind) {
+        case Kind::kService:
+            state_.erase_service(key, touched);
+            break;
+        case Kind::kEndpointSlice:
+            state_.erase_slice(key, touched);
+            break;
+        case Kind::kNode:
+            if (state_.erase_node(key)) changes.push_back({kind, key, {}});
+            break;
+        case Kind::kPod:
+            if (state_.erase_pod(key)) changes.push_back({kind, key, {}});
+            break;
+    }
+}
+
+void Store::upsert(Service service) {
+    write([&](std::vector<Change>& changes) { put_locked(std::move(service), changes); });
+}
+
+void Store::upsert(EndpointSlice slice) {
+    write([&](std::vector<Change>& changes) { put_locked(std::move(slice), changes); });
+}
+
+void Store::upsert(Node node) {
+    write([&](std::vector<Change>& changes) { put_locked(std::move(node), changes); });
+}
+
+void Store::upsert(Pod pod) {
+    write([&](std::vector<Change>& changes) { put_locked(std::move(pod), changes); });
+}
+
+void Store::remove(Kind kind, const ObjectKey& key) {
+    write([&](std::vector<Change>& changes) { erase_locked(kind, key, changes); });
+}
+
+template <typename T>
+void Store::replace_kind(std::vector<T>& wanted, std::vector<Change>& changes) {
     std::vector<ObjectKey> kept;
     kept.reserve(wanted.size());
     for (auto& object : wanted) {
-        ObjectKey key = object.meta.key();
-        kept.push_back(key);
-        ChangeRecorder touched{changes, kind, key};
-        auto stored = std::make_shared<const T>(std::move(object));
-        if constexpr (kUnindexed<T>) {
-            if (state_.put(std::move(stored))) changes.push_back({kind, key, {}});
-        } else {
-            state_.put(std::move(stored), touched);
-        }
+        kept.push_back(object.meta.key());
+        put_locked(std::move(object), changes);
     }
     std::sort(kept.begin(), kept.end());
     // The stored objects of this kind that `wanted` lacks.
@@ -132,56 +123,45 @@ void Store::replace_kind(Kind kind, std::vector<T>& wanted, std::vector<Change>&
     } else {
         collect(state_.pods());
     }
-    for (const auto& key : gone) {
-        ChangeRecorder touched{changes, kind, key};
-        if constexpr (std::is_same_v<T, Service>) {
-            state_.erase_service(key, touched);
-        } else if constexpr (std::is_same_v<T, EndpointSlice>) {
-            state_.erase_slice(key, touched);
-        } else if constexpr (std::is_same_v<T, Node>) {
-            if (state_.erase_node(key)) changes.push_back({kind, key, {}});
-        } else {
-            if (state_.erase_pod(key)) changes.push_back({kind, key, {}});
-        }
-    }
+    for (const auto& key : gone) erase_locked(kind_of<T>, key, changes);
 }
 
 void Store::replace(Objects objects) {
-    std::vector<Change> changes;
-    {
-        std::lock_guard lock(mutex_);
-        replace_kind(Kind::kService, objects.services, changes);
-        replace_kind(Kind::kEndpointSlice, objects.endpoint_slices, changes);
-        replace_kind(Kind::kNode, objects.nodes, changes);
-        replace_kind(Kind::kPod, objects.pods, changes);
-        if (changes.empty()) return;
-        advance();
-    }
-    notify(changes);
+    write([&](std::vector<Change>& changes) {
+        replace_kind(objects.services, changes);
+        replace_kind(objects.endpoint_slices, changes);
+        replace_kind(objects.nodes, changes);
+        replace_kind(objects.pods, changes);
+    });
 }
 
 void Store::replace(Kind kind, Objects objects) {
-    std::vector<Change> changes;
-    {
-        std::lock_guard lock(mutex_);
+    write([&](std::vector<Change>& changes) {
         switch (kind) {
             case Kind::kService:
-                replace_kind(kind, objects.services, changes);
+                replace_kind(objects.services, changes);
                 break;
             case Kind::kEndpointSlice:
-                replace_kind(kind, objects.endpoint_slices, changes);
+                replace_kind(objects.endpoint_slices, changes);
                 break;
             case Kind::kNode:
-                replace_kind(kind, objects.nodes, changes);
+                replace_kind(objects.nodes, changes);
                 break;
             case Kind::kPod:
-                replace_kind(kind, objects.pods, changes);
+                replace_kind(objects.pods, changes);
                 break;
         }
-        if (changes.empty()) return;
-        advance();
-    }
-    notify(changes);
+    });
+}
+
+void Store::apply(const std::vector<Removal>& removals, Objects upserts) {
+    write([&](std::vector<Change>& changes) {
+        for (const auto& removal : removals) erase_locked(removal.kind, removal.key, changes);
+        for (auto& service : upserts.services) put_locked(std::move(service), changes);
+        for (auto& slice : upserts.endpoint_slices) put_locked(std::move(slice), changes);
+        for (auto& node : upserts.nodes) put_locked(std::move(node), changes);
+        for (auto& pod : upserts.pods) put_locked(std::move(pod), changes);
+    });
 }
 
 void Store::set_synced(bool synced) {

@@ -59,6 +59,18 @@ class Store {
     // untouched: one resource's relist (KubeSource, after 410 Gone).
     void replace(Kind kind, Objects objects);
 
+    // One object to remove: Store::apply's removals.
+    struct Removal {
+        Kind kind;
+        ObjectKey key;
+    };
+    // Writes a batch as one change: every removal, then every upsert (so an
+    // object in both ends up stored), each idempotent as above, and one
+    // notification with every change, as replace gives. For a writer that
+    // knows what changed (the file source's re-read of a few files): it costs
+    // the batch, not the size of the Store.
+    void apply(const std::vector<Removal>& removals, Objects upserts);
+
     void set_synced(bool synced);
 
     // The current state: O(1), and the same object until the next change.
@@ -68,12 +80,16 @@ class Store {
     void subscribe(Listener listener);
 
   private:
+    // The writes, under mutex_: each appends what it changed to `changes`.
     template <typename T>
-    void replace_kind(Kind kind, std::vector<T>& wanted, std::vector<Change>& changes);
-    // A Node or a Pod: an object outside the Service index.
+    void put_locked(T object, std::vector<Change>& changes);
+    void erase_locked(Kind kind, const ObjectKey& key, std::vector<Change>& changes);
     template <typename T>
-    void upsert_unindexed(Kind kind, T object);
-    // After a write under mutex_ that changed something.
+    void replace_kind(std::vector<T>& wanted, std::vector<Change>& changes);
+    // Runs `writes(changes)` under mutex_; when it changed something, advances
+    // the generation and, after the lock, notifies the changes.
+    template <typename Writes>
+    void write(Writes writes);
     void advance();
     void notify(const std::vector<Change>& changes);
 

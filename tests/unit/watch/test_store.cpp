@@ -272,3 +272,57 @@ TEST_CASE("replace diffs Pods too, and a built snapshot holds them") {
     CHECK(built->pods().size() == 1);
     CHECK(built->services().empty());
 }
+
+TEST_CASE("apply writes removals and upserts as one batch, one notification of the real changes") {
+    Store store;
+    Store::Objects first;
+    first.services = {make_service("a", "web"), make_service("a", "db")};
+    first.endpoint_slices = {make_slice("a", "web-1", "web")};
+    first.pods = {make_pod("a", "one", "10.244.1.1")};
+    store.replace(std::move(first));
+    const auto before = store.snapshot();
+    std::vector<std::vector<Change>> batches;
+    store.subscribe([&](const std::vector<Change>& changes) { batches.push_back(changes); });
+
+    Store::Objects upserts;
+    upserts.services = {make_service("a", "web"), make_service("b", "api")};  // web unchanged
+    upserts.endpoint_slices = {make_slice("a", "web-1", "db")};               // label moved
+    store.apply({{Kind::kService, {"a", "db"}}, {Kind::kPod, {"a", "one"}}}, std::move(upserts));
+    REQUIRE(batches.size() == 1);
+    std::set<std::pair<ObjectKey, ObjectKey>> seen;  // (object, Service)
+    for (const auto& change : batches[0]) seen.insert({change.key, change.service});
+    CHECK(seen == std::set<std::pair<ObjectKey, ObjectKey>>{{{"a", "db"}, {"a", "db"}},
+                                                            {{"a", "one"}, {}},
+                                                            {{"b", "api"}, {"b", "api"}},
+                                                            {{"a", "web-1"}, {"a", "web"}},
+                                                            {{"a", "web-1"}, {"a", "db"}}});
+    const auto after = store.snapshot();
+    CHECK(after->generation() == before->generation() + 1);
+    CHECK(after->find_service({"a", "db"}) == nullptr);
+    CHECK(after->find_service({"b", "api"}) != nullptr);
+    CHECK(after->pods().empty());
+    CHECK(slice_names(after->service({"a", "db"})) == Names{"web-1"});
+    CHECK(slice_names(after->service({"a", "web"})).empty());
+    // Not named by the batch: kept.
+    CHECK(after->find_service({"a", "web"}) != nullptr);
+}
+
+TEST_CASE("apply removes before it upserts, and a batch that changes nothing notifies nobody") {
+    Store store;
+    store.upsert(make_service("a", "web"));
+    const auto generation = store.snapshot()->generation();
+    int batches = 0;
+    store.subscribe([&](const std::vector<Change>&) { ++batches; });
+
+    Store::Objects same;
+    same.services = {make_service("a", "web")};
+    store.apply({{Kind::kService, {"a", "gone"}}, {Kind::kNode, {"", "node-x"}}}, std::move(same));
+    CHECK(batches == 0);
+    CHECK(store.snapshot()->generation() == generation);
+
+    Store::Objects again;
+    again.services = {make_service("a", "web")};
+    store.apply({{Kind::kService, {"a", "web"}}}, std::move(again));
+    CHECK(store.snapshot()->find_service({"a", "web"}) != nullptr);
+    CHECK(batches == 1);
+}
