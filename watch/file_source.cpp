@@ -8,10 +8,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <limits>
 #include <set>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -51,24 +56,43 @@ Result<std::string> read_whole_file(const std::string& file) {
     return content;
 }
 
-// The *.json regular files of a folder (symlinks followed), sorted. Hidden
-// names are skipped: editors keep lock and swap files there.
+// The folder entries a folder source reads: *.json, not hidden (editors keep
+// lock and swap files there).
+bool is_json_name(std::string_view name) {
+    return name.size() > 5 && name[0] != '.' && name.substr(name.size() - 5) == ".json";
+}
+
+std::string in_folder(const std::string& folder, std::string_view name) {
+    return folder + (folder.back() == '/' ? "" : "/") + std::string(name);
+}
+
+// The *.json names of a folder as paths in it, sorted; what they are is
+// looked at when they are read.
 Result<std::set<std::string>> list_json_files(const std::string& folder) {
     DIR* dir = ::opendir(folder.c_str());
     if (!dir) return io_error(fmt::format("cannot read folder {}", folder));
     std::set<std::string> files;
     while (const dirent* entry = ::readdir(dir)) {
-        const std::string_view name = entry->d_name;
-        if (name.empty() || name[0] == '.' || name.size() <= 5 ||
-            name.substr(name.size() - 5) != ".json") {
-            continue;
-        }
-        std::string file = folder + (folder.back() == '/' ? "" : "/") + std::string(name);
-        struct stat st {};
-        if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode)) files.insert(std::move(file));
+        if (is_json_name(entry->d_name)) files.insert(in_folder(folder, entry->d_name));
     }
     ::closedir(dir);
     return files;
+}
+
+// What a path is: the file source reads regular files, symlinks followed.
+struct EntryType {
+    bool regular = false;
+    bool symlink = false;
+};
+
+EntryType entry_type(const std::string& file) {
+    EntryType type;
+    struct stat st {};
+    if (::lstat(file.c_str(), &st) != 0) return type;
+    type.symlink = S_ISLNK(st.st_mode);
+    if (type.symlink && ::stat(file.c_str(), &st) != 0) return type;
+    type.regular = S_ISREG(st.st_mode);
+    return type;
 }
 
 std::string parent_folder(const std::string& file) {
@@ -78,24 +102,88 @@ std::string parent_folder(const std::string& file) {
     return file.substr(0, slash);
 }
 
-// Appends `from` to `into`, a later object replacing an earlier one with the
-// same key (files are visited in name order, so the last file wins).
 template <typename T>
-void merge(std::vector<T>& into, std::map<ObjectKey, size_t>& index, const std::vector<T>& from,
-           const char* kind, const std::string& file) {
-    for (const T& object : from) {
-        auto [it, inserted] = index.emplace(object.meta.key(), into.size());
-        if (inserted) {
-            into.push_back(object);
-        } else {
-            log::warn("file source: {} {} defined twice; the one in {} wins", kind,
-                      object.meta.key().to_string(), file);
-            into[it->second] = object;
-        }
+constexpr size_t kKind = static_cast<size_t>(std::is_same_v<T, Service> ? Kind::kService
+                                             : std::is_same_v<T, EndpointSlice>
+                                                 ? Kind::kEndpointSlice
+                                             : std::is_same_v<T, Node> ? Kind::kNode
+                                                                       : Kind::kPod);
+
+template <typename T>
+constexpr const char* kKindName = std::is_same_v<T, Service>         ? "Service"
+                                  : std::is_same_v<T, EndpointSlice> ? "EndpointSlice"
+                                  : std::is_same_v<T, Node>          ? "Node"
+                                                                     : "Pod";
+
+template <typename T>
+std::vector<T>& objects_of(Store::Objects& objects) {
+    if constexpr (std::is_same_v<T, Service>) {
+        return objects.services;
+    } else if constexpr (std::is_same_v<T, EndpointSlice>) {
+        return objects.endpoint_slices;
+    } else if constexpr (std::is_same_v<T, Node>) {
+        return objects.nodes;
+    } else {
+        return objects.pods;
     }
 }
 
+// Calls `visit(T{})` once per kind, in the order of Kind.
+template <typename Visit>
+void for_each_kind(Visit visit) {
+    visit(Service{});
+    visit(EndpointSlice{});
+    visit(Node{});
+    visit(Pod{});
+}
+
+// One object per key: a later item replaces an earlier one with the same key.
+template <typename T>
+std::vector<T> last_of_each_key(std::vector<T> objects, const std::string& file) {
+    if (objects.size() < 2) return objects;
+    std::map<ObjectKey, size_t> at;
+    std::vector<T> unique;
+    unique.reserve(objects.size());
+    for (T& object : objects) {
+        auto [it, inserted] = at.emplace(object.meta.key(), unique.size());
+        if (inserted) {
+            unique.push_back(std::move(object));
+        } else {
+            log::warn("file source: {} {} defined twice in {}; the later one wins", kKindName<T>,
+                      it->first.to_string(), file);
+            unique[it->second] = std::move(object);
+        }
+    }
+    return unique;
+}
+
 }  // namespace
+
+bool note_folder_events(std::span<const char> events, int folder_watch, TouchedNames& touched) {
+    bool gone = false;
+    for (size_t offset = 0; offset + sizeof(inotify_event) <= events.size();) {
+        inotify_event event;
+        std::memcpy(&event, events.data() + offset, sizeof event);
+        const char* name = events.data() + offset + sizeof event;
+        offset += sizeof event + event.len;
+        if (offset > events.size()) break;  // a truncated record: read(2) never returns one
+        if (event.mask & IN_Q_OVERFLOW) {
+            touched.everything = true;
+        } else if (event.wd != folder_watch) {
+            continue;  // the last events of a watch already removed
+        } else if (event.mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
+            // The folder itself went away (deleted, unmounted, renamed: a
+            // renamed folder is no longer PATH).
+            gone = true;
+            touched.everything = true;
+        } else if (event.len > 0) {
+            touched.names.emplace(name, ::strnlen(name, event.len));
+        } else {
+            touched.everything = true;  // the folder's own attributes: maybe unreadable now
+        }
+    }
+    return gone;
+}
 
 FileSource::FileSource(std::string path, Store& store) : path_(std::move(path)), store_(store) {}
 
@@ -104,15 +192,38 @@ FileSource::~FileSource() {
 }
 
 Status FileSource::load() {
-    return reload();
+    std::lock_guard lock(reload_mutex_);
+    return full_pass();
 }
 
-Status FileSource::reload() {
+Status FileSource::reread(const TouchedNames& touched) {
     std::lock_guard lock(reload_mutex_);
     struct stat st {};
-    std::set<std::string> names;
+    if (touched.everything || !pushed_ || ::stat(path_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        return full_pass();
+    }
+    std::set<std::string> files = symlinks_;
+    for (const auto& name : touched.names) {
+        if (is_json_name(name)) files.insert(in_folder(path_, name));
+    }
+    TouchedKeys keys;
+    for (const auto& file : files) reread_entry(file, keys);
+    push_touched(keys);
+    mark_synced_when_clean();
+    return first_file_error();
+}
+
+Status FileSource::full_pass() {
+    struct stat st {};
+    Result<std::set<std::string>> listed = std::set<std::string>{path_};
     if (::stat(path_.c_str(), &st) != 0) {
-        Error error = io_error(fmt::format("file source: cannot read {}", path_));
+        listed = io_error(fmt::format("cannot read {}", path_));
+    } else if (S_ISDIR(st.st_mode)) {
+        listed = list_json_files(path_);
+    }
+    if (!listed) {
+        Error error = listed.error();
+        error.message = fmt::format("file source: {}", error.message);
         if (error.describe() != last_path_error_) {
             last_path_error_ = error.describe();
             log::warn("{} (keeping the last good objects)", last_path_error_);
@@ -120,74 +231,66 @@ Status FileSource::reload() {
         }
         return error;
     }
-    if (S_ISDIR(st.st_mode)) {
-        auto listed = list_json_files(path_);
-        if (!listed) {
-            Error error = listed.error();
-            error.message = fmt::format("file source: {}", error.message);
-            if (error.describe() != last_path_error_) {
-                last_path_error_ = error.describe();
-                log::warn("{} (keeping the last good objects)", last_path_error_);
-                ++file_errors_;
-            }
-            return error;
-        }
-        names = std::move(*listed);
-    } else {
-        names.insert(path_);
-    }
     last_path_error_.clear();
 
-    bool changed = !pushed_;
+    TouchedKeys keys;
     for (auto it = files_.begin(); it != files_.end();) {
-        if (names.count(it->first)) {
-            ++it;
-            continue;
+        const auto next = std::next(it);
+        if (!listed->count(it->first)) {
+            log::info("file source: {} is gone; its objects are removed", it->first);
+            drop_file(it, keys);
         }
-        log::info("file source: {} is gone; its objects are removed", it->first);
-        it = files_.erase(it);
-        changed = true;
+        it = next;
     }
-    Status first_error;
-    for (const auto& name : names) {
-        Status status = read_file(name, files_[name], changed);
-        if (!status && first_error) first_error = status;
-    }
-    if (changed) push_union();
-    if (first_error && !synced_) {
-        store_.set_synced(true);
-        synced_ = true;
-    }
-    return first_error;
+    for (const auto& file : *listed) reread_entry(file, keys);
+    const bool changed =
+        std::any_of(keys.begin(), keys.end(), [](const auto& k) { return !k.empty(); });
+    if (changed || !pushed_) push_union();
+    mark_synced_when_clean();
+    return first_file_error();
 }
 
-Status FileSource::read_file(const std::string& file, FileState& state, bool& changed) {
+void FileSource::reread_entry(const std::string& file, TouchedKeys& touched) {
+    const EntryType type = entry_type(file);
+    auto entry = files_.find(file);
+    if (!type.regular) {
+        if (entry != files_.end()) {
+            log::info("file source: {} is gone; its objects are removed", file);
+            drop_file(entry, touched);
+        }
+        return;
+    }
+    if (entry == files_.end()) entry = files_.try_emplace(file).first;
+    if (type.symlink) {
+        symlinks_.insert(file);
+    } else {
+        symlinks_.erase(file);
+    }
+    read_file(entry, touched);
+}
+
+void FileSource::read_file(Files::iterator entry, TouchedKeys& touched) {
+    const std::string& file = entry->first;
+    FileState& state = entry->second;
+    ++files_read_;
     auto content = read_whole_file(file);
     if (!content) {
         // Unreadable for now (permissions, a race with a rename): keep the
         // last good objects, report once per distinct error.
-        const std::string message = fmt::format("file source: {}", content.error().describe());
-        if (message != state.last_error) {
-            log::warn("{} (keeping its last good objects)", message);
-            ++file_errors_;
-            state.last_error = message;
-        }
+        std::string message = fmt::format("file source: {}", content.error().describe());
+        if (message != state.last_error) report_error(entry, message);
         state.watch.forget();
-        return make_error(ErrorCode::kIo, message);
+        return;
     }
-    if (!state.watch.changed(*content)) {
-        if (state.last_error.empty()) return {};
-        return make_error(ErrorCode::kInvalidArgument, state.last_error);
-    }
+    if (!state.watch.changed(*content)) return;
 
     auto document = decode_document(*content);
     if (!document) {
-        state.last_error = fmt::format("file source: {}: {}", file, document.error().message);
-        log::warn("{} (keeping its last good objects)", state.last_error);
-        ++file_errors_;
-        return make_error(ErrorCode::kInvalidArgument, state.last_error);
+        // New content (the hash changed): reported even when the text is the last one's.
+        report_error(entry, fmt::format("file source: {}: {}", file, document.error().message));
+        return;
     }
-    state.last_error.clear();
+    clear_error(entry);
     size_t logged = 0;
     for (const auto& error : document->errors) {
         if (error.kind == "Service") {
@@ -209,26 +312,121 @@ Status FileSource::read_file(const std::string& file, FileState& state, bool& ch
         log::warn("file source: {}: {} more objects skipped", file,
                   document->errors.size() - kMaxLoggedObjectErrors);
     }
-    state.objects = std::move(document->objects);
-    changed = true;
-    return {};
+    for_each_kind([&]<typename T>(const T&) {
+        set_objects<T>(entry, last_of_each_key(std::move(objects_of<T>(document->objects)), file),
+                       touched);
+    });
+}
+
+void FileSource::drop_file(Files::iterator entry, TouchedKeys& touched) {
+    for_each_kind([&]<typename T>(const T&) { set_objects<T>(entry, {}, touched); });
+    broken_.erase(entry->first);
+    symlinks_.erase(entry->first);
+    files_.erase(entry);
+}
+
+template <typename T>
+void FileSource::set_objects(Files::iterator entry, std::vector<T> fresh, TouchedKeys& touched) {
+    std::vector<T>& held = objects_of<T>(entry->second.objects);
+    Index& index = index_[kKind<T>];
+    std::set<ObjectKey>& keys = touched[kKind<T>];
+    // This file's old definitions leave the index; their positions tell
+    // which objects are unchanged.
+    std::map<ObjectKey, size_t> old;
+    for (size_t i = 0; i < held.size(); ++i) {
+        auto key = held[i].meta.key();
+        auto defined = index.find(key);
+        auto& definitions = defined->second;
+        std::erase_if(definitions, [&](const Definition& d) { return d.file == entry; });
+        if (definitions.empty()) index.erase(defined);
+        old.emplace(std::move(key), i);
+    }
+    for (size_t i = 0; i < fresh.size(); ++i) {
+        auto key = fresh[i].meta.key();
+        auto& definitions = index[key];
+        auto at = std::upper_bound(
+            definitions.begin(), definitions.end(), entry->first,
+            [](const std::string& file, const Definition& d) { return file < d.file->first; });
+        definitions.insert(at, Definition{entry, i});
+        if (definitions.size() > 1) {
+            log::warn("file source: {} {} defined twice; the one in {} wins", kKindName<T>,
+                      key.to_string(), definitions.back().file->first);
+        }
+        auto was = old.find(key);
+        if (was == old.end()) {
+            keys.insert(std::move(key));
+        } else {
+            if (!(held[was->second] == fresh[i])) keys.insert(std::move(key));
+            old.erase(was);
+        }
+    }
+    for (auto& [key, position] : old) keys.insert(key);
+    held = std::move(fresh);
+}
+
+void FileSource::push_touched(const TouchedKeys& touched) {
+    std::vector<Store::Removal> removals;
+    Store::Objects upserts;
+    for_each_kind([&]<typename T>(const T&) {
+        const Index& index = index_[kKind<T>];
+        for (const auto& key : touched[kKind<T>]) {
+            auto defined = index.find(key);
+            if (defined == index.end()) {
+                removals.push_back({static_cast<Kind>(kKind<T>), key});
+                continue;
+            }
+            const Definition& winner = defined->second.back();
+            objects_of<T>(upserts).push_back(
+                objects_of<T>(winner.file->second.objects)[winner.position]);
+        }
+    });
+    if (removals.empty() && upserts.services.empty() && upserts.endpoint_slices.empty() &&
+        upserts.nodes.empty() && upserts.pods.empty()) {
+        return;
+    }
+    store_.apply(removals, std::move(upserts));
+    ++reloads_;
 }
 
 void FileSource::push_union() {
     Store::Objects all;
-    std::map<ObjectKey, size_t> services, slices, nodes, pods;
-    for (const auto& [file, state] : files_) {
-        merge(all.services, services, state.objects.services, "Service", file);
-        merge(all.endpoint_slices, slices, state.objects.endpoint_slices, "EndpointSlice", file);
-        merge(all.nodes, nodes, state.objects.nodes, "Node", file);
-        merge(all.pods, pods, state.objects.pods, "Pod", file);
-    }
+    for_each_kind([&]<typename T>(const T&) {
+        std::vector<T>& into = objects_of<T>(all);
+        into.reserve(index_[kKind<T>].size());
+        for (const auto& [key, definitions] : index_[kKind<T>]) {
+            const Definition& winner = definitions.back();
+            into.push_back(objects_of<T>(winner.file->second.objects)[winner.position]);
+        }
+    });
     log::debug("file source: {} services, {} endpoint slices, {} nodes, {} pods from {}",
                all.services.size(), all.endpoint_slices.size(), all.nodes.size(), all.pods.size(),
                path_);
     store_.replace(std::move(all));
     pushed_ = true;
     ++reloads_;
+}
+
+void FileSource::report_error(Files::iterator entry, std::string message) {
+    log::warn("{} (keeping its last good objects)", message);
+    ++file_errors_;
+    entry->second.last_error = std::move(message);
+    broken_.insert(entry->first);
+}
+
+void FileSource::clear_error(Files::iterator entry) {
+    entry->second.last_error.clear();
+    broken_.erase(entry->first);
+}
+
+Status FileSource::first_file_error() const {
+    if (broken_.empty()) return {};
+    return make_error(ErrorCode::kInvalidArgument, files_.at(*broken_.begin()).last_error);
+}
+
+void FileSource::mark_synced_when_clean() {
+    if (synced_ || !broken_.empty()) return;
+    store_.set_synced(true);
+    synced_ = true;
 }
 
 Status FileSource::start() {
@@ -269,12 +467,12 @@ void FileSource::stop() {
 
 void FileSource::run() {
     bool watching = watch_descriptor_ >= 0;
-    bool pending = false;
+    TouchedNames touched;  // since the last pass
     Clock::time_point first_event, last_event;
     alignas(inotify_event) char buffer[16384];
     while (true) {
         int timeout = -1;
-        if (pending) {
+        if (!touched.empty()) {
             const auto due = std::min(last_event + kQuietPeriod, first_event + kMaxDelay);
             const auto left =
                 std::chrono::duration_cast<std::chrono::milliseconds>(due - Clock::now()).count();
@@ -290,25 +488,22 @@ void FileSource::run() {
         }
         if (fds[0].revents) return;
         if (ready > 0 && fds[1].revents) {
+            const bool was_pending = !touched.empty();
             ssize_t n;
             while ((n = ::read(inotify_fd_, buffer, sizeof buffer)) > 0) {
-                for (ssize_t offset = 0; offset < n;) {
-                    const auto* event = reinterpret_cast<const inotify_event*>(buffer + offset);
-                    // The folder itself went away (deleted, unmounted,
-                    // renamed: a renamed folder is no longer PATH): stop
-                    // watching it and watch PATH again once it is back.
-                    const bool gone = event->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF);
-                    if (gone && watching && event->wd == watch_descriptor_) {
-                        ::inotify_rm_watch(inotify_fd_, watch_descriptor_);
-                        watching = false;
-                    }
-                    offset += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+                const bool gone = note_folder_events({buffer, static_cast<size_t>(n)},
+                                                     watch_descriptor_, touched);
+                // Watch PATH again once it is back.
+                if (gone && watching) {
+                    ::inotify_rm_watch(inotify_fd_, watch_descriptor_);
+                    watching = false;
                 }
             }
-            const auto now = Clock::now();
-            if (!pending) first_event = now;
-            last_event = now;
-            pending = true;
+            if (!touched.empty()) {
+                const auto now = Clock::now();
+                if (!was_pending) first_event = now;
+                last_event = now;
+            }
             continue;
         }
         if (!watching) {
@@ -316,16 +511,17 @@ void FileSource::run() {
             if (watch_descriptor_ >= 0) {
                 log::info("file source: watching {} again", watch_dir_);
                 watching = true;
-                pending = true;
-                first_event = last_event = Clock::now();
+                // What changed while nobody watched is unknown.
+                if (touched.empty()) first_event = last_event = Clock::now();
+                touched.everything = true;
             }
-            if (!pending) continue;
+            if (touched.empty()) continue;
         }
-        if (pending &&
+        if (!touched.empty() &&
             Clock::now() >= std::min(last_event + kQuietPeriod, first_event + kMaxDelay)) {
-            pending = false;
-            // Errors were logged (once per change) by reload itself.
-            [[maybe_unused]] Status status = reload();
+            const TouchedNames pass = std::exchange(touched, {});
+            // Errors were logged (once per change) by the pass itself.
+            [[maybe_unused]] Status status = reread(pass);
         }
     }
 }
@@ -340,10 +536,16 @@ void FileSource::append_metrics(metrics::TextWriter& out) const {
         "Source files that could not be read or parsed (once per change).",
         metrics::Type::kCounter,
         {}};
-    static const metrics::Family kReloads{"switchboard_source_reloads_total",
-                                          "Times the file source pushed its objects to the store.",
-                                          metrics::Type::kCounter,
-                                          {}};
+    static const metrics::Family kFilesRead{
+        "switchboard_source_files_read_total",
+        "Files the file source read: a change reads the files it names, a full pass every file.",
+        metrics::Type::kCounter,
+        {}};
+    static const metrics::Family kReloads{
+        "switchboard_source_reloads_total",
+        "Times the file source wrote changed objects to the store.",
+        metrics::Type::kCounter,
+        {}};
     out.family(kRejected);
     out.sample({"Service"}, rejected_services_.load());
     out.sample({"EndpointSlice"}, rejected_slices_.load());
@@ -352,6 +554,8 @@ void FileSource::append_metrics(metrics::TextWriter& out) const {
     out.sample({"unknown"}, rejected_unknown_.load());
     out.family(kFileErrors);
     out.sample({}, file_errors_.load());
+    out.family(kFilesRead);
+    out.sample({}, files_read_.load());
     out.family(kReloads);
     out.sample({}, reloads_.load());
 }

@@ -1,5 +1,7 @@
-// FileSource: initial load, inotify-driven updates, broken and deleted files.
+// FileSource: initial load, inotify-driven updates, broken and deleted files,
+// what a change re-reads, and which of two files defining an object wins.
 // Conditions are polled (up to 5 s), never timed.
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <catch.hpp>
@@ -7,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -90,6 +93,60 @@ std::string metrics(const FileSource& source) {
     sb::metrics::TextWriter out;
     source.append_metrics(out);
     return out.text();
+}
+
+// The value of an unlabelled counter of `source`.
+uint64_t counter(const FileSource& source, const std::string& name) {
+    const std::string text = metrics(source);
+    const auto at = text.find("\n" + name + " ");
+    if (at == std::string::npos) throw std::runtime_error(name + " is not exported");
+    return std::stoull(text.substr(at + name.size() + 2));
+}
+
+uint64_t files_read(const FileSource& source) {
+    return counter(source, "switchboard_source_files_read_total");
+}
+
+uint64_t file_errors(const FileSource& source) {
+    return counter(source, "switchboard_source_file_errors_total");
+}
+
+// A folder of one file per Service, and b.json's second name outside it: a
+// write through that name changes b.json without an event on the folder, so
+// only a pass that reads b.json sees it.
+struct FolderWithHiddenWriter {
+    explicit FolderWithHiddenWriter(std::initializer_list<std::string> services) {
+        fs::create_directory(folder);
+        for (const auto& name : services)
+            write_in_place(in_folder(name + ".json"), service_named(name));
+        fs::create_hard_link(in_folder("b.json"), dir.file("b.json"));
+    }
+    std::string in_folder(const std::string& name) const { return folder + "/" + name; }
+    void write_b_unseen(const std::string& content) const {
+        write_in_place(dir.file("b.json"), content);
+    }
+
+    TempDir dir;
+    const std::string folder = dir.file("folder");
+};
+
+TouchedNames touched(std::initializer_list<std::string> names) {
+    TouchedNames out;
+    out.names.insert(names.begin(), names.end());
+    return out;
+}
+
+// One inotify_event record as read(2) returns it (the name NUL-padded).
+std::string event_record(int wd, uint32_t mask, const std::string& name = "") {
+    const size_t len = name.empty() ? 0 : (name.size() + 16) / 16 * 16;
+    inotify_event event{};
+    event.wd = wd;
+    event.mask = mask;
+    event.len = static_cast<uint32_t>(len);
+    std::string record(sizeof event + len, '\0');
+    std::memcpy(record.data(), &event, sizeof event);
+    std::memcpy(record.data() + sizeof event, name.data(), name.size());
+    return record;
 }
 
 }  // namespace
@@ -276,4 +333,191 @@ TEST_CASE("a folder that disappears keeps the last good state until it is back")
     // Watched again: later changes are seen too.
     write_atomically(folder + "/b.json", list_of({service_named("b", "90")}));
     CHECK(eventually([&] { return first_port(store, "b") == 90; }));
+}
+
+TEST_CASE("a change to one file re-reads that file only") {
+    FolderWithHiddenWriter files({"a", "b", "c"});
+    Store store;
+    FileSource source(files.folder, store);
+    REQUIRE(source.load().ok());
+    CHECK(files_read(source) == 3);
+    REQUIRE(source.start().ok());
+
+    files.write_b_unseen(R"({"kind":"List","items":[)");
+    write_atomically(files.in_folder("a.json"), service_named("a", "8080"));
+    CHECK(eventually([&] { return first_port(store, "a") == 8080; }));
+    source.stop();
+    CHECK(files_read(source) == 4);   // a.json, not b.json nor c.json
+    CHECK(file_errors(source) == 0);  // b.json's new content was not read
+    CHECK(first_port(store, "b") == 80);
+    CHECK(has_service(store, "c"));
+}
+
+TEST_CASE("renames into, out of and inside the folder, and a delete, reach the store") {
+    TempDir dir;
+    fs::create_directory(dir.file("folder"));
+    const std::string folder = dir.file("folder");
+    write_in_place(folder + "/a.json", service_named("a"));
+    write_in_place(folder + "/b.json", service_named("b"));
+    write_in_place(dir.file("outside.json"), service_named("d"));
+    Store store;
+    FileSource source(folder, store);
+    REQUIRE(source.load().ok());
+    REQUIRE(source.start().ok());
+
+    fs::rename(dir.file("outside.json"), folder + "/d.json");  // in
+    CHECK(eventually([&] { return has_service(store, "d"); }));
+    fs::rename(folder + "/a.json", dir.file("a.json"));  // out
+    CHECK(eventually([&] { return !has_service(store, "a"); }));
+    fs::rename(folder + "/b.json", folder + "/.b.json");  // to a hidden name: out too
+    CHECK(eventually([&] { return !has_service(store, "b"); }));
+    fs::rename(folder + "/.b.json", folder + "/e.json");  // back under another name
+    CHECK(eventually([&] { return has_service(store, "b"); }));
+    fs::remove(folder + "/d.json");
+    CHECK(eventually([&] { return !has_service(store, "d"); }));
+    source.stop();
+    CHECK(store.snapshot()->service_count() == 1);
+    CHECK(files_read(source) == 2 + 2);  // the load, d.json and e.json
+}
+
+TEST_CASE("a pass re-reads the files named, in one batch to the store") {
+    TempDir dir;
+    write_in_place(dir.file("a.json"), service_named("a"));
+    write_in_place(dir.file("b.json"), service_named("b"));
+    write_in_place(dir.file("c.json"), service_named("c"));
+    Store store;
+    FileSource source(dir.path(), store);
+    REQUIRE(source.load().ok());
+    std::vector<std::vector<Change>> batches;
+    store.subscribe([&](const std::vector<Change>& changes) { batches.push_back(changes); });
+
+    write_in_place(dir.file("a.json"), service_named("a", "81"));
+    write_in_place(dir.file("b.json"), service_named("b", "82"));
+    write_in_place(dir.file("c.json"), service_named("c", "83"));
+    CHECK(source.reread(touched({"a.json", "b.json", "notes.txt", "a.json.tmp~"})).ok());
+    CHECK(files_read(source) == 3 + 2);
+    REQUIRE(batches.size() == 1);
+    CHECK(batches[0].size() == 2);
+    CHECK(first_port(store, "a") == 81);
+    CHECK(first_port(store, "b") == 82);
+    CHECK(first_port(store, "c") == 80);  // not named: not read
+
+    // An unchanged file is read, and nothing is written.
+    CHECK(source.reread(touched({"a.json"})).ok());
+    CHECK(batches.size() == 1);
+    CHECK_THAT(metrics(source), Contains("switchboard_source_reloads_total 2\n"));
+}
+
+TEST_CASE("events name the entries they touch; an overflow or the folder's end asks for all") {
+    constexpr int kFolder = 3;
+    TouchedNames names;
+    const std::string events = event_record(kFolder, IN_CREATE, "a.json.tmp") +
+                               event_record(kFolder, IN_MOVED_TO, "a.json") +
+                               event_record(kFolder, IN_DELETE, "b.json") +
+                               event_record(kFolder + 1, IN_CREATE, "other.json");
+    CHECK_FALSE(note_folder_events(events, kFolder, names));
+    CHECK(names.names == std::set<std::string>{"a.json.tmp", "a.json", "b.json"});
+    CHECK_FALSE(names.everything);
+
+    TouchedNames overflow;
+    CHECK_FALSE(note_folder_events(event_record(-1, IN_Q_OVERFLOW), kFolder, overflow));
+    CHECK(overflow.everything);
+
+    TouchedNames attributes;  // the folder's own, e.g. chmod: perhaps unreadable now
+    CHECK_FALSE(
+        note_folder_events(event_record(kFolder, IN_ATTRIB | IN_ISDIR), kFolder, attributes));
+    CHECK(attributes.everything);
+
+    TouchedNames gone;
+    CHECK(note_folder_events(
+        event_record(kFolder, IN_MOVE_SELF) + event_record(kFolder, IN_IGNORED), kFolder, gone));
+    CHECK(gone.everything);
+}
+
+TEST_CASE("an overflow re-reads every file") {
+    FolderWithHiddenWriter files({"a", "b"});
+    Store store;
+    FileSource source(files.folder, store);
+    REQUIRE(source.load().ok());
+
+    files.write_b_unseen(service_named("b", "8081"));
+    write_in_place(files.in_folder("c.json"), service_named("c"));
+    CHECK(source.reread(touched({"a.json"})).ok());
+    CHECK(first_port(store, "b") == 80);
+    CHECK_FALSE(has_service(store, "c"));
+
+    TouchedNames lost;
+    note_folder_events(event_record(-1, IN_Q_OVERFLOW), 1, lost);
+    CHECK(source.reread(lost).ok());
+    CHECK(first_port(store, "b") == 8081);
+    CHECK(has_service(store, "c"));
+    CHECK(files_read(source) == 2 + 1 + 3);
+}
+
+TEST_CASE("of two files defining an object the later in name order wins, as files change") {
+    TempDir dir;
+    write_in_place(dir.file("a.json"), list_of({service_named("dup", "81"), service_named("a")}));
+    write_in_place(dir.file("b.json"), list_of({service_named("dup", "82")}));
+    Store store;
+    FileSource source(dir.path(), store);
+    REQUIRE(source.load().ok());
+    CHECK(first_port(store, "dup") == 82);
+
+    // The loser changes: nothing to write.
+    int batches = 0;
+    store.subscribe([&](const std::vector<Change>&) { ++batches; });
+    write_in_place(dir.file("a.json"), list_of({service_named("dup", "83"), service_named("a")}));
+    CHECK(source.reread(touched({"a.json"})).ok());
+    CHECK(first_port(store, "dup") == 82);
+    CHECK(batches == 0);
+
+    // The winner drops it: the other file's (latest) object takes over.
+    write_in_place(dir.file("b.json"), list_of({service_named("b")}));
+    CHECK(source.reread(touched({"b.json"})).ok());
+    CHECK(first_port(store, "dup") == 83);
+    CHECK(has_service(store, "b"));
+
+    // A later file defines it again, then is deleted.
+    write_in_place(dir.file("c.json"), service_named("dup", "84"));
+    CHECK(source.reread(touched({"c.json"})).ok());
+    CHECK(first_port(store, "dup") == 84);
+    fs::remove(dir.file("c.json"));
+    CHECK(source.reread(touched({"c.json"})).ok());
+    CHECK(first_port(store, "dup") == 83);
+
+    // The last file defining it is deleted: it is gone.
+    fs::remove(dir.file("a.json"));
+    CHECK(source.reread(touched({"a.json"})).ok());
+    CHECK_FALSE(has_service(store, "dup"));
+    CHECK_FALSE(has_service(store, "a"));
+    CHECK(has_service(store, "b"));
+
+    // In one file, the later item wins.
+    write_in_place(dir.file("d.json"),
+                   list_of({service_named("twice", "85"), service_named("twice", "86")}));
+    CHECK(source.reread(touched({"d.json"})).ok());
+    CHECK(first_port(store, "twice") == 86);
+}
+
+TEST_CASE("a file broken then deleted drops its objects and its error") {
+    TempDir dir;
+    write_in_place(dir.file("a.json"), service_named("a"));
+    write_in_place(dir.file("b.json"), service_named("b"));
+    Store store;
+    FileSource source(dir.path(), store);
+    REQUIRE(source.load().ok());
+
+    write_in_place(dir.file("b.json"), R"({"kind":"List","items":[)");
+    auto broken = source.reread(touched({"b.json"}));
+    REQUIRE_FALSE(broken.ok());
+    CHECK_THAT(broken.error().describe(), Contains(dir.file("b.json")));
+    CHECK(has_service(store, "b"));
+    // Another file's pass still reports the file in error.
+    CHECK_FALSE(source.reread(touched({"a.json"})).ok());
+    CHECK(file_errors(source) == 1);
+
+    fs::remove(dir.file("b.json"));
+    CHECK(source.reread(touched({"b.json"})).ok());
+    CHECK_FALSE(has_service(store, "b"));
+    CHECK(has_service(store, "a"));
 }
