@@ -102,12 +102,9 @@ std::string parent_folder(const std::string& file) {
     return file.substr(0, slash);
 }
 
+// Index of T's Kind in the per-kind arrays.
 template <typename T>
-constexpr size_t kKind = static_cast<size_t>(std::is_same_v<T, Service> ? Kind::kService
-                                             : std::is_same_v<T, EndpointSlice>
-                                                 ? Kind::kEndpointSlice
-                                             : std::is_same_v<T, Node> ? Kind::kNode
-                                                                       : Kind::kPod);
+constexpr size_t kKind = static_cast<size_t>(kind_of<T>);
 
 template <typename T>
 constexpr const char* kKindName = std::is_same_v<T, Service>         ? "Service"
@@ -128,13 +125,13 @@ std::vector<T>& objects_of(Store::Objects& objects) {
     }
 }
 
-// Calls `visit(T{})` once per kind, in the order of Kind.
+// Calls `visit(std::type_identity<T>{})` once per model type T, in the order of Kind.
 template <typename Visit>
 void for_each_kind(Visit visit) {
-    visit(Service{});
-    visit(EndpointSlice{});
-    visit(Node{});
-    visit(Pod{});
+    visit(std::type_identity<Service>{});
+    visit(std::type_identity<EndpointSlice>{});
+    visit(std::type_identity<Node>{});
+    visit(std::type_identity<Pod>{});
 }
 
 // One object per key: a later item replaces an earlier one with the same key.
@@ -312,14 +309,14 @@ void FileSource::read_file(Files::iterator entry, TouchedKeys& touched) {
         log::warn("file source: {}: {} more objects skipped", file,
                   document->errors.size() - kMaxLoggedObjectErrors);
     }
-    for_each_kind([&]<typename T>(const T&) {
+    for_each_kind([&]<typename T>(std::type_identity<T>) {
         set_objects<T>(entry, last_of_each_key(std::move(objects_of<T>(document->objects)), file),
                        touched);
     });
 }
 
 void FileSource::drop_file(Files::iterator entry, TouchedKeys& touched) {
-    for_each_kind([&]<typename T>(const T&) { set_objects<T>(entry, {}, touched); });
+    for_each_kind([&]<typename T>(std::type_identity<T>) { set_objects<T>(entry, {}, touched); });
     broken_.erase(entry->first);
     symlinks_.erase(entry->first);
     files_.erase(entry);
@@ -367,12 +364,12 @@ void FileSource::set_objects(Files::iterator entry, std::vector<T> fresh, Touche
 void FileSource::push_touched(const TouchedKeys& touched) {
     std::vector<Store::Removal> removals;
     Store::Objects upserts;
-    for_each_kind([&]<typename T>(const T&) {
+    for_each_kind([&]<typename T>(std::type_identity<T>) {
         const Index& index = index_[kKind<T>];
         for (const auto& key : touched[kKind<T>]) {
             auto defined = index.find(key);
             if (defined == index.end()) {
-                removals.push_back({static_cast<Kind>(kKind<T>), key});
+                removals.push_back({kind_of<T>, key});
                 continue;
             }
             const Definition& winner = defined->second.back();
@@ -390,7 +387,7 @@ void FileSource::push_touched(const TouchedKeys& touched) {
 
 void FileSource::push_union() {
     Store::Objects all;
-    for_each_kind([&]<typename T>(const T&) {
+    for_each_kind([&]<typename T>(std::type_identity<T>) {
         std::vector<T>& into = objects_of<T>(all);
         into.reserve(index_[kKind<T>].size());
         for (const auto& [key, definitions] : index_[kKind<T>]) {

@@ -11,12 +11,6 @@ namespace {
 template <typename T>
 constexpr bool kUnindexed = std::is_same_v<T, Node> || std::is_same_v<T, Pod>;
 
-template <typename T>
-constexpr Kind kind_of = std::is_same_v<T, Service>         ? Kind::kService
-                         : std::is_same_v<T, EndpointSlice> ? Kind::kEndpointSlice
-                         : std::is_same_v<T, Node>          ? Kind::kNode
-                                                            : Kind::kPod;
-
 // Turns the Service keys a write touched into Changes of object `key`.
 struct ChangeRecorder {
     std::vector<Change>& changes;

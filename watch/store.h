@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "watch/objects.h"
@@ -21,6 +22,13 @@ namespace sb::watch {
 
 // In the order of watch::AnyObject's alternatives (watch/decoded.h).
 enum class Kind : uint8_t { kService, kEndpointSlice, kNode, kPod };
+
+// The Kind of a model type.
+template <typename T>
+constexpr Kind kind_of = std::is_same_v<T, Service>         ? Kind::kService
+                         : std::is_same_v<T, EndpointSlice> ? Kind::kEndpointSlice
+                         : std::is_same_v<T, Node>          ? Kind::kNode
+                                                            : Kind::kPod;
 
 // One changed object. `service` is the Service the change affects: the
 // object itself for a Service, the labelled Service for an EndpointSlice
