@@ -1,6 +1,7 @@
 """api_daemon: what the benchmarks that drive the daemon through the fake API
 server in a network namespace share (tests/bench/bench-daemon-api,
-tests/bench/bench-scale, tests/bench/bench-soak): the cluster they load
+tests/bench/bench-scale, tests/bench/bench-soak; tests/bench/bench-file-source
+feeds DaemonRun a folder instead): the cluster they load
 (Cluster), one daemon run against it (DaemonRun: cold start, metrics, one
 change's latency, memory), the kernel's nftables change notifications, and a
 percentile.
@@ -185,28 +186,12 @@ class DaemonRun:
 
     def _start(self):
         self.ns = network_namespace.create(f"{network_namespace.new_prefix()}-bench")
-        self.api = fake_apiserver.FakeApiServer(os.path.join(self.folder, "pki"),
-                                                history=self.history, chunking="line")
-        loading = time.monotonic()
-        gc.disable()  # collections during a load of 100k Services doubled its time
-        try:
-            self.api.apply_many(self.cluster.objects())
-        finally:
-            gc.enable()
-        self.load_s = time.monotonic() - loading
-        # The loaded objects live as long as the run: kept out of the
-        # collections, a full one of which took 2 s at 100k Services and would
-        # stall the server's watch (its timestamps).
-        gc.freeze()
-        self.api.start(netns=self.ns)
-        kubeconfig = fake_apiserver.write_kubeconfig(
-            os.path.join(self.folder, "kubeconfig"), self.api.url,
-            ca_file=os.path.join(self.folder, "pki", "ca.crt"), token="good-token")
+        source = self._start_source()
         self.state = os.path.join(self.folder, f"state-{self.ns}")
         started = time.monotonic()
         # `ip netns exec` execs the daemon: the Popen's pid is the daemon's.
         self.daemon = network_namespace.popen_in(
-            self.ns, [self.binary, "--kubeconfig", kubeconfig,
+            self.ns, [self.binary, *source,
                       f"--hostname-override={NODE}", "--proxy-mode=nftables",
                       "--min-sync-period=0", "--dns-listen=127.0.0.1:53",
                       f"--metrics-bind-address={METRICS}", "--healthz-bind-address=",
@@ -229,6 +214,30 @@ class DaemonRun:
         ready = self.probe.stdout.readline().strip()
         if ready != "ready":
             raise RuntimeError(f"kernel_probe: {ready or 'exited'}")
+
+    def _start_source(self):
+        """Loads the cluster into the fake API server and starts it in the
+        namespace (load_s: how long the load took); returns the daemon's
+        source flags. A subclass may feed the daemon otherwise
+        (tests/bench/bench-file-source: a folder of files)."""
+        self.api = fake_apiserver.FakeApiServer(os.path.join(self.folder, "pki"),
+                                                history=self.history, chunking="line")
+        loading = time.monotonic()
+        gc.disable()  # collections during a load of 100k Services doubled its time
+        try:
+            self.api.apply_many(self.cluster.objects())
+        finally:
+            gc.enable()
+        self.load_s = time.monotonic() - loading
+        # The loaded objects live as long as the run: kept out of the
+        # collections, a full one of which took 2 s at 100k Services and would
+        # stall the server's watch (its timestamps).
+        gc.freeze()
+        self.api.start(netns=self.ns)
+        kubeconfig = fake_apiserver.write_kubeconfig(
+            os.path.join(self.folder, "kubeconfig"), self.api.url,
+            ca_file=os.path.join(self.folder, "pki", "ca.crt"), token="good-token")
+        return ["--kubeconfig", kubeconfig]
 
     def __exit__(self, *exc):
         for process in (self.probe, self.daemon):
