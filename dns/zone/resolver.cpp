@@ -74,7 +74,7 @@ bool pod_namespace_exists(const Zone& zone, std::string_view lower_name) {
 void answer_in_zone(const Zone& zone, std::string owner, std::string lower, uint16_t qtype,
                     Message& reply, std::optional<Question>& forward, bool forwarding) {
     for (int depth = 0; depth < kMaxCnameChain; ++depth) {
-        const Zone::Node* node = zone.find(lower);
+        const Zone::NodeRef node = zone.find(lower);
         if (!node) {
             IpAddress address;
             if (pod_address(zone, lower, address)) {
@@ -110,7 +110,7 @@ void answer_in_zone(const Zone& zone, std::string owner, std::string lower, uint
                 // The targets' addresses, so clients need no second query.
                 for (const auto& rdata : rrset->rdatas) {
                     std::string target = rdata.substr(6);
-                    if (const Zone::Node* t = zone.find(target)) {
+                    if (const Zone::NodeRef t = zone.find(target)) {
                         for (uint16_t at : {type::kA, type::kAAAA}) {
                             if (const Zone::RRset* addresses = t->find(at)) {
                                 add_rrset(reply.additional, target, *addresses, zone.ttl());
@@ -216,7 +216,7 @@ Resolution resolve(const Zone* zone, const Message& query, const ResolverOptions
     std::string_view reverse_zone = policy.reverse_zones.longest_match(lower);
     bool reverse = !reverse_zone.empty();
     if (zone && reverse && zone->synced()) {
-        if (const Zone::Node* node = zone->find(lower)) {
+        if (const Zone::NodeRef node = zone->find(lower)) {
             reply.header.aa = true;
             if (const Zone::RRset* rrset = node->find(question.qtype)) {
                 add_rrset(reply.answers, question.name, *rrset, zone->ttl());

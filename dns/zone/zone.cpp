@@ -64,10 +64,15 @@ class Builder {
     void add_address(const std::string& name, const IpAddress& address) {
         add(name, address.is_v4() ? type::kA : type::kAAAA, rdata_address(address));
     }
+    // The reverse name of `address`, naming `endpoint` (null: the Service).
+    void add_reverse(const IpAddress& address, const watch::Endpoint* endpoint) {
+        reverse_.emplace_back(address, endpoint);
+    }
 
-    // RRsets ordered by type, rdatas sorted and unique, each brought once.
-    std::unordered_map<std::string, Zone::Node> finish() {
-        std::unordered_map<std::string, Zone::Node> nodes;
+    // The names into `nodes`: RRsets ordered by type, rdatas sorted and
+    // unique, each brought once; the reverse names into `reverse`.
+    void finish(std::unordered_map<std::string, Zone::Node>& nodes,
+                std::vector<std::pair<IpAddress, const watch::Endpoint*>>& reverse) {
         nodes.reserve(records_.size());
         for (auto& [name, records] : records_) {
             std::sort(records.begin(), records.end());
@@ -87,7 +92,7 @@ class Builder {
             }
             nodes.emplace(name, Zone::Node{OneOrMany(std::move(rrsets))});
         }
-        return nodes;
+        reverse = std::move(reverse_);
     }
 
   private:
@@ -103,6 +108,7 @@ class Builder {
     bool report_;
     // name -> (type, rdata), in the order added.
     std::unordered_map<std::string, std::vector<std::pair<uint16_t, std::string>>> records_;
+    std::vector<std::pair<IpAddress, const watch::Endpoint*>> reverse_;
 };
 
 // "label." + parent wire; error when the label is not a valid DNS label.
@@ -132,7 +138,15 @@ std::string endpoint_host(const watch::Endpoint& endpoint, const IpAddress& addr
     return dashed_address(address);
 }
 
-// Calls f(slice, address, endpoint_name) for every address of every ready
+// The wire name of a Service: "name.ns." + svc_zone; error when the
+// namespace or the name is no valid DNS label.
+Result<std::string> service_name(const watch::Service& service, const std::string& svc_zone) {
+    auto ns_name = child(service.meta.ns, svc_zone);
+    if (!ns_name) return ns_name;
+    return child(service.meta.name, *ns_name);
+}
+
+// Calls f(slice, endpoint, address, endpoint_name) for every address of every ready
 // endpoint of the entry's address slices, endpoint_name its wire name under
 // `svc_name`. Ready is the EndpointSlice condition, into which the
 // EndpointSlice controller already folds publishNotReadyAddresses. An
@@ -154,7 +168,7 @@ void for_each_ready_address(const Builder& b, const std::string& svc_name,
                                   endpoint_name.error().describe());
                     continue;
                 }
-                f(*slice, address, *endpoint_name);
+                f(*slice, endpoint, address, *endpoint_name);
             }
         }
     }
@@ -167,11 +181,11 @@ void add_headless(Builder& b, const std::string& svc_name, const watch::ServiceE
     // SRV name -> (port, host) pairs.
     std::map<std::string, std::set<std::pair<uint16_t, std::string>>> srv;
     for_each_ready_address(b, svc_name, entry, pod_names,
-                           [&](const watch::EndpointSlice& slice, const IpAddress& address,
-                               const std::string& endpoint_name) {
+                           [&](const watch::EndpointSlice& slice, const watch::Endpoint& endpoint,
+                               const IpAddress& address, const std::string& endpoint_name) {
                                b.add_address(svc_name, address);
                                b.add_address(endpoint_name, address);
-                               b.add(reverse_name(address), type::kPTR, endpoint_name);
+                               b.add_reverse(address, &endpoint);
                                for (const auto& port : slice.ports) {
                                    if (port.name.empty() || !port.port) continue;
                                    auto proto = child(proto_label(port.protocol), svc_name);
@@ -212,9 +226,7 @@ bool waits_for_rules(const watch::Service& service, const ZoneConfig& config) {
 void add_service(Builder& b, const std::string& svc_zone, const watch::ServiceEntry& entry,
                  const ZoneConfig& config, bool gated, const ProgrammedService* programmed) {
     const watch::Service& service = *entry.service;
-    auto ns_name = child(service.meta.ns, svc_zone);
-    if (!ns_name) return;
-    auto svc_name = child(service.meta.name, *ns_name);
+    auto svc_name = service_name(service, svc_zone);
     if (!svc_name) return;
     if (service.type == watch::ServiceType::kExternalName) {
         auto target = name_from_text(service.external_name);
@@ -238,16 +250,15 @@ void add_service(Builder& b, const std::string& svc_zone, const watch::ServiceEn
             continue;
         }
         b.add_address(*svc_name, ip);
-        b.add(reverse_name(ip), type::kPTR, *svc_name);
+        b.add_reverse(ip, nullptr);
     }
     // The reverse names of its ready endpoints, as CoreDNS answers them; the
     // endpoint names themselves are published for headless Services only.
     if (config.endpoints && (!gated || programmed)) {
         for_each_ready_address(b, *svc_name, entry, config.endpoint_pod_names,
-                               [&b](const watch::EndpointSlice&, const IpAddress& address,
-                                    const std::string& endpoint_name) {
-                                   b.add(reverse_name(address), type::kPTR, endpoint_name);
-                               });
+                               [&b](const watch::EndpointSlice&, const watch::Endpoint& endpoint,
+                                    const IpAddress& address,
+                                    const std::string&) { b.add_reverse(address, &endpoint); });
     }
     for (const auto& port : service.ports) {
         if (port.name.empty()) continue;
@@ -269,7 +280,8 @@ const Zone::RRset* Zone::Node::find(uint16_t rtype) const {
     return nullptr;
 }
 
-// Shard counts: a few dozen names per shard (a Service has about 14), so a
+// Shard counts: a few dozen names or addresses per shard (a ClusterIP
+// Service with 10 endpoints has 3 or 4 names and 11 reverse names), so a
 // one-Service write copies little, and a zone copy costs some thousand
 // pointer copies. They grow with the cluster a zone is built for: at 4096
 // name shards, 50k Services put ~170 names in each, and every change copied
@@ -284,6 +296,7 @@ size_t shards_for(size_t objects, size_t per_shard, size_t at_least) {
 
 Zone::Zone(size_t services)
     : names_(shards_for(services, 3, kMinNameShards)),
+      reverse_(shards_for(services, 4, kMinNameShards)),
       services_(shards_for(services, 16, kMinObjectShards)),
       slices_(shards_for(services, 16, kMinObjectShards)),
       pods_(kMinObjectShards),
@@ -315,13 +328,14 @@ Result<std::shared_ptr<const Zone>> Zone::build(const watch::Snapshot& snapshot,
     zone->svc_zone_ = *child("svc", zone->origin_);
     const bool publish = publishable(snapshot, config, programmed);
     zone->set_serial(snapshot, publish);
-    zone->apply(zone->apex_fragment(), +1);
+    zone->apply(zone->apex_fragment(), +1, nullptr);
     if (!publish) return std::shared_ptr<const Zone>(std::move(zone));  // see zone.h
     for (const auto& [key, entry] : snapshot.services()) {
         if (entry->service) zone->apply_service(zone->applied_service(entry, programmed), +1, true);
     }
     // Every slice, labelled or not: each names its namespace and its Pods.
     for (const auto& [key, slice] : snapshot.endpoint_slices()) zone->apply_slice(key, slice, +1);
+    zone->reverse_.shrink_to_fit();
     return std::shared_ptr<const Zone>(std::move(zone));
 }
 
@@ -346,9 +360,9 @@ std::shared_ptr<const Zone> Zone::update(const watch::Snapshot& snapshot,
     }
     // Copies shard pointers; the writes below copy the shards they touch.
     auto zone = std::make_shared<Zone>(*this);
-    zone->apply(apex_fragment(), -1);
+    zone->apply(apex_fragment(), -1, nullptr);
     zone->set_serial(snapshot, true);
-    zone->apply(zone->apex_fragment(), +1);
+    zone->apply(zone->apex_fragment(), +1, nullptr);
     for (const auto& key : services) {
         const AppliedService* applied = services_.find(KeyRef(key));
         const AppliedService before = applied ? *applied : AppliedService{};
@@ -385,26 +399,31 @@ Zone::Fragment Zone::apex_fragment() const {
     b.add(*child("dns-version", o), type::kTXT, rdata_txt({kSpecVersion}));
     b.add_name(svc_zone_);  // "svc" exists even with no Service
     if (config_.pods != PodRecords::kDisabled) b.add_name(*child("pod", o));
-    return b.finish();
+    Fragment fragment;
+    b.finish(fragment.names, fragment.reverse);
+    return fragment;
 }
 
 Zone::Fragment Zone::service_fragment(const AppliedService& applied, bool report) const {
     Builder b(origin_, report);
     add_service(b, svc_zone_, *applied.entry, config_,
                 waits_for_rules(*applied.entry->service, config_), applied.programmed.get());
-    return b.finish();
+    Fragment fragment;
+    b.finish(fragment.names, fragment.reverse);
+    return fragment;
 }
 
-// The reverse name of a whole address is keyed by a marker byte and the
-// address bytes (5 bytes, in place, for IPv4, instead of a wire name of 22
-// to 29 bytes on the heap; 17 for IPv6 instead of 74), since a zone holds
-// one per ClusterIP and endpoint address (reverse_key() gives that key, or
-// none for any other name, which is its own key). A wire name never starts
-// with 0xfe or 0xff (a label is at most 63 bytes), so keys cannot collide.
+// In names_, the reverse name of a whole address is keyed by a marker byte
+// and the address bytes (5 bytes, in place, for IPv4, instead of a wire
+// name of 22 to 29 bytes on the heap; 17 for IPv6 instead of 74), since a
+// zone of the warm state holds one per ClusterIP and endpoint address (a
+// built zone keeps them in reverse_; reverse_key() gives that key, or none
+// for any other name, which is its own key). A wire name never starts with
+// 0xfe or 0xff (a label is at most 63 bytes), so keys cannot collide.
 constexpr char kV4ReverseKey = '\xff';
 constexpr char kV6ReverseKey = '\xfe';
 
-std::optional<std::string> Zone::reverse_key(std::string_view lower_name) {
+std::optional<IpAddress> Zone::reverse_address(std::string_view lower_name) {
     if (!lower_name.ends_with(std::string_view("\4arpa\0", 6))) return std::nullopt;
     // The labels (the address's least significant first, then in-addr.arpa
     // or ip6.arpa); `rest` is the root when they were all of them.
@@ -433,7 +452,7 @@ std::optional<std::string> Zone::reverse_key(std::string_view lower_name) {
         IpAddress address = IpAddress::from_bytes(IpFamily::kV4, bytes);
         // Only the canonical spelling (no leading zeros) is the address's name.
         if (reverse_name(address) != lower_name) return std::nullopt;
-        return std::string(1, kV4ReverseKey) + std::string(reinterpret_cast<char*>(bytes), 4);
+        return address;
     }
     if (count == 34 && labels[32] == "ip6" && labels[33] == "arpa") {
         static const std::string_view kHex = "0123456789abcdef";
@@ -447,12 +466,19 @@ std::optional<std::string> Zone::reverse_key(std::string_view lower_name) {
             }
             bytes[i] = static_cast<uint8_t>(kHex.find(high[0]) << 4 | kHex.find(low[0]));
         }
-        if (reverse_name(IpAddress::from_bytes(IpFamily::kV6, bytes)) != lower_name) {
-            return std::nullopt;
-        }
-        return std::string(1, kV6ReverseKey) + std::string(reinterpret_cast<char*>(bytes), 16);
+        IpAddress address = IpAddress::from_bytes(IpFamily::kV6, bytes);
+        if (reverse_name(address) != lower_name) return std::nullopt;
+        return address;
     }
     return std::nullopt;
+}
+
+std::optional<std::string> Zone::reverse_key(std::string_view lower_name) {
+    const std::optional<IpAddress> address = reverse_address(lower_name);
+    if (!address) return std::nullopt;
+    const char marker = address->is_v4() ? kV4ReverseKey : kV6ReverseKey;
+    return std::string(1, marker) +
+           std::string(reinterpret_cast<const char*>(address->bytes()), address->size());
 }
 
 std::string Zone::name_of_key(const std::string& key) {
@@ -468,10 +494,18 @@ std::string Zone::name_of_key(const std::string& key) {
 
 // Adds (delta +1) or takes out (-1) a fragment; taking out is only ever
 // done with a fragment added before, so the counts never go below zero.
-void Zone::apply(const Fragment& fragment, int delta) {
-    for (const auto& [name, node] : fragment) {
-        const std::optional<std::string> reverse = reverse_key(name);
-        const std::string& key = reverse ? *reverse : name;
+// A fragment's names are never reverse names (those are in its `reverse`),
+// so each is its own key.
+void Zone::apply(const Fragment& fragment, int delta, const watch::Service* service) {
+    for (const auto& [address, endpoint] : fragment.reverse) {
+        if (delta > 0) {
+            reverse_.add(address, ReverseSource{service, endpoint});
+        } else {
+            reverse_.erase_if(address,
+                              [service](const ReverseSource& s) { return s.service == service; });
+        }
+    }
+    for (const auto& [key, node] : fragment.names) {
         bool added = false;
         Name& stored = names_.writable(key, added);
         stored.owners += delta;
@@ -523,7 +557,7 @@ void Zone::count(ShardedMap<std::string, uint32_t>& counts, const std::string& k
 // what it was added with, so the fragment is the one added.
 void Zone::apply_service(const AppliedService& applied, int delta, bool report) {
     const watch::ObjectKey key = applied.entry->service->meta.key();
-    apply(service_fragment(applied, report), delta);
+    apply(service_fragment(applied, report), delta, applied.entry->service.get());
     count(namespaces_, lower_text(key.ns), delta);
     services_.erase(KeyRef(key));
     if (delta > 0) services_.set(KeyRef(applied.entry->service->meta), applied);
@@ -558,10 +592,46 @@ Record Zone::soa_for(std::string_view origin) const {
                             kSoaRefresh, kSoaRetry, kSoaExpire, config_.ttl)};
 }
 
-const Zone::Node* Zone::find(std::string_view lower_name) const {
-    std::optional<std::string> reverse = reverse_key(lower_name);
-    const Name* name = names_.find(reverse ? *reverse : std::string(lower_name));
-    return name ? &name->node : nullptr;
+Zone::NodeRef Zone::find(std::string_view lower_name) const {
+    std::optional<std::string> key;
+    if (const std::optional<IpAddress> address = reverse_address(lower_name)) {
+        std::vector<ReverseSource> sources;
+        reverse_.for_each_at(*address,
+                             [&sources](const ReverseSource& s) { sources.push_back(s); });
+        if (!sources.empty()) return NodeRef(reverse_node(*address, sources));
+        key = reverse_key(lower_name);
+    }
+    const Name* name = names_.find(key ? *key : std::string(lower_name));
+    return name ? NodeRef(&name->node) : NodeRef();
+}
+
+Zone::Node Zone::reverse_node(const IpAddress& address,
+                              const std::vector<ReverseSource>& sources) const {
+    // (target, Service): sorted, so each target's Services are adjacent.
+    std::vector<std::pair<std::string, const watch::Service*>> targets;
+    targets.reserve(sources.size());
+    for (const ReverseSource& source : sources) {
+        // Both names were valid when the source was added (add_service).
+        auto target = service_name(*source.service, svc_zone_);
+        if (target && source.endpoint) {
+            target = child(endpoint_host(*source.endpoint, address, config_.endpoint_pod_names),
+                           *target);
+        }
+        if (target) targets.emplace_back(std::move(*target), source.service);
+    }
+    std::sort(targets.begin(), targets.end());
+    targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
+    std::vector<Rdata> rdatas;
+    for (auto& [target, service] : targets) {
+        if (!rdatas.empty() && rdatas.back().bytes == target) {
+            ++rdatas.back().owners;
+        } else {
+            rdatas.push_back(Rdata{std::move(target), 1});
+        }
+    }
+    std::vector<RRset> rrsets;
+    rrsets.push_back(RRset{type::kPTR, Rdatas{OneOrMany(std::move(rdatas))}});
+    return Node{OneOrMany(std::move(rrsets))};
 }
 
 bool Zone::pod_known(std::string_view ns, const IpAddress& address) const {

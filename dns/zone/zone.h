@@ -38,6 +38,7 @@
 
 #include "dns/wire/names.h"
 #include "dns/wire/wire.h"
+#include "dns/zone/address_index.h"
 #include "dns/zone/one_or_many.h"
 #include "dns/zone/pod_records.h"
 #include "dns/zone/programmed.h"
@@ -161,9 +162,28 @@ class Zone {
                                                                 std::string_view identity);
     static constexpr size_t kMaxStateBytes = size_t{512} << 20;
 
+    // What find() gives: a name's node, or none (false, equal to nullptr).
+    // The node of a reverse name the zone keeps as an index entry (below)
+    // is made for the lookup and held here; any other points into the zone.
+    // Valid while this NodeRef and its zone live.
+    class NodeRef {
+      public:
+        NodeRef() = default;
+        explicit NodeRef(const Node* stored) : stored_(stored) {}
+        explicit NodeRef(Node made) : made_(std::move(made)) {}
+        explicit operator bool() const { return stored_ || made_; }
+        bool operator==(std::nullptr_t) const { return !*this; }
+        const Node& operator*() const { return stored_ ? *stored_ : *made_; }
+        const Node* operator->() const { return &**this; }
+
+      private:
+        const Node* stored_ = nullptr;
+        std::optional<Node> made_;
+    };
+
     // `lower_name`: lower-cased wire form. Covers the cluster zone and the
     // reverse names (in-addr.arpa, ip6.arpa) of published addresses.
-    const Node* find(std::string_view lower_name) const;
+    NodeRef find(std::string_view lower_name) const;
 
     const std::string& origin() const { return origin_; }  // lower-cased wire form
     uint32_t ttl() const { return config_.ttl; }
@@ -182,13 +202,17 @@ class Zone {
     bool pod_known(std::string_view ns, const IpAddress& address) const;
     // Whether any Service or EndpointSlice lives in namespace `ns` (lower case).
     bool namespace_known(std::string_view ns) const;
-    size_t name_count() const { return names_.size(); }
+    size_t name_count() const { return names_.size() + reverse_.address_count(); }
     const ZoneConfig& config() const { return config_; }
     // Calls f(lower_name, node) for every name, in no particular order.
     template <typename F>
     void for_each_name(F&& f) const {
         names_.for_each(
             [&f](const std::string& key, const Name& stored) { f(name_of_key(key), stored.node); });
+        reverse_.for_each_address(
+            [this, &f](const IpAddress& address, const std::vector<ReverseSource>& sources) {
+                f(reverse_name(address), reverse_node(address, sources));
+            });
     }
 
   private:
@@ -197,9 +221,25 @@ class Zone {
         Node node;
         uint32_t owners = 0;
     };
+    // What names a reverse name of a built zone: a Service's ClusterIP
+    // (endpoint null: the PTR's target is the Service's name) or one of its
+    // ready endpoints (the target is the endpoint's name under the
+    // Service's). Both point into objects the Service's entry in services_
+    // keeps alive: a source is removed before its entry goes (see
+    // apply_service), so the targets are written when asked, from the
+    // objects, instead of being held as names and strings.
+    struct ReverseSource {
+        const watch::Service* service = nullptr;
+        const watch::Endpoint* endpoint = nullptr;
+    };
     // The records one Service (or the zone's apex) brings, with the empty
-    // non-terminals above them; every Rdata's owners is 1.
-    using Fragment = std::unordered_map<std::string, Node>;
+    // non-terminals above them; every Rdata's owners is 1. The reverse
+    // names it brings are listed apart: the address and the endpoint
+    // naming it (null: the Service), for reverse_.
+    struct Fragment {
+        std::unordered_map<std::string, Node> names;
+        std::vector<std::pair<IpAddress, const watch::Endpoint*>> reverse;
+    };
     // An object key that points at a namespace and a name held elsewhere:
     // in services_ and slices_, at the meta of the object the entry's own
     // pointer keeps alive (so the tables hold no copy of the strings; an
@@ -229,16 +269,22 @@ class Zone {
     };
     using SlicePtr = std::shared_ptr<const watch::EndpointSlice>;
 
-    // The key of a reverse name in names_ (none: the name is its own key),
-    // and any key's name (see zone.cpp).
+    // The address whose canonical reverse name `lower_name` is, if any; the
+    // key of a reverse name in names_ (none: the name is its own key), and
+    // any key's name (see zone.cpp).
+    static std::optional<IpAddress> reverse_address(std::string_view lower_name);
     static std::optional<std::string> reverse_key(std::string_view lower_name);
     static std::string name_of_key(const std::string& key);
+    // The node of `address`'s reverse name from its sources: one PTR RRset,
+    // each target once, its owners the Services naming it.
+    Node reverse_node(const IpAddress& address, const std::vector<ReverseSource>& sources) const;
 
     // Empty, with shards for a cluster of about `services` Services.
     explicit Zone(size_t services);
     Fragment apex_fragment() const;
     Fragment service_fragment(const AppliedService& applied, bool report) const;
-    void apply(const Fragment& fragment, int delta);
+    // `service`: the Service the fragment is of (null: the apex).
+    void apply(const Fragment& fragment, int delta, const watch::Service* service);
     void apply_service(const AppliedService& applied, int delta, bool report);
     // `entry` with what `programmed` says of it, when its names wait for rules.
     AppliedService applied_service(const ServiceEntryPtr& entry,
@@ -256,7 +302,11 @@ class Zone {
     bool synced_ = false;
     uint32_t serial_ = 0;
     Record soa_;
-    ShardedMap<std::string, Name> names_;  // by reverse_key() or the name
+    // By reverse_key() or the name. A built zone keeps its reverse names in
+    // reverse_ instead; a zone of the warm state, which knows no objects,
+    // here.
+    ShardedMap<std::string, Name> names_;
+    AddressIndex<ReverseSource> reverse_;
     // What the records were made from, per key: update() takes these out.
     ShardedMap<KeyRef, AppliedService, KeyRefHash> services_;
     ShardedMap<KeyRef, SlicePtr, KeyRefHash> slices_;

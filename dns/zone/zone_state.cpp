@@ -224,7 +224,7 @@ void Zone::write_state(std::string_view identity,
         out.u8(config_.endpoints ? 1 : 0);
         out.u8(config_.endpoint_pod_names ? 1 : 0);
         out.u32(serial_);
-        out.u32(static_cast<uint32_t>(names_.size()));
+        out.u32(static_cast<uint32_t>(name_count()));
         for_each_name([&out](const std::string& name, const Node& node) {
             out.text8(name);
             out.u16(static_cast<uint16_t>(node.rrsets.size()));

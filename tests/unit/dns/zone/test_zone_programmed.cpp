@@ -63,7 +63,7 @@ ZoneConfig gated_config() {
 }
 
 bool has(const Zone& zone, const std::string& text, uint16_t rtype) {
-    const Zone::Node* node = zone.find(*name_from_text(text));
+    const Zone::NodeRef node = zone.find(*name_from_text(text));
     return node && node->find(rtype) != nullptr;
 }
 

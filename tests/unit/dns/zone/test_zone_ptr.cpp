@@ -57,7 +57,7 @@ watch::EndpointSlice slice(const std::string& ns, const std::string& name,
 // does not exist.
 std::vector<std::string> ptrs(const Zone& zone, const char* address) {
     std::vector<std::string> out;
-    const Zone::Node* node = zone.find(reverse_name(ip(address)));
+    const Zone::NodeRef node = zone.find(reverse_name(ip(address)));
     if (!node) return out;
     const Zone::RRset* rrset = node->find(type::kPTR);
     REQUIRE(rrset != nullptr);

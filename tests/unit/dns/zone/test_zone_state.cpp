@@ -43,7 +43,7 @@ TEST_CASE("zone state: a restored zone answers the names, serial and SOA it was 
     CHECK(warm.name_count() == zone->name_count());
     CHECK(warm.namespace_known("shop"));
     CHECK_FALSE(warm.namespace_known("other"));
-    const Zone::Node* web = warm.find(*name_from_text("web.shop.svc.cluster.local"));
+    const Zone::NodeRef web = warm.find(*name_from_text("web.shop.svc.cluster.local"));
     REQUIRE(web);
     REQUIRE(web->find(type::kA));
     CHECK(web->find(type::kA)->rdatas.front() == rdata_address(*IpAddress::parse("10.96.7.7")));
