@@ -216,7 +216,9 @@ struct DnsService::Impl {
             if (std::exchange(builder->full, false)) how = Rebuild::kFull;
         }
         changes.insert(changes.end(), reprogrammed.begin(), reprogrammed.end());
-        reprogrammed.clear();
+        // Freed, not cleared: the first report names every Service the
+        // proxy programs (50k Changes, 8.9 MB of capacity at 50k Services).
+        std::vector<watch::Change>().swap(reprogrammed);
         const bool pods_changed =
             how == Rebuild::kFull ||
             std::any_of(changes.begin(), changes.end(), [](const watch::Change& change) {
