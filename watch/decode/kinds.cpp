@@ -35,7 +35,10 @@ std::optional<AnyObject> metadata_only(const Value& value) {
     if (!Decoder(kind_info<T>()).decode_meta(value, object.meta)) return std::nullopt;
     if constexpr (std::is_same_v<T, EndpointSlice>) {
         auto label = object.meta.labels.find(kServiceNameLabel);
-        if (label != object.meta.labels.end()) object.service_name = label->second;
+        if (label != object.meta.labels.end()) {
+            object.service_name = label->second;
+            object.meta.labels.erase(label);  // as the full decode does
+        }
     }
     return AnyObject(std::move(object));
 }

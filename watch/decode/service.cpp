@@ -46,9 +46,10 @@ bool Decoder::decode(const Value& value, Service& out) {
     if (!ip_families(*spec, path, out)) return false;
     if (!service_ports(*spec, path, out)) return false;
 
-    if (!get_string_map(*spec, path, "selector", out.selector)) return false;
+    std::map<std::string, std::string> selector;
+    if (!get_string_map(*spec, path, "selector", selector)) return false;
     // An empty selector is stored as nil by the API server: no selector.
-    out.has_selector = !out.selector.empty();
+    out.has_selector = !selector.empty();
 
     if (!ip_list(*spec, path, "externalIPs", out.external_ips)) return false;
 

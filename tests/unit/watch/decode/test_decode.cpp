@@ -59,7 +59,6 @@ TEST_CASE("a ClusterIP Service decodes every field") {
     CHECK(s.ports[1].target_port == IntOrString{false, 9091, ""});
     CHECK(s.ports[1].node_port == 0);
     CHECK(s.has_selector);
-    CHECK(s.selector.at("app") == "web");
     CHECK(s.session_affinity == SessionAffinity::kNone);
     CHECK(s.load_balancer_ingress.empty());
 }
