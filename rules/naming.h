@@ -31,11 +31,12 @@ inline IpFamily family_of(const IpAddress& a) {
     return a.family();
 }
 
-// The items of `family`, in their order.
-template <class T>
-std::vector<T> of_family(const std::vector<T>& items, IpFamily family) {
-    std::vector<T> out;
-    for (const T& item : items) {
+// The items of `family`, in their order (`items`: a std::vector or an
+// EndpointList).
+template <class Items>
+std::vector<typename Items::value_type> of_family(const Items& items, IpFamily family) {
+    std::vector<typename Items::value_type> out;
+    for (const auto& item : items) {
         if (family_of(item) == family) out.push_back(item);
     }
     return out;

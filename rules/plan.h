@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/containers/shared_array.h"
 #include "base/containers/shared_sequence.h"
 #include "base/ip.h"
 #include "base/protocol.h"
@@ -44,13 +45,19 @@ struct Endpoint {
     // Interned: a cluster has few distinct node and zone names, and every
     // endpoint names one of each (the backends read neither; the plan's
     // JSON prints them). After the flags, so that the whole is 40 bytes,
-    // not 48: a plan holds three lists of these per service port.
+    // not 48: a plan holds up to three lists of these per service port.
     Symbol node_name;
     Symbol zone;
 
     auto operator<=>(const Endpoint&) const = default;
 };
 static_assert(sizeof(Endpoint) <= 40, "rules::Endpoint grew: see the comment on node_name");
+
+// A service port's endpoints: one shared block (base/containers/shared_array.h).
+// Two lists with the same endpoints may share it: the planner gives a port's
+// local list its cluster list's block when both hold the same endpoints
+// (every endpoint on this node), so a plan holds them once.
+using EndpointList = SharedArray<Endpoint>;
 
 struct SessionAffinity {
     bool client_ip = false;
@@ -87,15 +94,15 @@ struct ServicePortPlan {
     std::string ipvs_scheduler;
     // Endpoints for traffic under the Cluster policy: ready ones (topology
     // filtered), else serving+terminating ones, else none. Sorted by ip, port.
-    std::vector<Endpoint> cluster_endpoints;
+    EndpointList cluster_endpoints;
     // The same rule over the endpoints on this node. Sorted by ip, port.
-    std::vector<Endpoint> local_endpoints;
+    EndpointList local_endpoints;
     // The serving endpoints neither list holds: terminating ones while ready
     // ones exist, ready ones topology left out. No new connection goes to
     // them, but the UDP flows they have are theirs to finish, as kube-proxy
     // keeps the flows of every serving endpoint (rules/conntrack.h); no
     // backend renders them. Sorted by ip, port; usually empty.
-    std::vector<Endpoint> other_serving_endpoints;
+    EndpointList other_serving_endpoints;
 
     // "ns/service:portName/protocol": a stable, unique identity in a Plan.
     std::string id() const;

@@ -44,7 +44,7 @@ void write_texts(Writer& writer, const char* key, const std::vector<T>& values) 
     writer.EndArray();
 }
 
-void write_endpoints(Writer& writer, const char* key, const std::vector<Endpoint>& endpoints) {
+void write_endpoints(Writer& writer, const char* key, const EndpointList& endpoints) {
     writer.Key(key);
     writer.StartArray();
     for (const auto& endpoint : endpoints) {

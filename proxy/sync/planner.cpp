@@ -225,9 +225,9 @@ std::vector<rules::Endpoint> usable(const std::vector<Candidate>& candidates, bo
 // IsServing, whatever the topology and traffic policies), for the UDP flows
 // they still have. The lists are sorted by ip, port, as the candidates are.
 std::vector<rules::Endpoint> other_serving(const std::vector<Candidate>& candidates,
-                                           const std::vector<rules::Endpoint>& cluster,
-                                           const std::vector<rules::Endpoint>& local) {
-    const auto in = [](const std::vector<rules::Endpoint>& list, const rules::Endpoint& e) {
+                                           const rules::EndpointList& cluster,
+                                           const rules::EndpointList& local) {
+    const auto in = [](const rules::EndpointList& list, const rules::Endpoint& e) {
         return std::binary_search(list.begin(), list.end(), e,
                                   [](const rules::Endpoint& a, const rules::Endpoint& b) {
                                       return std::tie(a.ip, a.port) < std::tie(b.ip, b.port);
@@ -307,6 +307,10 @@ std::vector<rules::ServicePortPlan> plan_service(
             return true;
         });
         plan.local_endpoints = usable(candidates, true, [](const Candidate&) { return true; });
+        // Every endpoint on this node: one block for both (rules::EndpointList).
+        if (plan.local_endpoints == plan.cluster_endpoints) {
+            plan.local_endpoints = plan.cluster_endpoints;
+        }
         plan.other_serving_endpoints =
             other_serving(candidates, plan.cluster_endpoints, plan.local_endpoints);
         plans.push_back(std::move(plan));

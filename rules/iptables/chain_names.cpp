@@ -16,8 +16,12 @@ namespace {
 constexpr size_t kHashChars = 12;
 
 // Drops the endpoints of `list` that are in `doomed`.
-void drop(std::vector<Endpoint>& list, const std::set<std::pair<IpAddress, uint16_t>>& doomed) {
-    std::erase_if(list, [&](const Endpoint& e) { return doomed.count({e.ip, e.port}) != 0; });
+void drop(EndpointList& list, const std::set<std::pair<IpAddress, uint16_t>>& doomed) {
+    std::vector<Endpoint> kept;
+    std::copy_if(list.begin(), list.end(), std::back_inserter(kept), [&](const Endpoint& e) {
+        return doomed.count({e.ip, e.port}) == 0;
+    });
+    list = std::move(kept);
 }
 
 }  // namespace

@@ -104,7 +104,7 @@ rules::ServicePortPlan plan_one(const watch::Service& service, const Slices& sli
     return plans.front();
 }
 
-std::vector<std::string> ips(const std::vector<rules::Endpoint>& endpoints) {
+std::vector<std::string> ips(const rules::EndpointList& endpoints) {
     std::vector<std::string> result;
     for (const auto& endpoint : endpoints) result.push_back(endpoint.ip.to_string());
     return result;
@@ -179,6 +179,15 @@ TEST_CASE("local endpoints are the ready ones on this node") {
     CHECK(ips(result.cluster_endpoints) == Strings{"10.244.0.5", "10.244.1.5"});
     CHECK(result.cluster_endpoints[0].is_local);
     CHECK_FALSE(result.cluster_endpoints[1].is_local);
+}
+
+TEST_CASE("local endpoints equal to the cluster ones are the same block") {
+    // Every endpoint on this node: the plan holds the list once
+    // (rules::EndpointList).
+    auto slice = make_slice("web-1", {{"10.244.0.5", "node-a"}, {"10.244.0.6", "node-a"}});
+    auto result = plan_one(make_service(), {slice});
+    CHECK(ips(result.local_endpoints) == Strings{"10.244.0.5", "10.244.0.6"});
+    CHECK(result.local_endpoints.shares(result.cluster_endpoints));
 }
 
 TEST_CASE("local endpoints fall back to serving-terminating independently of cluster ones") {

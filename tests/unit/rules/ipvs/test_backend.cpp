@@ -349,18 +349,22 @@ ServicePortPlan random_port(int index, Lcg& rng) {
     // Now and then an external IP another Service may have too.
     if (rng.next(5) == 0) p.external_ips = {IpAddress::v4(0xc6336400u + rng.next(3))};
     const uint32_t endpoints = rng.next(5);
+    std::vector<Endpoint> cluster;
+    std::vector<Endpoint> local;
     for (uint32_t e = 0; e < endpoints; ++e) {
         const std::string address =
             "10.244." + std::to_string(1 + rng.next(3)) + "." + std::to_string(1 + rng.next(40));
         Endpoint ep = endpoint(address.c_str(), 8080, address.rfind("10.244.1.", 0) == 0);
-        if (std::none_of(p.cluster_endpoints.begin(), p.cluster_endpoints.end(),
+        if (std::none_of(cluster.begin(), cluster.end(),
                          [&](const Endpoint& x) { return x.ip == ep.ip; })) {
-            p.cluster_endpoints.push_back(ep);
-            if (ep.is_local) p.local_endpoints.push_back(ep);
+            cluster.push_back(ep);
+            if (ep.is_local) local.push_back(ep);
         }
     }
-    std::sort(p.cluster_endpoints.begin(), p.cluster_endpoints.end());
-    std::sort(p.local_endpoints.begin(), p.local_endpoints.end());
+    std::sort(cluster.begin(), cluster.end());
+    std::sort(local.begin(), local.end());
+    p.cluster_endpoints = std::move(cluster);
+    p.local_endpoints = std::move(local);
     return p;
 }
 
