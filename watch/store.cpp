@@ -19,6 +19,16 @@ struct ChangeRecorder {
     void operator()(const ObjectKey& service) { changes.push_back({kind, key, service}); }
 };
 
+// An object as the Store keeps it, shared (taken from `object`).
+template <typename T>
+std::shared_ptr<const T> shared(T& object) {
+    return std::make_shared<const T>(std::move(object));
+}
+template <typename T>
+std::shared_ptr<const T> shared(std::shared_ptr<const T>& object) {
+    return std::move(object);
+}
+
 }  // namespace
 
 void Store::advance() {
@@ -39,10 +49,9 @@ void Store::write(Writes writes) {
 }
 
 template <typename T>
-void Store::put_locked(T object, std::vector<Change>& changes) {
+void Store::put_locked(std::shared_ptr<const T> stored, std::vector<Change>& changes) {
     const Kind kind = kind_of<T>;
-    ObjectKey key = object.meta.key();
-    auto stored = std::make_shared<const T>(std::move(object));
+    ObjectKey key = stored->meta.key();
     if constexpr (kUnindexed<T>) {
         if (state_.put(std::move(stored))) changes.push_back({kind, std::move(key), {}});
     } else {
@@ -69,32 +78,33 @@ void Store::erase_locked(Kind kind, const ObjectKey& key, std::vector<Change>& c
 }
 
 void Store::upsert(Service service) {
-    write([&](std::vector<Change>& changes) { put_locked(std::move(service), changes); });
+    write([&](std::vector<Change>& changes) { put_locked(shared(service), changes); });
 }
 
 void Store::upsert(EndpointSlice slice) {
-    write([&](std::vector<Change>& changes) { put_locked(std::move(slice), changes); });
+    write([&](std::vector<Change>& changes) { put_locked(shared(slice), changes); });
 }
 
 void Store::upsert(Node node) {
-    write([&](std::vector<Change>& changes) { put_locked(std::move(node), changes); });
+    write([&](std::vector<Change>& changes) { put_locked(shared(node), changes); });
 }
 
 void Store::upsert(Pod pod) {
-    write([&](std::vector<Change>& changes) { put_locked(std::move(pod), changes); });
+    write([&](std::vector<Change>& changes) { put_locked(shared(pod), changes); });
 }
 
 void Store::remove(Kind kind, const ObjectKey& key) {
     write([&](std::vector<Change>& changes) { erase_locked(kind, key, changes); });
 }
 
-template <typename T>
-void Store::replace_kind(std::vector<T>& wanted, std::vector<Change>& changes) {
+template <typename T, typename Wanted>
+void Store::replace_kind(Wanted& wanted, std::vector<Change>& changes) {
     std::vector<ObjectKey> kept;
     kept.reserve(wanted.size());
     for (auto& object : wanted) {
-        kept.push_back(object.meta.key());
-        put_locked(std::move(object), changes);
+        std::shared_ptr<const T> stored = shared(object);
+        kept.push_back(stored->meta.key());
+        put_locked(std::move(stored), changes);
     }
     std::sort(kept.begin(), kept.end());
     // The stored objects of this kind that `wanted` lacks.
@@ -122,39 +132,48 @@ void Store::replace_kind(std::vector<T>& wanted, std::vector<Change>& changes) {
 
 void Store::replace(Objects objects) {
     write([&](std::vector<Change>& changes) {
-        replace_kind(objects.services, changes);
-        replace_kind(objects.endpoint_slices, changes);
-        replace_kind(objects.nodes, changes);
-        replace_kind(objects.pods, changes);
+        replace_kind<Service>(objects.services, changes);
+        replace_kind<EndpointSlice>(objects.endpoint_slices, changes);
+        replace_kind<Node>(objects.nodes, changes);
+        replace_kind<Pod>(objects.pods, changes);
     });
 }
 
-void Store::replace(Kind kind, Objects objects) {
+template <typename Set>
+void Store::replace_one_kind(Kind kind, Set& objects) {
     write([&](std::vector<Change>& changes) {
         switch (kind) {
             case Kind::kService:
-                replace_kind(objects.services, changes);
+                replace_kind<Service>(objects.services, changes);
                 break;
             case Kind::kEndpointSlice:
-                replace_kind(objects.endpoint_slices, changes);
+                replace_kind<EndpointSlice>(objects.endpoint_slices, changes);
                 break;
             case Kind::kNode:
-                replace_kind(objects.nodes, changes);
+                replace_kind<Node>(objects.nodes, changes);
                 break;
             case Kind::kPod:
-                replace_kind(objects.pods, changes);
+                replace_kind<Pod>(objects.pods, changes);
                 break;
         }
     });
 }
 
+void Store::replace(Kind kind, Objects objects) {
+    replace_one_kind(kind, objects);
+}
+
+void Store::replace(Kind kind, SharedObjects objects) {
+    replace_one_kind(kind, objects);
+}
+
 void Store::apply(const std::vector<Removal>& removals, Objects upserts) {
     write([&](std::vector<Change>& changes) {
         for (const auto& removal : removals) erase_locked(removal.kind, removal.key, changes);
-        for (auto& service : upserts.services) put_locked(std::move(service), changes);
-        for (auto& slice : upserts.endpoint_slices) put_locked(std::move(slice), changes);
-        for (auto& node : upserts.nodes) put_locked(std::move(node), changes);
-        for (auto& pod : upserts.pods) put_locked(std::move(pod), changes);
+        for (auto& service : upserts.services) put_locked(shared(service), changes);
+        for (auto& slice : upserts.endpoint_slices) put_locked(shared(slice), changes);
+        for (auto& node : upserts.nodes) put_locked(shared(node), changes);
+        for (auto& pod : upserts.pods) put_locked(shared(pod), changes);
     });
 }
 

@@ -66,6 +66,18 @@ class Store {
     // `objects` (the other vectors are ignored) and leaves the other kinds
     // untouched: one resource's relist (KubeSource, after 410 Gone).
     void replace(Kind kind, Objects objects);
+    // The same with objects already shared, as a paged LIST gathers them:
+    // each page's objects are made shared as it is decoded, so the list never
+    // holds every object's value in one vector besides the stored copies (at
+    // 50k Services a vector of Services reached 31 MB, copied whole each time
+    // it grew).
+    struct SharedObjects {
+        std::vector<std::shared_ptr<const Service>> services;
+        std::vector<std::shared_ptr<const EndpointSlice>> endpoint_slices;
+        std::vector<std::shared_ptr<const Node>> nodes;
+        std::vector<std::shared_ptr<const Pod>> pods;
+    };
+    void replace(Kind kind, SharedObjects objects);
 
     // One object to remove: Store::apply's removals.
     struct Removal {
@@ -90,10 +102,13 @@ class Store {
   private:
     // The writes, under mutex_: each appends what it changed to `changes`.
     template <typename T>
-    void put_locked(T object, std::vector<Change>& changes);
+    void put_locked(std::shared_ptr<const T> stored, std::vector<Change>& changes);
     void erase_locked(Kind kind, const ObjectKey& key, std::vector<Change>& changes);
-    template <typename T>
-    void replace_kind(std::vector<T>& wanted, std::vector<Change>& changes);
+    // `Wanted`: a vector of T or of std::shared_ptr<const T>.
+    template <typename T, typename Wanted>
+    void replace_kind(Wanted& wanted, std::vector<Change>& changes);
+    template <typename Set>
+    void replace_one_kind(Kind kind, Set& objects);
     // Runs `writes(changes)` under mutex_; when it changed something, advances
     // the generation and, after the lock, notifies the changes.
     template <typename Writes>

@@ -248,7 +248,7 @@ Reflector::Outcome Reflector::status_outcome(Resource& resource, const Reply& re
 
 awaitable<Reflector::Outcome> Reflector::list(Resource& resource, ApiTransport& transport) {
     const ResourceSpec& spec = resource.spec;
-    Store::Objects objects;
+    Store::SharedObjects objects;
     std::string continue_token;
     std::string resource_version;
     do {
@@ -275,7 +275,8 @@ awaitable<Reflector::Outcome> Reflector::list(Resource& resource, ApiTransport& 
                       error.describe());
         }
         auto take = [](auto& into, auto& from) {
-            for (auto& object : from) into.push_back(std::move(object));
+            using T = std::remove_reference_t<decltype(from.front())>;
+            for (auto& object : from) into.push_back(std::make_shared<const T>(std::move(object)));
         };
         take(objects.services, document->objects.services);
         take(objects.endpoint_slices, document->objects.endpoint_slices);

@@ -76,6 +76,25 @@ TEST_CASE("replace diffs against the stored objects and snapshots are immutable"
     CHECK(store.snapshot() == after);
 }
 
+TEST_CASE("replace of one kind's shared objects stores them as given and diffs the rest") {
+    // What a paged LIST hands over (Reflector::list).
+    Store store;
+    store.replace(Kind::kService, Store::Objects{{make_service("a", "one")}, {}, {}, {}});
+    std::vector<Change> seen;
+    store.subscribe([&](const std::vector<Change>& changes) {
+        seen.insert(seen.end(), changes.begin(), changes.end());
+    });
+    auto two = std::make_shared<const Service>(make_service("a", "two"));
+    Store::SharedObjects wanted;
+    wanted.services = {two, std::make_shared<const Service>(make_service("a", "one"))};
+    store.replace(Kind::kService, std::move(wanted));
+    REQUIRE(seen.size() == 1);  // a/two added; a/one unchanged
+    CHECK(seen[0].key == ObjectKey{"a", "two"});
+    CHECK(store.snapshot()->find_service({"a", "two"}) == two.get());
+    store.replace(Kind::kService, Store::SharedObjects{});
+    CHECK(store.snapshot()->service_count() == 0);
+}
+
 namespace {
 
 std::vector<std::string> slice_names(const ServiceEntry* entry) {
