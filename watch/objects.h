@@ -31,10 +31,11 @@ struct ObjectKey {
     auto operator<=>(const ObjectKey&) const = default;
 };
 
+// metadata.uid is validated and not kept: nothing reads it (36 characters,
+// a heap block besides the string, per object).
 struct ObjectMeta {
     std::string ns;
     std::string name;
-    std::string uid;
     std::string resource_version;
     std::map<std::string, std::string> labels;
     std::map<std::string, std::string> annotations;

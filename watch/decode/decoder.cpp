@@ -70,8 +70,7 @@ bool Decoder::decode_meta(const Value& value, ObjectMeta& out) {
         out.ns = std::string(ns_used);
     }
     std::string_view text;
-    if (!get_string(*metadata, path, "uid", text)) return false;
-    out.uid = std::string(text);
+    if (!get_string(*metadata, path, "uid", text)) return false;  // validated, not kept
     text = {};
     if (!get_string(*metadata, path, "resourceVersion", text)) return false;
     out.resource_version = std::string(text);

@@ -77,7 +77,7 @@ class Decoder {
     bool decode(const Value& value, EndpointSlice& out);
     bool decode(const Value& value, Node& out);
     bool decode(const Value& value, Pod& out);
-    // The metadata (the key, uid, resourceVersion, and the labels and
+    // The metadata (the key, resourceVersion, and the labels and
     // annotations of a kind that keeps them) with the name and namespace
     // rules of the kind. Alone, it is what a DELETED event needs.
     bool decode_meta(const Value& value, ObjectMeta& out);

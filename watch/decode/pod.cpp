@@ -1,7 +1,7 @@
 // Decoding a Pod (docs/decoding.md, "Pod"): only what names a DNS client.
 // Containers, volumes and the rest of the spec are not read. Neither are the
 // labels and annotations (the kind table's keeps_labels): the Pod's meta
-// holds its key, uid, resourceVersion and creation time only, which keeps a
+// holds its key, resourceVersion and creation time only, which keeps a
 // node's Pods a few hundred bytes each (docs/store.md).
 #include "watch/decode/decoder.h"
 

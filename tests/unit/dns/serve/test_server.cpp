@@ -582,7 +582,7 @@ TEST_CASE("dns service: the search path serves the Store's Pods, a reload turns 
     store.set_synced(true);
     // The test's client is a Pod of namespace `a` at 127.0.0.1.
     watch::Pod pod;
-    pod.meta = {"a", "client", "", "", {}, {}};
+    pod.meta = {"a", "client", "", {}, {}};
     pod.node_name = "node-a";
     pod.phase = watch::PodPhase::kRunning;
     pod.pod_ips = {*IpAddress::parse("127.0.0.1")};

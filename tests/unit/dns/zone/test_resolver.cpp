@@ -48,11 +48,11 @@ struct Fixture {
         add(cluster_ip("kube-system", "kube-dns", {ip("10.96.0.53")}));
 
         Service nginx;
-        nginx.meta = {"default", "nginx", "", "", {}, {}};
+        nginx.meta = {"default", "nginx", "", {}, {}};
         nginx.headless = true;
         add(nginx);
         EndpointSlice slice;
-        slice.meta = {"default", "nginx-abc", "", "", {}, {}};
+        slice.meta = {"default", "nginx-abc", "", {}, {}};
         slice.service_name = "nginx";
         slice.endpoints = {endpoint("10.0.0.1", "web-0", true, "web-0"),
                            endpoint("10.0.0.2", "web-1", true, "web-1"),
@@ -67,22 +67,22 @@ struct Fixture {
         add(slice6);
 
         Service empty;
-        empty.meta = {"default", "empty", "", "", {}, {}};
+        empty.meta = {"default", "empty", "", {}, {}};
         empty.headless = true;
         add(empty);
         EndpointSlice not_ready;
-        not_ready.meta = {"default", "empty-x", "", "", {}, {}};
+        not_ready.meta = {"default", "empty-x", "", {}, {}};
         not_ready.service_name = "empty";
         not_ready.endpoints = {endpoint("10.0.1.1", "", false)};
         add(not_ready);
 
         Service ext;
-        ext.meta = {"default", "ext", "", "", {}, {}};
+        ext.meta = {"default", "ext", "", {}, {}};
         ext.type = ServiceType::kExternalName;
         ext.external_name = "example.com";
         add(ext);
         Service alias;
-        alias.meta = {"default", "alias", "", "", {}, {}};
+        alias.meta = {"default", "alias", "", {}, {}};
         alias.type = ServiceType::kExternalName;
         alias.external_name = "Web.default.svc.cluster.local";
         add(alias);
@@ -590,7 +590,7 @@ TEST_CASE("hosts is asked before the cluster zone and forwarding") {
 TEST_CASE("endpoint_pod_names: endpoints without hostname are named after their Pod") {
     Fixture f;
     EndpointSlice slice;
-    slice.meta = {"default", "nginx-odd", "", "", {}, {}};
+    slice.meta = {"default", "nginx-odd", "", {}, {}};
     slice.service_name = "nginx";
     slice.endpoints = {endpoint("10.0.0.5", "", true, "has.dots")};
     f.add(slice);

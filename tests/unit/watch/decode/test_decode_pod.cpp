@@ -47,7 +47,6 @@ std::string quoted(const std::string& text) {
 TEST_CASE("a Pod decodes the fields DNS reads, and drops its labels and annotations") {
     Pod pod = pod_of(fixtures::parse(fixtures::kPod));
     CHECK(pod.meta.key() == ObjectKey{"shop", "web-7d4b9c-abcde"});
-    CHECK(pod.meta.uid == "p-1");
     CHECK(pod.meta.resource_version == "5150");
     CHECK(pod.meta.labels.empty());
     CHECK(pod.meta.annotations.empty());
