@@ -8,6 +8,10 @@ namespace sb::rules::nftables {
 namespace {
 
 using ChunkOffset = std::pair<size_t, size_t>;  // chunk, offset
+using PairRecord = ElementMap::PairRecord;
+using BackendRecord = ElementMap::BackendRecord;
+using NarrowRecord = ElementMap::NarrowRecord;
+using WideRecord = ElementMap::WideRecord;
 
 template <class Address>
 Address to_address(const IpAddress& ip);
@@ -26,36 +30,91 @@ IpAddress from_address(const IpAddress& ip) {
     return ip;
 }
 
-// Host-order IPv4 addresses compare as IpAddress's bytes do, so narrow and
-// wide records are in the same order as their ElementKeys.
-template <class R>
-auto key_of(const R& r) {
-    return std::tie(r.a, r.b, r.proto, r.port, r.slot);
+bool zero_v4(const IpAddress& ip) {
+    return ip == IpAddress{};
 }
+
+// What every shape answers alike: its key (a, b, proto, port, slot; the
+// fields a shape lacks are zero), whether an element fits it, a record from
+// an element, and the element back. Host-order IPv4 addresses compare as
+// IpAddress's bytes do, so records of every shape are in the order of their
+// ElementKeys.
+template <class R>
+struct Shape;
+
+template <>
+struct Shape<PairRecord> {
+    static auto key(const PairRecord& r) {
+        return std::make_tuple(r.a, r.b, uint8_t{0}, uint16_t{0}, uint32_t{0});
+    }
+    static bool fits_key(const ElementKey& k) {
+        return k.a.is_v4() && k.b.is_v4() && k.proto == 0 && k.port == 0 && k.slot == 0;
+    }
+    static bool fits(const ElementKey& k, const Verdict& v) {
+        return fits_key(k) && v == Verdict{};
+    }
+    static PairRecord make(const ElementKey& k, const Verdict&, uint32_t) {
+        return PairRecord{k.a.v4_host_order(), k.b.v4_host_order()};
+    }
+    static uint32_t chain(const PairRecord&) { return 0; }
+    static ElementMap::value_type decode(const PairRecord& r, const std::string&) {
+        return {ElementKey{from_address(r.a), from_address(r.b), 0, 0, 0}, Verdict{}};
+    }
+};
+
+template <>
+struct Shape<BackendRecord> {
+    static auto key(const BackendRecord& r) {
+        return std::make_tuple(r.a, uint32_t{0}, r.proto, r.port, r.slot);
+    }
+    static bool fits_key(const ElementKey& k) { return k.a.is_v4() && zero_v4(k.b); }
+    static bool fits(const ElementKey& k, const Verdict& v) {
+        return fits_key(k) && v.kind == VerdictKind::kNone && v.chain.empty() && v.address.is_v4();
+    }
+    static BackendRecord make(const ElementKey& k, const Verdict& v, uint32_t) {
+        return BackendRecord{
+            k.a.v4_host_order(), k.slot, v.address.v4_host_order(), k.port, v.port, k.proto};
+    }
+    static uint32_t chain(const BackendRecord&) { return 0; }
+    static ElementMap::value_type decode(const BackendRecord& r, const std::string&) {
+        return {ElementKey{from_address(r.a), IpAddress{}, r.proto, r.port, r.slot},
+                Verdict(VerdictKind::kNone, {}, from_address(r.address), r.value_port)};
+    }
+};
+
+template <class Address>
+struct Shape<ElementMap::Record<Address>> {
+    using R = ElementMap::Record<Address>;
+    static auto key(const R& r) { return std::tie(r.a, r.b, r.proto, r.port, r.slot); }
+    static bool fits_key(const ElementKey& k) {
+        return std::is_same_v<Address, IpAddress> || (k.a.is_v4() && k.b.is_v4());
+    }
+    static bool fits(const ElementKey& k, const Verdict& v) {
+        return fits_key(k) && (std::is_same_v<Address, IpAddress> || v.address.is_v4());
+    }
+    static R make(const ElementKey& k, const Verdict& v, uint32_t chain) {
+        R r;
+        r.a = to_address<Address>(k.a);
+        r.b = to_address<Address>(k.b);
+        r.proto = k.proto;
+        r.port = k.port;
+        r.slot = k.slot;
+        r.address = to_address<Address>(v.address);
+        r.chain = chain;
+        r.value_port = v.port;
+        r.kind = v.kind;
+        return r;
+    }
+    static uint32_t chain(const R& r) { return r.chain; }
+    static ElementMap::value_type decode(const R& r, const std::string& chain) {
+        return {ElementKey{from_address(r.a), from_address(r.b), r.proto, r.port, r.slot},
+                Verdict(r.kind, chain, from_address(r.address), r.value_port)};
+    }
+};
+
 template <class R>
 bool key_less(const R& x, const R& y) {
-    return key_of(x) < key_of(y);
-}
-
-template <class R>
-R key_record(const ElementKey& key) {
-    R r;
-    r.a = to_address<decltype(r.a)>(key.a);
-    r.b = to_address<decltype(r.b)>(key.b);
-    r.proto = key.proto;
-    r.port = key.port;
-    r.slot = key.slot;
-    return r;
-}
-
-template <class R>
-ElementMap::value_type decode(const R& r, const std::string& chain) {
-    return {ElementKey{from_address(r.a), from_address(r.b), r.proto, r.port, r.slot},
-            Verdict(r.kind, chain, from_address(r.address), r.value_port)};
-}
-
-bool fits_narrow(const ElementKey& key) {
-    return key.a.is_v4() && key.b.is_v4();
+    return Shape<R>::key(x) < Shape<R>::key(y);
 }
 
 template <class R>
@@ -130,14 +189,85 @@ void repack(ElementMap::Chunks<R>& chunks) {
     chunks = std::move(packed);
 }
 
+// Moves every record of `from` to records of shape T, in order.
+template <class T, class F>
+ElementMap::Chunks<T> convert(const ElementMap::Chunks<F>& from) {
+    ElementMap::Chunks<T> to;
+    for (const std::vector<F>& chunk : from) {
+        std::vector<T>& out = to.emplace_back();
+        out.reserve(chunk.size());
+        for (const F& r : chunk) {
+            const auto [key, value] = Shape<F>::decode(r, {});
+            out.push_back(Shape<T>::make(key, value, Shape<F>::chain(r)));
+        }
+    }
+    return to;
+}
+
 }  // namespace
 
-void ElementMap::compact() {
-    if (wide_) {
-        repack(wide_chunks_);
-    } else {
-        repack(narrow_chunks_);
+size_t ElementMap::record_size() const {
+    return std::visit([](const auto& chunks) { return sizeof(chunks.front().front()); }, records_);
+}
+
+size_t ElementMap::chunk_count() const {
+    return std::visit([](const auto& chunks) { return chunks.size(); }, records_);
+}
+
+size_t ElementMap::chunk_size(size_t chunk) const {
+    return std::visit([chunk](const auto& chunks) { return chunks[chunk].size(); }, records_);
+}
+
+bool ElementMap::fits_key(const ElementKey& key) const {
+    return std::visit(
+        [&key](const auto& chunks) {
+            using R = std::decay_t<decltype(chunks.front().front())>;
+            return Shape<R>::fits_key(key);
+        },
+        records_);
+}
+
+bool ElementMap::fits(const ElementKey& key, const Verdict& value) const {
+    return std::visit(
+        [&](const auto& chunks) {
+            using R = std::decay_t<decltype(chunks.front().front())>;
+            return Shape<R>::fits(key, value);
+        },
+        records_);
+}
+
+void ElementMap::reshape_for(const ElementKey& key, const Verdict& value) {
+    if (size_ == 0) {
+        if (Shape<PairRecord>::fits(key, value)) {
+            records_ = Chunks<PairRecord>{};
+        } else if (Shape<BackendRecord>::fits(key, value)) {
+            records_ = Chunks<BackendRecord>{};
+        } else if (Shape<NarrowRecord>::fits(key, value)) {
+            records_ = Chunks<NarrowRecord>{};
+        } else {
+            records_ = Chunks<WideRecord>{};
+        }
+        return;
     }
+    if (fits(key, value)) return;
+    const bool narrow = Shape<NarrowRecord>::fits(key, value) &&
+                        !std::holds_alternative<Chunks<WideRecord>>(records_);
+    std::visit(
+        [&](const auto& chunks) {
+            using R = std::decay_t<decltype(chunks.front().front())>;
+            if (narrow) {
+                if constexpr (!std::is_same_v<R, NarrowRecord> && !std::is_same_v<R, WideRecord>) {
+                    records_ = convert<NarrowRecord>(chunks);
+                }
+            } else if constexpr (!std::is_same_v<R, WideRecord>) {
+                records_ = convert<WideRecord>(chunks);
+            }
+        },
+        records_);
+}
+
+void ElementMap::compact() {
+    std::visit([](auto& chunks) { repack(chunks); }, records_);
 }
 
 void ElementMap::clear() {
@@ -152,29 +282,38 @@ ElementMap::const_iterator ElementMap::end() const {
 }
 
 ElementMap::Position ElementMap::lower_bound(const ElementKey& key) const {
-    auto [chunk, offset] = wide_ ? lower_bound_in(wide_chunks_, key_record<WideRecord>(key))
-                                 : lower_bound_in(narrow_chunks_, key_record<NarrowRecord>(key));
+    auto [chunk, offset] = std::visit(
+        [&key](const auto& chunks) {
+            using R = std::decay_t<decltype(chunks.front().front())>;
+            return lower_bound_in(chunks, Shape<R>::make(key, Verdict{}, 0));
+        },
+        records_);
     return Position{chunk, offset};
 }
 
 bool ElementMap::holds(Position at, const ElementKey& key) const {
     if (at.chunk == chunk_count()) return false;
-    if (wide_)
-        return key_of(wide_chunks_[at.chunk][at.offset]) == key_of(key_record<WideRecord>(key));
-    return key_of(narrow_chunks_[at.chunk][at.offset]) == key_of(key_record<NarrowRecord>(key));
+    return std::visit(
+        [&](const auto& chunks) {
+            using R = std::decay_t<decltype(chunks.front().front())>;
+            return Shape<R>::key(chunks[at.chunk][at.offset]) ==
+                   Shape<R>::key(Shape<R>::make(key, Verdict{}, 0));
+        },
+        records_);
 }
 
 ElementMap::value_type ElementMap::element(Position at) const {
-    if (wide_) {
-        const WideRecord& r = wide_chunks_[at.chunk][at.offset];
-        return decode(r, chain_name(r.chain));
-    }
-    const NarrowRecord& r = narrow_chunks_[at.chunk][at.offset];
-    return decode(r, chain_name(r.chain));
+    return std::visit(
+        [&](const auto& chunks) {
+            using R = std::decay_t<decltype(chunks.front().front())>;
+            const R& r = chunks[at.chunk][at.offset];
+            return Shape<R>::decode(r, chain_name(Shape<R>::chain(r)));
+        },
+        records_);
 }
 
 ElementMap::const_iterator ElementMap::find(const ElementKey& key) const {
-    if (!wide_ && !fits_narrow(key)) return end();
+    if (!fits_key(key)) return end();
     const Position at = lower_bound(key);
     return holds(at, key) ? const_iterator{this, at} : end();
 }
@@ -191,24 +330,26 @@ Verdict ElementMap::at(const ElementKey& key) const {
 
 std::pair<ElementMap::const_iterator, bool> ElementMap::emplace(const ElementKey& key,
                                                                 const Verdict& value) {
-    if (!wide_ && !(fits_narrow(key) && value.address.is_v4())) widen();
+    reshape_for(key, value);
     const Position at = lower_bound(key);
     if (holds(at, key)) return {const_iterator{this, at}, false};
     return {const_iterator{this, insert_at(at, key, value)}, true};
 }
 
 void ElementMap::insert_or_assign(const ElementKey& key, const Verdict& value) {
-    if (!wide_ && !(fits_narrow(key) && value.address.is_v4())) widen();
+    reshape_for(key, value);
     Position at = lower_bound(key);
     if (holds(at, key)) {
         erase_at(at);
+        // The map may have emptied and taken another shape on the way.
+        reshape_for(key, value);
         at = lower_bound(key);
     }
     insert_at(at, key, value);
 }
 
 size_t ElementMap::erase(const ElementKey& key) {
-    if (!wide_ && !fits_narrow(key)) return 0;
+    if (!fits_key(key)) return 0;
     const Position at = lower_bound(key);
     if (!holds(at, key)) return 0;
     erase_at(at);
@@ -219,54 +360,27 @@ bool ElementMap::operator==(const ElementMap& other) const {
     return size_ == other.size_ && std::equal(begin(), end(), other.begin(), other.end());
 }
 
-void ElementMap::widen() {
-    for (const std::vector<NarrowRecord>& narrow : narrow_chunks_) {
-        std::vector<WideRecord>& wide = wide_chunks_.emplace_back();
-        wide.reserve(narrow.size());
-        for (const NarrowRecord& n : narrow) {
-            WideRecord w;
-            w.a = from_address(n.a);
-            w.b = from_address(n.b);
-            w.address = from_address(n.address);
-            w.slot = n.slot;
-            w.chain = n.chain;
-            w.port = n.port;
-            w.value_port = n.value_port;
-            w.proto = n.proto;
-            w.kind = n.kind;
-            wide.push_back(w);
-        }
-    }
-    narrow_chunks_ = {};
-    wide_ = true;
-}
-
 ElementMap::Position ElementMap::insert_at(Position at, const ElementKey& key,
                                            const Verdict& value) {
     const uint32_t chain = value.chain.empty() ? 0 : chain_id(value.chain);
-    auto fill = [&](auto record) {
-        record.address = to_address<decltype(record.address)>(value.address);
-        record.chain = chain;
-        record.value_port = value.port;
-        record.kind = value.kind;
-        return record;
-    };
-    const auto [chunk, offset] =
-        wide_ ? insert_into(wide_chunks_, {at.chunk, at.offset}, fill(key_record<WideRecord>(key)))
-              : insert_into(narrow_chunks_, {at.chunk, at.offset},
-                            fill(key_record<NarrowRecord>(key)));
+    const auto [chunk, offset] = std::visit(
+        [&](auto& chunks) {
+            using R = std::decay_t<decltype(chunks.front().front())>;
+            return insert_into(chunks, {at.chunk, at.offset}, Shape<R>::make(key, value, chain));
+        },
+        records_);
     ++size_;
     return Position{chunk, offset};
 }
 
 void ElementMap::erase_at(Position at) {
-    if (wide_) {
-        release_chain(wide_chunks_[at.chunk][at.offset].chain);
-        erase_from(wide_chunks_, {at.chunk, at.offset});
-    } else {
-        release_chain(narrow_chunks_[at.chunk][at.offset].chain);
-        erase_from(narrow_chunks_, {at.chunk, at.offset});
-    }
+    std::visit(
+        [&](auto& chunks) {
+            using R = std::decay_t<decltype(chunks.front().front())>;
+            release_chain(Shape<R>::chain(chunks[at.chunk][at.offset]));
+            erase_from(chunks, {at.chunk, at.offset});
+        },
+        records_);
     --size_;
 }
 

@@ -5,11 +5,18 @@
 // ElementMap is what std::map<ElementKey, Verdict> was, in the subset of its
 // interface the backend uses, with a fraction of the memory: the kept model
 // holds 220k elements at 10k Services x 10 endpoints (docs/nftables.md,
-// "Memory"). Elements are packed records (28 bytes while every address is
-// IPv4, 68 once one is IPv6) in sorted chunks of at most kChunk records, so
-// a lookup, an insertion or an erasure costs two binary searches and a move
-// within one chunk; chain names are stored once per map and the records
-// carry a 4-byte id. Iteration is in key order, as std::map's.
+// "Memory"). Elements are packed records in sorted chunks of at most kChunk
+// records, so a lookup, an insertion or an erasure costs two binary
+// searches and a move within one chunk; chain names are stored once per map
+// and the records carry a 4-byte id. Iteration is in key order, as
+// std::map's. A record holds only the fields its map's elements use, while
+// every address is IPv4: 8 bytes while every element is an address pair
+// with no value (the hairpin sets), 20 while every element is a backend
+// map's (an address, protocol, port and slot to an address and port), 28
+// for any other IPv4 element, 68 once an address is IPv6. The first element
+// of an empty map picks the smallest shape that holds it; an element that
+// does not fit moves every record to the 28-byte shape, or the 68-byte one
+// for an IPv6 address, for good (until the map is empty again).
 //
 // Differences from std::map a caller must know: iterators yield the element
 // by value (a std::pair built from the record; `it->second` works through a
@@ -23,6 +30,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "base/ip.h"
@@ -78,6 +86,9 @@ class ElementMap {
     // Returns how many elements were erased (0 or 1).
     size_t erase(const ElementKey& key);
 
+    // The bytes one record takes in this map's current shape (8, 20, 28 or 68).
+    size_t record_size() const;
+
     // Repacks the records into full chunks of exactly kChunk: insertions
     // in no particular order leave chunks about 60% used (splits, vector
     // growth); a map filled once and then changed a little at a time (the
@@ -91,9 +102,27 @@ class ElementMap {
     // chunk headers stay a small share of the records.
     static constexpr size_t kChunk = 256;
 
-    // A record: the key's and the value's fields, addresses as Address
+    // The records of the four shapes (public for the implementation's
+    // templates only). A pair: the key's two IPv4 addresses (host order);
+    // every other field zero, the value none.
+    struct PairRecord {
+        uint32_t a = 0;
+        uint32_t b = 0;
+    };
+    // A backend map's element: the key's IPv4 address, protocol, port and
+    // slot, the value's IPv4 address and port; no second key address, no
+    // verdict.
+    struct BackendRecord {
+        uint32_t a = 0;
+        uint32_t slot = 0;
+        uint32_t address = 0;
+        uint16_t port = 0;
+        uint16_t value_port = 0;
+        uint8_t proto = 0;
+    };
+    // Any element: the key's and the value's fields, addresses as Address
     // (uint32_t, host order, while every address of the map is IPv4;
-    // IpAddress otherwise). Public for the implementation's templates only.
+    // IpAddress otherwise).
     template <class Address>
     struct Record {
         Address a{};
@@ -122,15 +151,19 @@ class ElementMap {
         uint32_t refs = 0;
     };
 
+    // Precondition of the three: `key` fits the current shape (fits_key).
     Position lower_bound(const ElementKey& key) const;
     bool holds(Position at, const ElementKey& key) const;
     value_type element(Position at) const;
-    size_t chunk_count() const { return wide_ ? wide_chunks_.size() : narrow_chunks_.size(); }
-    size_t chunk_size(size_t chunk) const {
-        return wide_ ? wide_chunks_[chunk].size() : narrow_chunks_[chunk].size();
-    }
-    // Switches to wide records (for good, until clear()).
-    void widen();
+    size_t chunk_count() const;
+    size_t chunk_size(size_t chunk) const;
+    // Whether a record of the current shape can hold `key` (and `value`).
+    bool fits_key(const ElementKey& key) const;
+    bool fits(const ElementKey& key, const Verdict& value) const;
+    // Makes the shape one that holds (key, value) and every record: the
+    // smallest for (key, value) when the map is empty, else 28-byte records,
+    // or 68-byte ones for an IPv6 address.
+    void reshape_for(const ElementKey& key, const Verdict& value);
     // Inserts at `at` (from lower_bound, key absent); returns where it went.
     Position insert_at(Position at, const ElementKey& key, const Verdict& value);
     void erase_at(Position at);
@@ -138,9 +171,10 @@ class ElementMap {
     void release_chain(uint32_t id);
     const std::string& chain_name(uint32_t id) const;
 
-    Chunks<NarrowRecord> narrow_chunks_;
-    Chunks<WideRecord> wide_chunks_;
-    bool wide_ = false;
+    // The shapes in the order a map moves through them.
+    std::variant<Chunks<PairRecord>, Chunks<BackendRecord>, Chunks<NarrowRecord>,
+                 Chunks<WideRecord>>
+        records_;
     size_t size_ = 0;
     // Chain names by id - 1, with the number of records using each; ids of
     // names no record uses are reused (free_chain_ids_).

@@ -1,7 +1,8 @@
 // ElementMap against std::map<ElementKey, Verdict> as the oracle: the same
 // elements, values and order after random insertions, reassignments and
 // erasures across chunk splits, merges and compaction, with IPv4 records and after the
-// switch to wide (IPv6) ones; chain names stored once and freed.
+// switch to wide (IPv6) ones, and in the shapes of pair and backend maps;
+// chain names stored once and freed.
 #include <catch.hpp>
 
 #include <map>
@@ -196,4 +197,71 @@ TEST_CASE("element map: values keep their chain names while chain ids are freed 
     m.emplace(k, Verdict{VerdictKind::kGoto, "third"});
     REQUIRE(m.at(k) == Verdict{VerdictKind::kGoto, "third"});
     REQUIRE(m.at(other) == Verdict{VerdictKind::kJump, "first"});
+}
+
+TEST_CASE(
+    "element map: records take the shape of the elements, and move up when one does not fit") {
+    // The hairpin sets (address pairs) and the backend maps hold most of
+    // the kept model's elements (docs/nftables.md, "Memory").
+    Generator g;
+    auto pair = [&g] { return ElementKey{g.address(), g.address(), 0, 0, 0}; };
+    auto backend_key = [&g] {
+        return ElementKey{g.address(), {}, 6, static_cast<uint16_t>(80 + g.pick(3)), g.pick(4)};
+    };
+    auto backend_value = [&g] {
+        return Verdict{VerdictKind::kNone, {}, g.address(), static_cast<uint16_t>(8080)};
+    };
+    ElementMap m;
+    Oracle oracle;
+    // 2000 assignments of make_key() -> make_value(), a third of them
+    // followed by the erasure of another key, in both maps.
+    auto fill = [&](auto make_key, auto make_value) {
+        for (int i = 0; i < 2000; ++i) {
+            const ElementKey k = make_key();
+            const Verdict v = make_value();
+            m.insert_or_assign(k, v);
+            oracle.insert_or_assign(k, v);
+            if (i % 3 == 0) {
+                const ElementKey gone = make_key();
+                REQUIRE(m.erase(gone) == oracle.erase(gone));
+            }
+        }
+    };
+    SECTION("pairs") {
+        fill(pair, [] { return Verdict{}; });
+        REQUIRE(m.record_size() == 8);
+        require_same(m, oracle);
+        // Absent: keys no pair record can hold.
+        REQUIRE(m.find(backend_key()) == m.end());
+        REQUIRE(m.erase(ElementKey{v6(1), v6(2), 0, 0, 0}) == 0);
+        m.compact();
+        require_same(m, oracle);
+        const ElementKey verdict{IpAddress::v4(7), {}, 6, 80, 0};
+        m.emplace(verdict, Verdict{VerdictKind::kGoto, "chain"});
+        oracle.emplace(verdict, Verdict{VerdictKind::kGoto, "chain"});
+        REQUIRE(m.record_size() == sizeof(ElementMap::NarrowRecord));
+        require_same(m, oracle);
+    }
+    SECTION("backends") {
+        fill(backend_key, backend_value);
+        REQUIRE(m.record_size() == 20);
+        require_same(m, oracle);
+        REQUIRE(m.find(pair()) == m.end());
+        const ElementKey v6_key{v6(3), {}, 6, 80, 0};
+        const Verdict v6_value = backend_value();
+        m.emplace(v6_key, v6_value);
+        oracle.emplace(v6_key, v6_value);
+        REQUIRE(m.record_size() == sizeof(ElementMap::WideRecord));
+        require_same(m, oracle);
+    }
+    SECTION("an emptied map takes the shape of its next first element") {
+        const ElementKey k = pair();
+        m.emplace(k, Verdict{});
+        REQUIRE(m.record_size() == 8);
+        m.insert_or_assign(k, Verdict{VerdictKind::kAccept});  // moves up, then empties and refills
+        REQUIRE(m.at(k) == Verdict{VerdictKind::kAccept});
+        m.erase(k);
+        m.emplace(backend_key(), backend_value());
+        REQUIRE(m.record_size() == 20);
+    }
 }
