@@ -105,15 +105,21 @@ dns::ProgrammedChanges ProgrammedNames::report(const rules::Plan& plan, Next nex
         return changes;
     }
     // Every Service: the plan's, grouped in one walk, then those it lost.
-    std::set<watch::ObjectKey> planned_keys;
-    for (auto it = plan.services.begin(); it != plan.services.end();) {
-        watch::ObjectKey key{it->ns, it->service};
-        visit(key, collect_service(it, plan.services.end()));
-        planned_keys.insert(std::move(key));
-    }
+    // The kernel's keys and the plan's Services are in the same order
+    // (namespace, then name), so the lost ones are found by a merge, with
+    // no set of every planned key (5 MB at 50k Services).
     std::vector<watch::ObjectKey> lost;
+    auto planned = plan.services.begin();
     for (const auto& [key, state] : kernel_) {
-        if (!planned_keys.count(key)) lost.push_back(key);
+        while (planned != plan.services.end() && before_service(*planned, key)) ++planned;
+        if (planned == plan.services.end() || planned->ns != key.ns ||
+            planned->service != key.name) {
+            lost.push_back(key);
+        }
+    }
+    for (auto it = plan.services.begin(); it != plan.services.end();) {
+        const watch::ObjectKey key{it->ns, it->service};
+        visit(key, collect_service(it, plan.services.end()));
     }
     for (const auto& key : lost) visit(key, nullptr);
     return changes;
