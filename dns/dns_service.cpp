@@ -585,11 +585,12 @@ Status DnsService::reconfigure(DnsOptions next) {
     return {};
 }
 
-void DnsService::report_programmed(const ProgrammedChanges& changes) {
+void DnsService::report_programmed(ProgrammedChanges changes) {
     {
         std::lock_guard lock(impl_->zone_mutex);
         const bool first = !impl_->programmed.reported();
         std::vector<watch::ObjectKey> changed = impl_->programmed.apply(changes);
+        ProgrammedChanges().swap(changes);
         // The first report names no Service: the zone it publishes is built
         // whole (before it, a zone that waits for programming holds only its
         // apex, and Zone::update builds such a zone afresh; a zone that does

@@ -58,8 +58,10 @@ class DnsService {
     // and after an accepted sync with what the sync programmed. When it
     // returns, the published zone reflects the report. The first call,
     // after the first sync attempt, releases the zone (held back until then
-    // when publish_after_programming is set). Any thread.
-    void report_programmed(const ProgrammedChanges& changes);
+    // when publish_after_programming is set). Any thread. Taken by value and
+    // freed before the zone is rebuilt: the first report names every
+    // Service (4-6 MB at 50k), which would otherwise live through that build.
+    void report_programmed(ProgrammedChanges changes);
 
     // Writes the published zone to the warm state's file now, when it is a
     // synced zone not written yet (nothing without a state file). For a
