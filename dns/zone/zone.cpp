@@ -48,17 +48,27 @@ const char* proto_label(watch::Protocol protocol) {
 class Builder {
   public:
     // `report`: log what is skipped (false when rebuilding the records an
-    // update takes out, which were reported when they went in).
-    Builder(std::string origin, bool report) : origin_(std::move(origin)), report_(report) {}
+    // update takes out, which were reported when they went in). `only`: the
+    // one name wanted (a lookup, Zone::find), without its ancestors or any
+    // reverse name (it exists, maybe as an empty non-terminal, when an added
+    // name is it or under it); null: every name.
+    Builder(std::string origin, bool report, const std::string* only = nullptr)
+        : origin_(std::move(origin)), report_(report), only_(only) {}
     bool report() const { return report_; }
+    bool wants_reverse() const { return only_ == nullptr; }
 
     // A name that exists even without records (with its ancestors).
     std::vector<std::pair<uint16_t, std::string>>& add_name(const std::string& name) {
         auto [it, inserted] = records_.try_emplace(name);
-        if (inserted && name_is_under(name, origin_)) add_ancestors(name);
+        if (inserted && !only_ && name_is_under(name, origin_)) add_ancestors(name);
         return it->second;
     }
     void add(const std::string& name, uint16_t rtype, std::string rdata) {
+        if (only_ && name != *only_) {
+            // The wanted name exists as an ancestor (an empty non-terminal).
+            if (name_is_under(name, *only_)) records_.try_emplace(*only_);
+            return;
+        }
         add_name(name).emplace_back(rtype, std::move(rdata));
     }
     void add_address(const std::string& name, const IpAddress& address) {
@@ -66,7 +76,7 @@ class Builder {
     }
     // The reverse name of `address`, naming `endpoint` (null: the Service).
     void add_reverse(const IpAddress& address, const watch::Endpoint* endpoint) {
-        reverse_.emplace_back(address, endpoint);
+        if (wants_reverse()) reverse_.emplace_back(address, endpoint);
     }
 
     // The names into `nodes`: RRsets ordered by type, rdatas sorted and
@@ -106,6 +116,7 @@ class Builder {
 
     std::string origin_;
     bool report_;
+    const std::string* only_;
     // name -> (type, rdata), in the order added.
     std::unordered_map<std::string, std::vector<std::pair<uint16_t, std::string>>> records_;
     std::vector<std::pair<IpAddress, const watch::Endpoint*>> reverse_;
@@ -254,7 +265,7 @@ void add_service(Builder& b, const std::string& svc_zone, const watch::ServiceEn
     }
     // The reverse names of its ready endpoints, as CoreDNS answers them; the
     // endpoint names themselves are published for headless Services only.
-    if (config.endpoints && (!gated || programmed)) {
+    if (config.endpoints && (!gated || programmed) && b.wants_reverse()) {
         for_each_ready_address(b, *svc_name, entry, config.endpoint_pod_names,
                                [&b](const watch::EndpointSlice&, const watch::Endpoint& endpoint,
                                     const IpAddress& address,
@@ -404,8 +415,9 @@ Zone::Fragment Zone::apex_fragment() const {
     return fragment;
 }
 
-Zone::Fragment Zone::service_fragment(const AppliedService& applied, bool report) const {
-    Builder b(origin_, report);
+Zone::Fragment Zone::service_fragment(const AppliedService& applied, bool report,
+                                      const std::string* only) const {
+    Builder b(origin_, report, only);
     add_service(b, svc_zone_, *applied.entry, config_,
                 waits_for_rules(*applied.entry->service, config_), applied.programmed.get());
     Fragment fragment;
@@ -505,7 +517,12 @@ void Zone::apply(const Fragment& fragment, int delta, const watch::Service* serv
                               [service](const ReverseSource& s) { return s.service == service; });
         }
     }
+    const bool asked = service && written_when_asked(*service);
     for (const auto& [key, node] : fragment.names) {
+        if (asked && owner_of(key)) {
+            owned_names_ += delta;
+            continue;
+        }
         bool added = false;
         Name& stored = names_.writable(key, added);
         stored.owners += delta;
@@ -592,7 +609,43 @@ Record Zone::soa_for(std::string_view origin) const {
                             kSoaRefresh, kSoaRetry, kSoaExpire, config_.ttl)};
 }
 
+bool Zone::written_when_asked(const watch::Service& service) {
+    return !service.headless;
+}
+
+std::optional<std::pair<std::string_view, std::string_view>> Zone::owner_of(
+    std::string_view lower_name) const {
+    if (!name_is_under(lower_name, svc_zone_)) return std::nullopt;
+    // The labels above svc_zone_, first to last; the last is the namespace,
+    // the one before it the Service's name.
+    std::string_view above = lower_name.substr(0, lower_name.size() - svc_zone_.size());
+    std::string_view previous;
+    std::string_view last;
+    size_t labels = 0;
+    while (!above.empty()) {
+        const size_t length = static_cast<uint8_t>(above.front());
+        if (length + 1 > above.size()) return std::nullopt;
+        previous = last;
+        last = above.substr(1, length);
+        above.remove_prefix(length + 1);
+        ++labels;
+    }
+    if (labels < 2) return std::nullopt;
+    return std::make_pair(last, previous);
+}
+
 Zone::NodeRef Zone::find(std::string_view lower_name) const {
+    if (const auto owner = owner_of(lower_name)) {
+        const watch::ObjectKey service{std::string(owner->first), std::string(owner->second)};
+        const AppliedService* applied = services_.find(KeyRef(service));
+        if (applied && written_when_asked(*applied->entry->service)) {
+            const std::string name(lower_name);
+            Fragment fragment = service_fragment(*applied, false, &name);
+            auto it = fragment.names.find(name);
+            if (it == fragment.names.end()) return NodeRef();
+            return NodeRef(std::move(it->second));
+        }
+    }
     std::optional<std::string> key;
     if (const std::optional<IpAddress> address = reverse_address(lower_name)) {
         std::vector<ReverseSource> sources;

@@ -23,6 +23,12 @@
 // Services share (a reverse name, an empty non-terminal) stays while one of
 // them still brings it. Both paths give the same zone (tests/unit/dns/zone/
 // test_zone_update.cpp checks it against random changes).
+//
+// Not every name is kept as a name (docs/dns.md, "Zone memory"): a built
+// zone keeps its reverse names as references to the Services and endpoints
+// naming them (reverse_), and the names a Service that is not headless owns
+// (owner_of) are written from its entry when asked. find() and
+// for_each_name() answer for every name alike.
 #pragma once
 
 #include <cstddef>
@@ -202,7 +208,7 @@ class Zone {
     bool pod_known(std::string_view ns, const IpAddress& address) const;
     // Whether any Service or EndpointSlice lives in namespace `ns` (lower case).
     bool namespace_known(std::string_view ns) const;
-    size_t name_count() const { return names_.size() + reverse_.address_count(); }
+    size_t name_count() const { return names_.size() + reverse_.address_count() + owned_names_; }
     const ZoneConfig& config() const { return config_; }
     // Calls f(lower_name, node) for every name, in no particular order.
     template <typename F>
@@ -213,6 +219,12 @@ class Zone {
             [this, &f](const IpAddress& address, const std::vector<ReverseSource>& sources) {
                 f(reverse_name(address), reverse_node(address, sources));
             });
+        services_.for_each([this, &f](const KeyRef&, const AppliedService& applied) {
+            if (!written_when_asked(*applied.entry->service)) return;
+            for (const auto& [name, node] : service_fragment(applied, false).names) {
+                if (owner_of(name)) f(name, node);
+            }
+        });
     }
 
   private:
@@ -282,7 +294,20 @@ class Zone {
     // Empty, with shards for a cluster of about `services` Services.
     explicit Zone(size_t services);
     Fragment apex_fragment() const;
-    Fragment service_fragment(const AppliedService& applied, bool report) const;
+    // `only`: the one name wanted (a lookup), or null for every name.
+    Fragment service_fragment(const AppliedService& applied, bool report,
+                              const std::string* only = nullptr) const;
+    // The names a Service owns (zone.h's header) are written when asked
+    // (find, for_each_name) from its entry in services_, not kept in names_,
+    // unless it is headless: a headless Service names each endpoint, which
+    // makes its fragment as large as its slices.
+    static bool written_when_asked(const watch::Service& service);
+    // The Service (namespace, name) owning `lower_name`: a name under
+    // svc_zone_ with at least two labels above it (the Service's name, its
+    // SRV names and their _proto parents, a headless Service's endpoint
+    // names), which no other Service's fragment holds.
+    std::optional<std::pair<std::string_view, std::string_view>> owner_of(
+        std::string_view lower_name) const;
     // `service`: the Service the fragment is of (null: the apex).
     void apply(const Fragment& fragment, int delta, const watch::Service* service);
     void apply_service(const AppliedService& applied, int delta, bool report);
@@ -307,6 +332,9 @@ class Zone {
     // here.
     ShardedMap<std::string, Name> names_;
     AddressIndex<ReverseSource> reverse_;
+    // The names owned by the Services written when asked, which names_
+    // does not hold (name_count() counts them).
+    size_t owned_names_ = 0;
     // What the records were made from, per key: update() takes these out.
     ShardedMap<KeyRef, AppliedService, KeyRefHash> services_;
     ShardedMap<KeyRef, SlicePtr, KeyRefHash> slices_;

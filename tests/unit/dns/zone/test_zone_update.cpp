@@ -1,7 +1,8 @@
 // Zone::update against the reference: over random Store writes, the zone
 // derived change by change answers exactly as a full build of the same
 // snapshot (every name, RRset and rdata; pod and namespace knowledge); so
-// does a zone restored from its warm state's bytes.
+// does a zone restored from its warm state's bytes; and find() answers every
+// name the zone lists, with its records.
 #include <algorithm>
 #include <catch.hpp>
 #include <random>
@@ -140,6 +141,24 @@ void random_write(std::mt19937& rng, watch::Store& store) {
     }
 }
 
+// Every name the zone lists, find() finds with the same records, however the
+// zone keeps it (its names table, the reverse index, or written when asked
+// from its Service); name_count() counts each once.
+void require_found(const Zone& zone) {
+    size_t listed = 0;
+    zone.for_each_name([&](const std::string& name, const Zone::Node& node) {
+        ++listed;
+        const Zone::NodeRef found = zone.find(name);
+        REQUIRE(found);
+        REQUIRE(found->rrsets.size() == node.rrsets.size());
+        for (size_t i = 0; i < node.rrsets.size(); ++i) {
+            REQUIRE(found->rrsets[i].rtype == node.rrsets[i].rtype);
+            REQUIRE(rdatas_of(found->rrsets[i].rdatas) == rdatas_of(node.rrsets[i].rdatas));
+        }
+    });
+    REQUIRE(listed == zone.name_count());
+}
+
 void require_same(const Zone& updated, const Zone& full) {
     REQUIRE(canonical_dump(updated) == canonical_dump(full));
     REQUIRE(updated.name_count() == full.name_count());
@@ -177,6 +196,7 @@ TEST_CASE("zone update: random changes give the zone a full build gives") {
             auto snapshot = store.snapshot();
             zone = zone->update(*snapshot, std::exchange(pending, {}));
             require_same(*zone, **Zone::build(*snapshot, config));
+            require_found(*zone);
             endpoint_ptrs += cluster_ip_endpoint_ptrs(*zone, *snapshot);
             // The warm state (zone_state.cpp) keeps every record and table.
             if (round % 40 == 0) {
