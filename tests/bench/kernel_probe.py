@@ -12,14 +12,15 @@ touches and holds them all until its commit ends, and a full sync refills
 every set (docs/scale.md: 4.9 GB more memory for one full sync at 10k Services,
 and 2.7x its time). It asks every PAUSE s (0.2 ms) and answers with the time
 of the first reply that had the element: the kernel committed it between the
-request before and that reply, so a reading is late by at most PAUSE and a
-round trip (about 30 us), never early. It does not ask back to back: on a
-2-core machine a probe spinning one core left the daemon's watch, sync and
-DNS threads one core between them, and the change that waited for the next
-4 ms scheduler tick made the tail (docs/scale.md, "How it observes"). A process of its own, so that its timing does not
-wait for the benchmark's Python threads (the fake API server's) to give up
-the interpreter lock; time.monotonic() is CLOCK_MONOTONIC, the same clock in
-every process.
+request before and that reply, so a reading is late by one pause (Python's
+sleep wakes a little after it) and a round trip (about 30 us), never early.
+It does not ask back to back: on a 2-core machine a probe spinning one core
+left the daemon's watch, sync and DNS threads one core between them, and the
+changes that waited for the next 4 ms scheduler tick made the tail
+(docs/scale.md, "How it observes"). A process of its own, so that its timing
+does not wait for the benchmark's Python threads (the fake API server's) to
+give up the interpreter lock; time.monotonic() is CLOCK_MONOTONIC, the same
+clock in every process.
 
 Protocol, a line each way: "wait ADDRESS SECONDS" -> "TIME" or "-" (not by
 then); "count ADDRESS..." -> how many the kernel has now. It prints "ready"
