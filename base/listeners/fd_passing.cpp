@@ -102,6 +102,11 @@ Result<FdMessage> decode_fd_message(std::string_view payload, size_t fd_count) {
         return make_error(ErrorCode::kInvalidArgument, fmt::format("socket message: {}", why));
     };
     if (payload.size() > kMaxPayload) return fail("too long");
+    // The count comes from the same process as the payload (the fds it
+    // attached): more than kMaxPassedFds is refused before any name is read.
+    if (fd_count > kMaxPassedFds) {
+        return fail(fmt::format("{} sockets, more than {}", fd_count, kMaxPassedFds));
+    }
     if (payload.substr(0, kMagic.size()) != kMagic) return fail("not a switchboard message");
     payload.remove_prefix(kMagic.size());
     FdMessage message;

@@ -53,7 +53,8 @@ struct FdMessage {
     std::string kind;
     std::vector<std::string> names;
 };
-// Error unless `payload` is such a message naming exactly `fd_count` sockets.
+// Error unless `payload` is such a message naming exactly `fd_count` sockets,
+// and unless `fd_count` is at most kMaxPassedFds.
 Result<FdMessage> decode_fd_message(std::string_view payload, size_t fd_count);
 
 // Sends one message of `kind` with `fds` (at most kMaxPassedFds) on the

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <catch.hpp>
 
 using namespace sb;
@@ -64,6 +66,15 @@ TEST_CASE("fd messages: kind and one name per socket, exactly") {
     CHECK_FALSE(decode_fd_message(encode_fd_message("Set", {}), 0).ok());
     CHECK_FALSE(decode_fd_message(encode_fd_message("set", {"a:b"}), 1).ok());
     CHECK_FALSE(decode_fd_message(encode_fd_message("set", {""}), 1).ok());
+
+    // More sockets than may be passed at once: refused even when every one
+    // is named (fd_names_fuzz found 67 names accepted).
+    std::vector<std::string> many;
+    for (size_t i = 0; i <= kMaxPassedFds; ++i) many.push_back(fmt::format("s{}", i));
+    CHECK(decode_fd_message(encode_fd_message("set", many), many.size()).error().message ==
+          "socket message: 65 sockets, more than 64");
+    many.pop_back();
+    CHECK(decode_fd_message(encode_fd_message("set", many), many.size()).ok());
 }
 
 namespace {
