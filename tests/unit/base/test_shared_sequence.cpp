@@ -12,8 +12,8 @@ using sb::SharedSequence;
 
 namespace {
 
-// Small chunks, so a few dozen values span many of them.
-using Sequence = SharedSequence<std::string, 4>;
+// Small chunks and pages, so a few dozen values span many of them.
+using Sequence = SharedSequence<std::string, 4, 4>;
 
 std::vector<std::string> values_of(const Sequence& s) {
     return {s.begin(), s.end()};
@@ -78,17 +78,23 @@ TEST_CASE("append_shared shares the entries of another sequence") {
     CHECK(before[0] == "0");
 }
 
-TEST_CASE("random edits of derived sequences match a vector model") {
+// Pages of 2 chunks make most edits cross a page's edge; pages of 4 let
+// whole pages be taken and short ones merged.
+TEMPLATE_TEST_CASE("random edits of derived sequences match a vector model", "",
+                   (SharedSequence<std::string, 4, 2>), (SharedSequence<std::string, 4, 4>),
+                   (SharedSequence<std::string, 2, 3>)) {
+    using Derived = TestType;
     std::mt19937 random(11);
-    Sequence current = numbered(40);
-    std::vector<std::string> model = values_of(current);
-    std::vector<std::pair<Sequence, std::vector<std::string>>> kept;  // older versions
-    for (int round = 0; round < 400; ++round) {
+    Derived current;
+    for (int i = 0; i < 200; ++i) current.push_back(std::to_string(i));
+    std::vector<std::string> model(current.begin(), current.end());
+    std::vector<std::pair<Derived, std::vector<std::string>>> kept;  // older versions
+    for (int round = 0; round < 800; ++round) {
         const size_t size = current.size();
         const size_t at = size == 0 ? 0 : random() % (size + 1);
         const size_t removed = std::min<size_t>(random() % 3, size - at);
         const size_t added = random() % 3;
-        Sequence next;
+        Derived next;
         next.append_shared(current.begin(), current.begin() + static_cast<std::ptrdiff_t>(at));
         std::vector<std::string> next_model(model.begin(), model.begin() + at);
         for (size_t k = 0; k < added; ++k) {
@@ -104,10 +110,17 @@ TEST_CASE("random edits of derived sequences match a vector model") {
             next[written] = "w" + std::to_string(round);
             next_model[written] = "w" + std::to_string(round);
         }
+        if (!next.empty() && random() % 8 == 0) {
+            next.pop_back();
+            next_model.pop_back();
+        }
         if (round % 50 == 0) kept.emplace_back(current, model);
         current = std::move(next);
         model = std::move(next_model);
-        REQUIRE(values_of(current) == model);
+        REQUIRE(std::vector<std::string>(current.begin(), current.end()) == model);
+        for (size_t i = 0; i < model.size(); i += 7) REQUIRE(current[i] == model[i]);
     }
-    for (const auto& [sequence, values] : kept) CHECK(values_of(sequence) == values);
+    for (const auto& [sequence, values] : kept) {
+        CHECK(std::vector<std::string>(sequence.begin(), sequence.end()) == values);
+    }
 }
