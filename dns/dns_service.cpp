@@ -1,12 +1,16 @@
 #include "dns/dns_service.h"
 
 #include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <iterator>
 #include <thread>
 #include <utility>
@@ -140,11 +144,18 @@ struct ZoneBuilder {
     bool full = false;
     std::chrono::steady_clock::time_point first_change;
     std::chrono::steady_clock::time_point last_change;
-    // When the warm state's file is rewritten next (none due: nullopt).
-    std::optional<std::chrono::steady_clock::time_point> state_write_due;
+};
+
+// When the warm state's file is rewritten next, by its own thread.
+struct StateWriteSchedule {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool stopping = false;
+    // The next write (none due: nullopt).
+    std::optional<std::chrono::steady_clock::time_point> due;
     // No write is due before this: the last one's end plus
     // kStateWriteCostFactor times its duration.
-    std::chrono::steady_clock::time_point state_write_earliest{};
+    std::chrono::steady_clock::time_point earliest{};
 };
 
 struct DnsService::Impl {
@@ -172,6 +183,8 @@ struct DnsService::Impl {
     std::unique_ptr<HostsReloader> hosts_reloader;
     std::shared_ptr<ZoneBuilder> builder = std::make_shared<ZoneBuilder>();
     std::thread builder_thread;
+    StateWriteSchedule state_writes;
+    std::thread state_writer_thread;  // with a warm state's file only
     EngineHolder engines;
     std::unique_ptr<ResponseRateLimiter> rrl;  // --dns-rrl; null: off
     // The server on the current listen addresses; a reload that changes them
@@ -196,7 +209,7 @@ struct DnsService::Impl {
     std::unique_ptr<WarmStateFile> state_file;
     bool answering_warm = false;
     std::atomic<bool> answering_warm_metric{false};
-    bool state_write_failing = false;  // the builder thread's, for one line per failure run
+    std::atomic<bool> state_write_failing{false};  // for one line per run of failures
     bool stopped = false;
 
     // kChanged: derived from the last zone for the Services and slices the
@@ -289,35 +302,73 @@ struct DnsService::Impl {
     }
 
     // The warm state's file is rewritten kStateWriteDelay from now, unless a
-    // write is due already (any thread; the builder thread writes it).
+    // write is due already (any thread; the state writer's thread writes it).
     void schedule_state_write() {
         if (!state_file) return;
-        std::lock_guard lock(builder->mutex);
-        if (builder->state_write_due) return;
+        std::lock_guard lock(state_writes.mutex);
+        if (state_writes.due) return;
         // A process's first synced zone is written at once: until then a
         // crash would leave the next process nothing (or an older state).
         const bool first = state_file->writes() + state_file->write_failures() == 0;
-        builder->state_write_due =
-            first ? std::chrono::steady_clock::now()
-                  : std::max(std::chrono::steady_clock::now() + kStateWriteDelay,
-                             builder->state_write_earliest);
-        builder->cv.notify_one();
+        state_writes.due = first ? std::chrono::steady_clock::now()
+                                 : std::max(std::chrono::steady_clock::now() + kStateWriteDelay,
+                                            state_writes.earliest);
+        state_writes.cv.notify_one();
     }
 
     // Writes the published zone to the warm state's file when it is synced
     // (the file's own zone is not written again). A failure is one warning
-    // line per run of failures, and counted.
-    Status write_state() {
+    // line per run of failures, and counted. `background`: the state
+    // writer's, which gives way to a write of stop() or persist_state().
+    Status write_state(bool background = false) {
         if (!state_file) return {};
         auto zone = zones.get();
         if (!zone || !zone->synced()) return {};
-        auto status = state_file->write(zone);
-        if (!status && !std::exchange(state_write_failing, true)) {
+        Status status;
+        if (background) {
+            auto written = state_file->write_in_background(zone);
+            if (written && !*written) return {};  // gave way: that write reports
+            if (!written) status = written.error();
+        } else {
+            status = state_file->write(zone);
+        }
+        if (!status && !state_write_failing.exchange(true)) {
             log::warn("dns: warm state not written: {}", status.error().describe());
-        } else if (status && std::exchange(state_write_failing, false)) {
+        } else if (status && state_write_failing.exchange(false)) {
             log::info("dns: warm state written again to {}", state_file->path());
         }
         return status;
+    }
+
+    // The state writer's thread: writes when a write falls due, at the
+    // lowest priority (nice 19). A write takes about 0.2 s of a core at 50k
+    // Services; at normal priority it took the CPU that a change's sync and
+    // the watch needed on a 2-core node, and changes that came during it
+    // waited (issue 26). The write still progresses on a busy node (nice 19
+    // is a small share, not none, as SCHED_IDLE would be), and the zone it
+    // holds meanwhile is one the builder may already have replaced.
+    void run_state_writer() {
+        if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19) != 0) {
+            log::warn("dns: warm state writer keeps its priority: {}", std::strerror(errno));
+        }
+        auto& schedule = state_writes;
+        std::unique_lock lock(schedule.mutex);
+        while (true) {
+            if (schedule.due) {
+                schedule.cv.wait_until(lock, *schedule.due, [&] { return schedule.stopping; });
+            } else {
+                schedule.cv.wait(lock, [&] { return schedule.stopping || schedule.due; });
+            }
+            if (schedule.stopping) return;
+            if (!schedule.due || std::chrono::steady_clock::now() < *schedule.due) continue;
+            schedule.due.reset();
+            lock.unlock();
+            const auto began = std::chrono::steady_clock::now();
+            run_guarded("dns warm state", [this] { (void)write_state(true); });
+            const auto ended = std::chrono::steady_clock::now();
+            lock.lock();
+            schedule.earliest = ended + kStateWriteCostFactor * (ended - began);
+        }
     }
 
     // A new Pod directory from the snapshot's Pods (cheap: the Pod watch
@@ -377,25 +428,8 @@ struct DnsService::Impl {
         auto& b = *builder;
         std::unique_lock lock(b.mutex);
         while (true) {
-            // Until a change, a stop or a write falls due (a write scheduled
-            // meanwhile ends the untimed wait, so that its time is kept).
-            if (b.state_write_due) {
-                b.cv.wait_until(lock, *b.state_write_due, [&b] { return b.dirty || b.stopping; });
-            } else {
-                b.cv.wait(lock, [&b] { return b.dirty || b.stopping || b.state_write_due; });
-            }
+            b.cv.wait(lock, [&b] { return b.dirty || b.stopping; });
             if (b.stopping) return;
-            if (b.state_write_due && std::chrono::steady_clock::now() >= *b.state_write_due) {
-                b.state_write_due.reset();
-                lock.unlock();
-                const auto began = std::chrono::steady_clock::now();
-                run_guarded("dns warm state", [this] { (void)write_state(); });
-                const auto ended = std::chrono::steady_clock::now();
-                lock.lock();
-                b.state_write_earliest = ended + kStateWriteCostFactor * (ended - began);
-                continue;
-            }
-            if (!b.dirty) continue;
             // Coalesce: wait until the burst goes quiet (bounded).
             while (!b.stopping) {
                 auto now = std::chrono::steady_clock::now();
@@ -485,6 +519,8 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
         impl->builder->first_change = impl->builder->last_change = std::chrono::steady_clock::now();
     }
     impl->builder_thread = std::thread([raw] { raw->run_builder(); });
+    if (impl->state_file)
+        impl->state_writer_thread = std::thread([raw] { raw->run_state_writer(); });
     std::vector<ListenerState> listening;
     std::vector<ListenerState> waiting;
     for (const auto& listener : impl->server->listeners()) {
@@ -509,8 +545,15 @@ void DnsService::stop() {
         impl_->builder->cv.notify_all();
     }
     if (impl_->builder_thread.joinable()) impl_->builder_thread.join();
-    // The next process starts from the zone served last.
+    {
+        std::lock_guard lock(impl_->state_writes.mutex);
+        impl_->state_writes.stopping = true;
+        impl_->state_writes.cv.notify_all();
+    }
+    // The next process starts from the zone served last. A background write
+    // under way gives way to this one, so the join below waits for neither.
     run_guarded("dns warm state", [this] { (void)impl_->write_state(); });
+    if (impl_->state_writer_thread.joinable()) impl_->state_writer_thread.join();
     // Workers first (no new forwards), then the forwarder, whose pending
     // callbacks post into the (still allocated) workers' inboxes.
     impl_->current_server()->stop();

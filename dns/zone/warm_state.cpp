@@ -16,19 +16,31 @@ namespace sb::dns {
 
 namespace {
 
+// Thrown by the sink of a background write that gives way (caught below).
+struct GaveWay {};
+
 // Writes `zone`'s state to the new file `path` (mode 0600), piece by piece
-// as the codec makes them (Zone::write_state).
-Status write_new_file(const std::string& path, const Zone& zone, const std::string& identity) {
+// as the codec makes them (Zone::write_state). With `give_way`, stops as
+// soon as it is above zero: false then, and the caller removes the file.
+Result<bool> write_new_file(const std::string& path, const Zone& zone, const std::string& identity,
+                            const std::atomic<int>* give_way) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return make_error(ErrorCode::kIo, fmt::format("cannot create {}", path), errno);
     int failed = 0;  // the errno of the first write that failed
-    zone.write_state(identity, [fd, &failed](std::string_view piece) {
-        if (failed == 0) failed = write_whole(fd, piece);
-    });
+    bool gave_way = false;
+    try {
+        zone.write_state(identity, [fd, &failed, give_way](std::string_view piece) {
+            if (give_way && give_way->load(std::memory_order_relaxed) > 0) throw GaveWay{};
+            if (failed == 0) failed = write_whole(fd, piece);
+        });
+    } catch (const GaveWay&) {
+        gave_way = true;
+    }
     if (::close(fd) != 0 && failed == 0) failed = errno;
+    if (gave_way) return false;
     if (failed != 0)
         return make_error(ErrorCode::kIo, fmt::format("cannot write {}", path), failed);
-    return {};
+    return true;
 }
 
 }  // namespace
@@ -54,22 +66,36 @@ Result<std::shared_ptr<const Zone>> WarmStateFile::load(const ZoneConfig& config
 }
 
 Status WarmStateFile::write(const std::shared_ptr<const Zone>& zone) {
+    writes_waiting_.fetch_add(1, std::memory_order_relaxed);
+    std::unique_lock lock(write_mutex_);
+    writes_waiting_.fetch_sub(1, std::memory_order_relaxed);
+    auto written = write_locked(zone, false);
+    if (!written) return written.error();
+    return {};
+}
+
+Result<bool> WarmStateFile::write_in_background(const std::shared_ptr<const Zone>& zone) {
     std::lock_guard lock(write_mutex_);
-    if (written_.lock() == zone) return {};
+    return write_locked(zone, true);
+}
+
+Result<bool> WarmStateFile::write_locked(const std::shared_ptr<const Zone>& zone, bool background) {
+    if (written_.lock() == zone) return true;
     const std::string temporary = path_ + ".tmp";
-    Status status = write_new_file(temporary, *zone, identity_);
-    if (status && ::rename(temporary.c_str(), path_.c_str()) != 0) {
-        status = make_error(ErrorCode::kIo, fmt::format("cannot rename {} to {}", temporary, path_),
-                            errno);
+    auto written =
+        write_new_file(temporary, *zone, identity_, background ? &writes_waiting_ : nullptr);
+    if (written && *written && ::rename(temporary.c_str(), path_.c_str()) != 0) {
+        written = make_error(ErrorCode::kIo,
+                             fmt::format("cannot rename {} to {}", temporary, path_), errno);
     }
-    if (!status) {
+    if (!written || !*written) {
         ::unlink(temporary.c_str());
-        write_failures_.fetch_add(1, std::memory_order_relaxed);
-        return status;
+        if (!written) write_failures_.fetch_add(1, std::memory_order_relaxed);
+        return written;
     }
     written_ = zone;
     writes_.fetch_add(1, std::memory_order_relaxed);
-    return {};
+    return true;
 }
 
 }  // namespace sb::dns

@@ -3,8 +3,9 @@
 // once, before its own first sync (docs/dns.md, "Warm start"). The bytes are
 // Zone's state codec (zone.h: state_bytes, from_state_bytes).
 //
-// Thread safety: load() from any thread; write() from any thread, calls
-// serialised by an internal mutex; the counters from any thread.
+// Thread safety: load() from any thread; write() and write_in_background()
+// from any thread, calls serialised by an internal mutex; the counters from
+// any thread.
 #pragma once
 
 #include <atomic>
@@ -35,16 +36,24 @@ class WarmStateFile {
     // a crash) sees the old file or the new one, never a part. Idempotent
     // for a zone already written (nothing is written again).
     Status write(const std::shared_ptr<const Zone>& zone);
+    // write() for a thread of low priority, which gives way to a write()
+    // called meanwhile: that write waits for no more than this one's next
+    // piece (64 KiB), whose file is then removed. False when it gave way
+    // (nothing is counted); else as write().
+    Result<bool> write_in_background(const std::shared_ptr<const Zone>& zone);
 
     const std::string& path() const { return path_; }
     uint64_t writes() const { return writes_.load(std::memory_order_relaxed); }
     uint64_t write_failures() const { return write_failures_.load(std::memory_order_relaxed); }
 
   private:
+    Result<bool> write_locked(const std::shared_ptr<const Zone>& zone, bool background);
+
     const std::string path_;
     const std::string identity_;
     std::mutex write_mutex_;
-    std::weak_ptr<const Zone> written_;  // guarded by write_mutex_
+    std::weak_ptr<const Zone> written_;   // guarded by write_mutex_
+    std::atomic<int> writes_waiting_{0};  // write() calls waiting for write_mutex_
     std::atomic<uint64_t> writes_{0};
     std::atomic<uint64_t> write_failures_{0};
 };

@@ -155,7 +155,9 @@ class Zone {
     // keep: callers write only synced zones.
     std::string state_bytes(std::string_view identity) const;
     // The same bytes, handed to `sink` in order, in pieces of about 64 KiB:
-    // a writer never holds them whole. `sink` may not touch this zone.
+    // a writer never holds them whole. `sink` may not touch this zone. A
+    // `sink` that throws stops the writing: the exception leaves
+    // write_state, and `sink` is not called again.
     void write_state(std::string_view identity,
                      const std::function<void(std::string_view)>& sink) const;
     // The zone `bytes` describe, synced, for `config`. Error (one line: why)

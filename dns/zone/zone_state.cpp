@@ -39,8 +39,9 @@ uint32_t checksum(std::string_view bytes) {
 class StateWriter {
   public:
     static constexpr size_t kPiece = 64 * 1024;
+    // The last piece is handed over by flush(), not by the destructor: a
+    // sink may throw, and the destructor runs while that exception unwinds.
     explicit StateWriter(const std::function<void(std::string_view)>& sink) : sink_(sink) {}
-    ~StateWriter() { flush(); }
     StateWriter(const StateWriter&) = delete;
     StateWriter& operator=(const StateWriter&) = delete;
 
@@ -254,6 +255,7 @@ void Zone::write_state(std::string_view identity,
     out.u32(static_cast<uint32_t>(length));
     out.u32(sum);
     payload(out);
+    out.flush();
 }
 
 std::string Zone::state_bytes(std::string_view identity) const {
