@@ -1,8 +1,7 @@
 #include "dns/dns_service.h"
 
 #include <sched.h>
-#include <sys/resource.h>
-#include <unistd.h>
+#include <time.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -48,12 +47,17 @@ constexpr auto kListenDrain = std::chrono::milliseconds(3500);
 // rewritten: a burst of zones costs one write, and a crash loses at most
 // this much of the zone (docs/dns.md, "Warm start").
 constexpr auto kStateWriteDelay = std::chrono::seconds(1);
-// ...and no sooner after the last write than this many times what it took:
-// a write costs what the zone holds (about 0.2 s of a core at 50k Services),
+// ...and no sooner after the last write than this many times the CPU time it
+// took (its pauses for changes excluded): a write costs what the zone holds
+// (1-2 s of a core at 50k Services),
 // and rewriting it every second under a stream of changes took most of the
 // CPU the syncs needed (issue 26). The file then lags by at most 2% of the
 // time, and stop and hand-over write it fresh anyway.
 constexpr int kStateWriteCostFactor = 50;
+// A background write of the warm state leaves the CPU to the change that
+// came last: each of its 64 KiB pieces waits until this long after the
+// Store's last change, so no longer than this (docs/dns.md, "Warm start").
+constexpr auto kStateWriteQuiet = std::chrono::milliseconds(50);
 
 // The CPUs this process may run on (its affinity mask, as Go's runtime
 // sizes GOMAXPROCS for CoreDNS): a Pod pinned to CPUs by the kubelet's
@@ -65,6 +69,13 @@ unsigned usable_cpus() {
         if (int count = CPU_COUNT(&set); count > 0) return static_cast<unsigned>(count);
     }
     return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// The CPU time the calling thread has used.
+std::chrono::nanoseconds thread_cpu_time() {
+    timespec now{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
 }
 
 std::string listen_names(const std::vector<ListenerState>& listeners) {
@@ -154,7 +165,7 @@ struct StateWriteSchedule {
     // The next write (none due: nullopt).
     std::optional<std::chrono::steady_clock::time_point> due;
     // No write is due before this: the last one's end plus
-    // kStateWriteCostFactor times its duration.
+    // kStateWriteCostFactor times its CPU time.
     std::chrono::steady_clock::time_point earliest{};
 };
 
@@ -319,14 +330,15 @@ struct DnsService::Impl {
     // Writes the published zone to the warm state's file when it is synced
     // (the file's own zone is not written again). A failure is one warning
     // line per run of failures, and counted. `background`: the state
-    // writer's, which gives way to a write of stop() or persist_state().
+    // writer's, which pauses for changes and gives way to a write of
+    // stop() or persist_state().
     Status write_state(bool background = false) {
         if (!state_file) return {};
         auto zone = zones.get();
         if (!zone || !zone->synced()) return {};
         Status status;
         if (background) {
-            auto written = state_file->write_in_background(zone);
+            auto written = state_file->write_in_background(zone, [this] { wait_for_quiet(); });
             if (written && !*written) return {};  // gave way: that write reports
             if (!written) status = written.error();
         } else {
@@ -340,17 +352,31 @@ struct DnsService::Impl {
         return status;
     }
 
-    // The state writer's thread: writes when a write falls due, at the
-    // lowest priority (nice 19). A write takes about 0.2 s of a core at 50k
-    // Services; at normal priority it took the CPU that a change's sync and
-    // the watch needed on a 2-core node, and changes that came during it
-    // waited (issue 26). The write still progresses on a busy node (nice 19
-    // is a small share, not none, as SCHED_IDLE would be), and the zone it
-    // holds meanwhile is one the builder may already have replaced.
-    void run_state_writer() {
-        if (::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19) != 0) {
-            log::warn("dns: warm state writer keeps its priority: {}", std::strerror(errno));
+    // Sleeps until kStateWriteQuiet after the Store's last change (at most
+    // that long): a write of the warm state takes seconds of a core at 50k
+    // Services, and on a 2-core node the changes that came during it waited
+    // for the CPU their watch, sync and zone update needed (issue 26). A
+    // pause, not a lower priority: the process has one malloc arena, and a
+    // low-priority thread preempted while holding its lock would stall
+    // every other thread for as long as the node's load keeps it off.
+    void wait_for_quiet() {
+        std::chrono::steady_clock::time_point last_change;
+        {
+            std::lock_guard lock(builder->mutex);
+            last_change = builder->last_change;
         }
+        const auto quiet_at = last_change + kStateWriteQuiet;
+        const auto now = std::chrono::steady_clock::now();
+        if (now < quiet_at)
+            std::this_thread::sleep_for(
+                std::min<std::chrono::steady_clock::duration>(quiet_at - now, kStateWriteQuiet));
+    }
+
+    // The state writer's thread: writes when a write falls due, pausing for
+    // changes (wait_for_quiet), so that neither the zone builder nor a
+    // change's sync waits for it. The zone it holds meanwhile is one the
+    // builder may already have replaced.
+    void run_state_writer() {
         auto& schedule = state_writes;
         std::unique_lock lock(schedule.mutex);
         while (true) {
@@ -363,11 +389,14 @@ struct DnsService::Impl {
             if (!schedule.due || std::chrono::steady_clock::now() < *schedule.due) continue;
             schedule.due.reset();
             lock.unlock();
-            const auto began = std::chrono::steady_clock::now();
+            const auto began = thread_cpu_time();
             run_guarded("dns warm state", [this] { (void)write_state(true); });
-            const auto ended = std::chrono::steady_clock::now();
+            const auto cost = thread_cpu_time() - began;
             lock.lock();
-            schedule.earliest = ended + kStateWriteCostFactor * (ended - began);
+            schedule.earliest =
+                std::chrono::steady_clock::now() +
+                kStateWriteCostFactor *
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(cost);
         }
     }
 

@@ -20,17 +20,24 @@ namespace {
 struct GaveWay {};
 
 // Writes `zone`'s state to the new file `path` (mode 0600), piece by piece
-// as the codec makes them (Zone::write_state). With `give_way`, stops as
-// soon as it is above zero: false then, and the caller removes the file.
+// as the codec makes them (Zone::write_state). With `before_piece`, calls it
+// before each piece and stops as soon as `give_way` is above zero: false
+// then, and the caller removes the file.
 Result<bool> write_new_file(const std::string& path, const Zone& zone, const std::string& identity,
-                            const std::atomic<int>* give_way) {
+                            const std::function<void()>* before_piece,
+                            const std::atomic<int>& give_way) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return make_error(ErrorCode::kIo, fmt::format("cannot create {}", path), errno);
     int failed = 0;  // the errno of the first write that failed
     bool gave_way = false;
+    auto giving_way = [&give_way] { return give_way.load(std::memory_order_relaxed) > 0; };
     try {
-        zone.write_state(identity, [fd, &failed, give_way](std::string_view piece) {
-            if (give_way && give_way->load(std::memory_order_relaxed) > 0) throw GaveWay{};
+        zone.write_state(identity, [&](std::string_view piece) {
+            if (before_piece) {
+                if (giving_way()) throw GaveWay{};
+                (*before_piece)();
+                if (giving_way()) throw GaveWay{};
+            }
             if (failed == 0) failed = write_whole(fd, piece);
         });
     } catch (const GaveWay&) {
@@ -69,21 +76,22 @@ Status WarmStateFile::write(const std::shared_ptr<const Zone>& zone) {
     writes_waiting_.fetch_add(1, std::memory_order_relaxed);
     std::unique_lock lock(write_mutex_);
     writes_waiting_.fetch_sub(1, std::memory_order_relaxed);
-    auto written = write_locked(zone, false);
+    auto written = write_locked(zone, nullptr);
     if (!written) return written.error();
     return {};
 }
 
-Result<bool> WarmStateFile::write_in_background(const std::shared_ptr<const Zone>& zone) {
+Result<bool> WarmStateFile::write_in_background(const std::shared_ptr<const Zone>& zone,
+                                                const std::function<void()>& before_piece) {
     std::lock_guard lock(write_mutex_);
-    return write_locked(zone, true);
+    return write_locked(zone, &before_piece);
 }
 
-Result<bool> WarmStateFile::write_locked(const std::shared_ptr<const Zone>& zone, bool background) {
+Result<bool> WarmStateFile::write_locked(const std::shared_ptr<const Zone>& zone,
+                                         const std::function<void()>* before_piece) {
     if (written_.lock() == zone) return true;
     const std::string temporary = path_ + ".tmp";
-    auto written =
-        write_new_file(temporary, *zone, identity_, background ? &writes_waiting_ : nullptr);
+    auto written = write_new_file(temporary, *zone, identity_, before_piece, writes_waiting_);
     if (written && *written && ::rename(temporary.c_str(), path_.c_str()) != 0) {
         written = make_error(ErrorCode::kIo,
                              fmt::format("cannot rename {} to {}", temporary, path_), errno);

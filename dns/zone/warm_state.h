@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,18 +37,22 @@ class WarmStateFile {
     // a crash) sees the old file or the new one, never a part. Idempotent
     // for a zone already written (nothing is written again).
     Status write(const std::shared_ptr<const Zone>& zone);
-    // write() for a thread of low priority, which gives way to a write()
-    // called meanwhile: that write waits for no more than this one's next
-    // piece (64 KiB), whose file is then removed. False when it gave way
-    // (nothing is counted); else as write().
-    Result<bool> write_in_background(const std::shared_ptr<const Zone>& zone);
+    // write() for a background thread: `before_piece` runs before each
+    // piece of about 64 KiB (it may sleep, to leave the CPU to others), and
+    // the write gives way to a write() called meanwhile, which waits for no
+    // more than one piece and one `before_piece`; the given-up file is
+    // removed. False when it gave way (nothing is counted); else as write().
+    Result<bool> write_in_background(const std::shared_ptr<const Zone>& zone,
+                                     const std::function<void()>& before_piece);
 
     const std::string& path() const { return path_; }
     uint64_t writes() const { return writes_.load(std::memory_order_relaxed); }
     uint64_t write_failures() const { return write_failures_.load(std::memory_order_relaxed); }
 
   private:
-    Result<bool> write_locked(const std::shared_ptr<const Zone>& zone, bool background);
+    // `before_piece` null: a write() that gives way to nothing.
+    Result<bool> write_locked(const std::shared_ptr<const Zone>& zone,
+                              const std::function<void()>* before_piece);
 
     const std::string path_;
     const std::string identity_;

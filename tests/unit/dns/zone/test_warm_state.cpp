@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <catch.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -60,10 +61,20 @@ TEST_CASE("warm state file: a write is read back, and the same zone is not writt
     REQUIRE(loaded.ok());
     CHECK((*loaded)->serial() == zone->serial());
     CHECK((*loaded)->name_count() == zone->name_count());
-    auto again = file.write_in_background(zone);
+    auto again = file.write_in_background(zone, [] {});
     REQUIRE(again.ok());
     CHECK(*again);  // already written: nothing to give way
     CHECK(file.writes() == 1);
+
+    // A background write runs its pause before each piece it writes.
+    auto bigger = zone_of(2000, 43);
+    int pauses = 0;
+    auto written = file.write_in_background(bigger, [&pauses] { ++pauses; });
+    REQUIRE(written.ok());
+    CHECK(*written);
+    CHECK(file.writes() == 2);
+    CHECK(pauses > 1);  // more than one 64 KiB piece
+    CHECK((*file.load(ZoneConfig{}))->serial() == bigger->serial());
 }
 
 TEST_CASE("zone state: a sink that throws stops the writing") {
@@ -85,7 +96,10 @@ TEST_CASE("warm state file: a background write gives way to a write meanwhile") 
     auto big = zone_of(20000, 1);  // megabytes: many pieces
     auto fresh = zone_of(2, 2);
     Result<bool> background = false;
-    std::thread writer([&] { background = file.write_in_background(big); });
+    std::thread writer([&] {
+        background = file.write_in_background(
+            big, [] { std::this_thread::sleep_for(std::chrono::milliseconds(1)); });
+    });
     // Once the background write has its file open (bounded wait), write().
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!std::filesystem::exists(path + ".tmp") && std::chrono::steady_clock::now() < deadline) {
