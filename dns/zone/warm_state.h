@@ -39,9 +39,12 @@ class WarmStateFile {
     Status write(const std::shared_ptr<const Zone>& zone);
     // write() for a background thread: `before_piece` runs before each
     // piece of about 64 KiB (it may sleep, to leave the CPU to others), and
-    // the write gives way to a write() called meanwhile, which waits for no
-    // more than one piece and one `before_piece`; the given-up file is
-    // removed. False when it gave way (nothing is counted); else as write().
+    // the write gives way to a write() called meanwhile at its next piece;
+    // the given-up file is removed. Neither reaches the codec's first pass,
+    // which measures the whole zone for the header before the first piece
+    // (Zone::write_state; about half the write's CPU): that write() waits
+    // for the rest of it, or for one piece and one `before_piece`. False
+    // when it gave way (nothing is counted); else as write().
     Result<bool> write_in_background(const std::shared_ptr<const Zone>& zone,
                                      const std::function<void()>& before_piece);
 
