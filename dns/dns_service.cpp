@@ -15,7 +15,8 @@
 #include <utility>
 
 #include "base/log.h"
-#include "base/panic_guard.h"
+#include "base/threads/panic_guard.h"
+#include "base/threads/thread_name.h"
 #include "dns/forward/cache_set.h"
 #include "dns/forward/forward.h"
 #include "dns/search_path/pod_directory.h"
@@ -547,9 +548,15 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
         impl->builder->full = true;
         impl->builder->first_change = impl->builder->last_change = std::chrono::steady_clock::now();
     }
-    impl->builder_thread = std::thread([raw] { raw->run_builder(); });
+    impl->builder_thread = std::thread([raw] {
+        name_this_thread("sb-dns-zone");
+        raw->run_builder();
+    });
     if (impl->state_file)
-        impl->state_writer_thread = std::thread([raw] { raw->run_state_writer(); });
+        impl->state_writer_thread = std::thread([raw] {
+            name_this_thread("sb-dns-state");
+            raw->run_state_writer();
+        });
     std::vector<ListenerState> listening;
     std::vector<ListenerState> waiting;
     for (const auto& listener : impl->server->listeners()) {

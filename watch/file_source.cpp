@@ -22,6 +22,7 @@
 
 #include "base/file_text.h"
 #include "base/log.h"
+#include "base/threads/thread_name.h"
 #include "watch/decode.h"
 
 namespace sb::watch {
@@ -446,7 +447,10 @@ Status FileSource::start() {
         inotify_fd_ = wake_fd_ = -1;
         return error;
     }
-    thread_ = std::thread(&FileSource::run, this);
+    thread_ = std::thread([this] {
+        name_this_thread("sb-file-source");
+        run();
+    });
     return {};
 }
 

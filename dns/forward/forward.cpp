@@ -16,8 +16,9 @@
 #include <cstring>
 
 #include "base/log.h"
-#include "base/panic_guard.h"
 #include "base/socket_address.h"
+#include "base/threads/panic_guard.h"
+#include "base/threads/thread_name.h"
 #include "dns/forward/upstream_exchange.h"
 
 namespace sb::dns {
@@ -139,10 +140,16 @@ Status Forwarder::start() {
     // The first probes are the owner's to send, once its server listens.
     next_loop_check_ = std::chrono::steady_clock::now() + options_.loop_check_interval;
     health_->start();
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this] {
+        name_this_thread("sb-dns-forward");
+        run();
+    });
     unsigned tcp_threads = options_.tcp_threads * (tcp_per_query ? 4 : 1);
     for (unsigned i = 0; i < tcp_threads; ++i) {
-        tcp_threads_.emplace_back([this] { run_tcp(); });
+        tcp_threads_.emplace_back([this] {
+            name_this_thread("sb-dns-fwd-tcp");
+            run_tcp();
+        });
     }
     return {};
 }

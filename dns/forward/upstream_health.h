@@ -6,7 +6,7 @@
 // never probed, never down. docs/dns.md#forwarding.
 //
 // Probes run one at a time, each bounded by `probe_timeout` (CoreDNS's 1 s),
-// over TCP for force_tcp sets, else UDP, as tasks (base/background.h) of a
+// over TCP for force_tcp sets, else UDP, as tasks (base/threads/background.h) of a
 // Background of their own rather than the process's shared one: a probe
 // blocks on its socket, and a set of dead upstreams would hold the shared
 // thread's reloads and retries back by a probe timeout each
@@ -23,8 +23,8 @@
 #include <optional>
 #include <vector>
 
-#include "base/background.h"
 #include "base/ip.h"
+#include "base/threads/background.h"
 #include "dns/forward/forward_metrics.h"
 #include "dns/forward/secure_random.h"
 

@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "base/log.h"
-#include "base/panic_guard.h"
 #include "base/socket_address.h"
+#include "base/threads/panic_guard.h"
 #include "dns/search_path/autopath.h"
 #include "dns/wire/quick_query.h"
 #include "dns/zone/loadbalance.h"

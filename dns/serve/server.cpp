@@ -9,8 +9,8 @@
 
 #include "base/listeners/socket_pool.h"
 #include "base/log.h"
-#include "base/panic_guard.h"
 #include "base/socket_address.h"
+#include "base/threads/panic_guard.h"
 #include "dns/serve/worker.h"
 
 namespace sb::dns {

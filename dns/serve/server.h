@@ -9,14 +9,14 @@
 // thread and reach their worker through its inbox.
 //
 // An exception while serving (a query, a forwarded reply, a TCP connection,
-// a UDP batch) is caught by run_guarded (base/panic_guard.h): counted in
+// a UDP batch) is caught by run_guarded (base/threads/panic_guard.h): counted in
 // coredns_panics_total, the query answered SERVFAIL where there is one, the
 // TCP connection closed, and the thread goes on serving.
 //
 // Each (address, protocol) is a listener bound on its own: one that cannot
 // bind (the port is taken, the address is not on this host yet) is logged
 // once at warn, counted and retried every `bind_retry_interval` on the
-// process's background thread (base/background.h), and the others serve
+// process's background thread (base/threads/background.h), and the others serve
 // meanwhile.
 //
 // Thread safety: start() and stop() for one controlling thread; the zone
@@ -41,10 +41,10 @@
 #include <string>
 #include <vector>
 
-#include "base/background.h"
 #include "base/ip.h"
 #include "base/metrics.h"
 #include "base/result.h"
+#include "base/threads/background.h"
 #include "dns/serve/engine.h"
 #include "dns/serve/server_options.h"
 

@@ -8,8 +8,9 @@
 #include <cerrno>
 
 #include "base/listeners/socket_pool.h"
-#include "base/panic_guard.h"
 #include "base/socket_address.h"
+#include "base/threads/panic_guard.h"
+#include "base/threads/thread_name.h"
 
 namespace sb::dns {
 
@@ -39,6 +40,7 @@ UdpLoop::~UdpLoop() {
 
 void UdpLoop::start() {
     thread_ = std::thread([this] {
+        name_this_thread("sb-dns-udp");
         while (!stopping_.load(std::memory_order_relaxed)) {
             run_guarded("dns udp worker", [this] { serve_batch(); });
         }

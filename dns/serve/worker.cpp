@@ -7,7 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "base/panic_guard.h"
+#include "base/threads/panic_guard.h"
+#include "base/threads/thread_name.h"
 
 namespace sb::dns {
 
@@ -35,7 +36,10 @@ Status Worker::open() {
     limits.read_timeout = options_.tcp_read_timeout;
     limits.idle_timeout = options_.tcp_idle_timeout;
     tcp_ = std::make_unique<TcpConnections>(epoll_fd_, limits, *this, tcp_dispatcher_.stats());
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this] {
+        name_this_thread("sb-dns-worker");
+        run();
+    });
     return {};
 }
 

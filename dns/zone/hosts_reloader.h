@@ -1,6 +1,6 @@
 // HostsReloader: keeps the hosts plugin's table current: builds the first
 // one at start, then every `reload` interval, on the process's background
-// thread (base/background.h), re-reads the file when its identity (inode,
+// thread (base/threads/background.h), re-reads the file when its identity (inode,
 // size, modification time: base/file_watch.h) changed and publishes a new
 // table. A file that cannot be read (missing,
 // not a regular file, over kMaxHostsFileBytes or kMaxHostsMappings) keeps
@@ -11,8 +11,8 @@
 // the reload task's (tests call it with the task not started).
 #pragma once
 
-#include "base/background.h"
 #include "base/file_watch.h"
+#include "base/threads/background.h"
 #include "dns/zone/hosts.h"
 
 namespace sb::dns {

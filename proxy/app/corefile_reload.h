@@ -3,7 +3,7 @@
 // Every INTERVAL plus a jitter picked once per configuration (uniform in
 // [-JITTER/2, JITTER/2), as CoreDNS picks it) the --dns-corefile path is
 // opened again (a ConfigMap update swaps the `..data` symlink under it) and
-// read, on the process's background thread (base/background.h). A content
+// read, on the process's background thread (base/threads/background.h). A content
 // seen before (base/file_watch.h) is no change; otherwise the SHA-512 of its
 // parsed form (blocks, keys, directives: comments
 // and spacing do not count, as CoreDNS hashes its parsed server blocks) is
@@ -24,10 +24,10 @@
 #include <optional>
 #include <string>
 
-#include "base/background.h"
 #include "base/file_watch.h"
 #include "base/metrics.h"
 #include "base/result.h"
+#include "base/threads/background.h"
 #include "dns/corefile/config.h"
 #include "dns/corefile/grammar.h"
 

@@ -14,7 +14,8 @@
 #include <cstring>
 
 #include "base/log.h"
-#include "base/panic_guard.h"
+#include "base/threads/panic_guard.h"
+#include "base/threads/thread_name.h"
 
 namespace sb::proxy {
 
@@ -116,7 +117,10 @@ Status HandoverServer::start(const std::string& folder, Give give, Sent sent) {
         listener_ = -1;
         return make_error(ErrorCode::kIo, fmt::format("hand-over socket {}", path_), saved);
     }
-    thread_ = std::thread([this] { serve(); });
+    thread_ = std::thread([this] {
+        name_this_thread("sb-handover");
+        serve();
+    });
     return {};
 }
 

@@ -14,6 +14,7 @@
 
 #include "base/listeners/socket_pool.h"
 #include "base/log.h"
+#include "base/threads/thread_name.h"
 #include "proxy/http/session.h"
 
 namespace sb::proxy {
@@ -285,6 +286,7 @@ void HttpServer::append_metrics(metrics::TextWriter& out) const {
 void HttpServer::start() {
     if (impl_->thread.joinable()) return;
     impl_->thread = std::thread([this] {
+        name_this_thread("sb-http");
         // Handlers catch their own exceptions; this guards Asio itself.
         while (true) {
             try {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "base/threads/thread_name.h"
 
 namespace sb::proxy {
 
@@ -101,7 +102,10 @@ void SyncRunner::start() {
     std::lock_guard lock(mutex_);
     if (thread_.joinable()) return;
     stopping_ = false;
-    thread_ = std::thread([this] { loop(); });
+    thread_ = std::thread([this] {
+        name_this_thread("sb-sync");
+        loop();
+    });
 }
 
 void SyncRunner::stop() {

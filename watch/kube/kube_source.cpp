@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "base/threads/thread_name.h"
 #include "watch/kube/beast_transport.h"
 #include "watch/kube/credentials.h"
 #include "watch/kube/reflector.h"
@@ -75,7 +76,10 @@ class KubeSource::Impl {
         for (size_t i = 0; i < reflector_.resource_count(); ++i) {
             asio::co_spawn(io_, reflector_.run(i), asio::detached);
         }
-        thread_ = std::thread([this] { io_.run(); });
+        thread_ = std::thread([this] {
+            name_this_thread("sb-watch");
+            io_.run();
+        });
     }
 
     // The coroutine frames still pending, and the transports they own, are

@@ -10,8 +10,8 @@
 #include <chrono>
 #include <thread>
 
-#include "base/panic_guard.h"
 #include "base/socket_address.h"
+#include "base/threads/panic_guard.h"
 #include "dns/dns_service.h"
 #include "dns/serve/server.h"
 #include "tests/unit/exposition.h"

@@ -1,4 +1,4 @@
-#include "base/panic_guard.h"
+#include "base/threads/panic_guard.h"
 
 #include <atomic>
 #include <bit>

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "base/panic_guard.h"
+#include "base/threads/panic_guard.h"
 
 using namespace sb;
 

@@ -1,4 +1,4 @@
-#include "base/background.h"
+#include "base/threads/background.h"
 
 #include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
@@ -10,7 +10,8 @@
 #include <random>
 #include <thread>
 
-#include "base/panic_guard.h"
+#include "base/threads/panic_guard.h"
+#include "base/threads/thread_name.h"
 
 namespace sb {
 
@@ -19,7 +20,10 @@ namespace asio = boost::asio;
 struct Background::Loop {
     asio::io_context io;
     asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-    std::thread thread{[this] { io.run(); }};
+    std::thread thread{[this] {
+        name_this_thread("sb-background");
+        io.run();
+    }};
 
     bool on_thread() const { return std::this_thread::get_id() == thread.get_id(); }
 };

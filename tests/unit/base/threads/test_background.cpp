@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "base/background.h"
-#include "base/panic_guard.h"
+#include "base/threads/background.h"
+#include "base/threads/panic_guard.h"
 
 using namespace sb;
 using namespace std::chrono_literals;

@@ -6,7 +6,7 @@
 //
 // Tasks of one Background run one at a time, in the order they fall due
 // (two due at once: in the order they were scheduled). Every run is under
-// run_guarded (base/panic_guard.h): an exception is counted in
+// run_guarded (base/threads/panic_guard.h): an exception is counted in
 // coredns_panics_total and logged with the task's `where`, and the thread
 // goes on; a repeating task runs again after the delay it last asked for.
 //
