@@ -281,10 +281,14 @@ struct DnsService::Impl {
             log::info("dns: the first synced zone ({} names) replaces the warm state",
                       zone->name_count());
         }
-        if (zone->synced()) schedule_state_write();
+        const bool synced = zone->synced();
         zone_names = zone->name_count();
         zone_serial = zone->serial();
         zones.publish(std::move(zone));
+        // After the publish: the writer writes the published zone, and one
+        // scheduled before it would find the previous one (not synced, on a
+        // first sync) and write nothing until the next change.
+        if (synced) schedule_state_write();
         latency->observe(changed, *snapshot, std::chrono::system_clock::now());
         rebuilds.fetch_add(1, std::memory_order_relaxed);
     }
