@@ -552,15 +552,10 @@ Result<std::unique_ptr<DnsService>> DnsService::start(DnsOptions options, watch:
         impl->builder->full = true;
         impl->builder->first_change = impl->builder->last_change = std::chrono::steady_clock::now();
     }
-    impl->builder_thread = std::thread([raw] {
-        name_this_thread("sb-dns-zone");
-        raw->run_builder();
-    });
+    impl->builder_thread = start_named_thread("sb-dns-zone", [raw] { raw->run_builder(); });
     if (impl->state_file)
-        impl->state_writer_thread = std::thread([raw] {
-            name_this_thread("sb-dns-state");
-            raw->run_state_writer();
-        });
+        impl->state_writer_thread =
+            start_named_thread("sb-dns-state", [raw] { raw->run_state_writer(); });
     std::vector<ListenerState> listening;
     std::vector<ListenerState> waiting;
     for (const auto& listener : impl->server->listeners()) {

@@ -447,10 +447,7 @@ Status FileSource::start() {
         inotify_fd_ = wake_fd_ = -1;
         return error;
     }
-    thread_ = std::thread([this] {
-        name_this_thread("sb-file-source");
-        run();
-    });
+    thread_ = start_named_thread("sb-file-source", [this] { run(); });
     return {};
 }
 

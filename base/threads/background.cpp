@@ -20,10 +20,7 @@ namespace asio = boost::asio;
 struct Background::Loop {
     asio::io_context io;
     asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-    std::thread thread{[this] {
-        name_this_thread("sb-background");
-        io.run();
-    }};
+    std::thread thread = start_named_thread("sb-background", [this] { io.run(); });
 
     bool on_thread() const { return std::this_thread::get_id() == thread.get_id(); }
 };

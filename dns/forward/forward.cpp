@@ -140,16 +140,10 @@ Status Forwarder::start() {
     // The first probes are the owner's to send, once its server listens.
     next_loop_check_ = std::chrono::steady_clock::now() + options_.loop_check_interval;
     health_->start();
-    thread_ = std::thread([this] {
-        name_this_thread("sb-dns-forward");
-        run();
-    });
+    thread_ = start_named_thread("sb-dns-forward", [this] { run(); });
     unsigned tcp_threads = options_.tcp_threads * (tcp_per_query ? 4 : 1);
     for (unsigned i = 0; i < tcp_threads; ++i) {
-        tcp_threads_.emplace_back([this] {
-            name_this_thread("sb-dns-fwd-tcp");
-            run_tcp();
-        });
+        tcp_threads_.push_back(start_named_thread("sb-dns-fwd-tcp", [this] { run_tcp(); }));
     }
     return {};
 }

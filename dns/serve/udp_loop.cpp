@@ -39,8 +39,7 @@ UdpLoop::~UdpLoop() {
 }
 
 void UdpLoop::start() {
-    thread_ = std::thread([this] {
-        name_this_thread("sb-dns-udp");
+    thread_ = start_named_thread("sb-dns-udp", [this] {
         while (!stopping_.load(std::memory_order_relaxed)) {
             run_guarded("dns udp worker", [this] { serve_batch(); });
         }

@@ -36,10 +36,7 @@ Status Worker::open() {
     limits.read_timeout = options_.tcp_read_timeout;
     limits.idle_timeout = options_.tcp_idle_timeout;
     tcp_ = std::make_unique<TcpConnections>(epoll_fd_, limits, *this, tcp_dispatcher_.stats());
-    thread_ = std::thread([this] {
-        name_this_thread("sb-dns-worker");
-        run();
-    });
+    thread_ = start_named_thread("sb-dns-worker", [this] { run(); });
     return {};
 }
 

@@ -117,10 +117,7 @@ Status HandoverServer::start(const std::string& folder, Give give, Sent sent) {
         listener_ = -1;
         return make_error(ErrorCode::kIo, fmt::format("hand-over socket {}", path_), saved);
     }
-    thread_ = std::thread([this] {
-        name_this_thread("sb-handover");
-        serve();
-    });
+    thread_ = start_named_thread("sb-handover", [this] { serve(); });
     return {};
 }
 

@@ -285,8 +285,7 @@ void HttpServer::append_metrics(metrics::TextWriter& out) const {
 
 void HttpServer::start() {
     if (impl_->thread.joinable()) return;
-    impl_->thread = std::thread([this] {
-        name_this_thread("sb-http");
+    impl_->thread = start_named_thread("sb-http", [this] {
         // Handlers catch their own exceptions; this guards Asio itself.
         while (true) {
             try {

@@ -102,10 +102,7 @@ void SyncRunner::start() {
     std::lock_guard lock(mutex_);
     if (thread_.joinable()) return;
     stopping_ = false;
-    thread_ = std::thread([this] {
-        name_this_thread("sb-sync");
-        loop();
-    });
+    thread_ = start_named_thread("sb-sync", [this] { loop(); });
 }
 
 void SyncRunner::stop() {

@@ -76,10 +76,7 @@ class KubeSource::Impl {
         for (size_t i = 0; i < reflector_.resource_count(); ++i) {
             asio::co_spawn(io_, reflector_.run(i), asio::detached);
         }
-        thread_ = std::thread([this] {
-            name_this_thread("sb-watch");
-            io_.run();
-        });
+        thread_ = start_named_thread("sb-watch", [this] { io_.run(); });
     }
 
     // The coroutine frames still pending, and the transports they own, are

@@ -1,10 +1,12 @@
 // name_this_thread: the name the kernel shows for the calling thread, cut to
-// the 15 bytes the kernel keeps; other threads keep theirs.
+// the 15 bytes the kernel keeps; other threads keep theirs. start_named_thread:
+// the body runs under its name, which the thread holds a copy of.
 #include <catch.hpp>
 
 #include <pthread.h>
 
 #include <array>
+#include <future>
 #include <string>
 #include <thread>
 
@@ -47,4 +49,21 @@ TEST_CASE("name_this_thread leaves other threads' names alone") {
     const std::string before = own_name();
     CHECK(named("sb-other") == "sb-other");
     CHECK(own_name() == before);
+}
+
+TEST_CASE("start_named_thread runs the body under the name, copied before the caller's goes") {
+    std::promise<void> go;
+    std::string seen;
+    std::thread thread;
+    {
+        std::string name = "sb-dns-state";
+        thread = start_named_thread(name, [&seen, wait = go.get_future()]() mutable {
+            wait.wait();  // until the caller's string is gone
+            seen = own_name();
+        });
+        name.assign("overwritten-and-gone");
+    }
+    go.set_value();
+    thread.join();
+    CHECK(seen == "sb-dns-state");
 }
