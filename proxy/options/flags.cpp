@@ -170,6 +170,26 @@ std::optional<OptionValue> choose_value(const OptionSpec& spec, const Token* tok
     return OptionValue{&spec, std::string(*spec.default_text), default_origin(spec, config_file)};
 }
 
+// The BridgeInterface and InterfaceNamePrefix detect-local modes need their
+// interface. The error is the interface's; when the mode came from the file,
+// it says at which line (an absent field has none of its own).
+Status check_local_interface(const Options& options,
+                             const std::map<std::string_view, Origin>& origins) {
+    const auto mode = options.backend.local_detect_mode;
+    const bool bridge = mode == rules::LocalDetectMode::kBridgeInterface;
+    if ((!bridge && mode != rules::LocalDetectMode::kInterfaceNamePrefix) ||
+        !options.backend.local_interface.empty()) {
+        return {};
+    }
+    const Origin& interface =
+        origins.at(bridge ? "--pod-bridge-interface" : "--pod-interface-name-prefix");
+    const Origin& mode_origin = origins.at("--detect-local-mode");
+    std::string message = fmt::format("must be set when the detect-local mode is {}",
+                                      bridge ? "BridgeInterface" : "InterfaceNamePrefix");
+    if (mode_origin.prefix != mode_origin.name) message += fmt::format(" ({})", mode_origin.prefix);
+    return flag_error(interface.prefix, message);
+}
+
 // Rules that span options, named after the option that must change.
 Status check_combinations(const Options& options, Command command,
                           const std::map<std::string_view, Origin>& origins) {
@@ -187,6 +207,7 @@ Status check_combinations(const Options& options, Command command,
             fmt::format("{} is shorter than {} {}", format_go_duration(options.sync_period),
                         min_sync.name, format_go_duration(options.min_sync_period)));
     }
+    if (auto status = check_local_interface(options, origins); !status) return status;
     if (options.dry_run) {
         for (auto [set, flag] : {std::pair{options.cleanup, "--cleanup"},
                                  std::pair{options.cleanup_kube_proxy, "--cleanup-kube-proxy"},

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -71,6 +72,8 @@ class Reader {
             return error(root.IsNull() ? 1 : line_of(root),
                          "not a KubeProxyConfiguration (want a YAML or JSON object)");
         }
+        std::set<int> seen;
+        if (auto status = check_keys_have_colons(root, seen); !status) return status.error();
         if (auto status = check_type(root); !status) return status.error();
         section_ = section_of(root["mode"]);
         if (auto status = walk(root, ""); !status) return status.error();
@@ -94,6 +97,37 @@ class Reader {
         OptionValue value;
         size_t field_index;
     };
+
+    // yaml-cpp takes a line without ':' in a block mapping ("kind
+    // KubeProxyConfiguration") for a key with no value, which YAML (and
+    // kube-proxy's parser) refuses; such a key's null value is marked where
+    // the key is, where an empty value after ':' is marked later. Each
+    // mapping and sequence is read once, by its position in the text: an
+    // alias repeats a node (a map inside itself, or 2^N copies).
+    Status check_keys_have_colons(const YAML::Node& node, std::set<int>& seen) const {
+        if ((!node.IsSequence() && !node.IsMap()) || !seen.insert(node.Mark().pos).second) {
+            return {};
+        }
+        if (node.IsSequence()) {
+            for (const auto& item : node) {
+                if (auto status = check_keys_have_colons(item, seen); !status) return status;
+            }
+            return {};
+        }
+        for (auto it = node.begin(); it != node.end(); ++it) {
+            YAML::Node key = it->first;
+            YAML::Node value = it->second;
+            const auto key_mark = key.Mark();
+            const auto value_mark = value.Mark();
+            if (value.IsNull() && key.IsScalar() && key_mark.line == value_mark.line &&
+                key_mark.column == value_mark.column) {
+                return error(line_of(key), fmt::format("could not find expected ':' after {}",
+                                                       quote_for_message(key.Scalar())));
+            }
+            if (auto status = check_keys_have_colons(value, seen); !status) return status;
+        }
+        return {};
+    }
 
     Status check_type(const YAML::Node& root) const {
         for (auto [key, want] : {std::pair{"apiVersion", kApiVersion}, std::pair{"kind", kKind}}) {

@@ -29,6 +29,12 @@ using std::chrono::nanoseconds;
 Result<std::optional<HostPort>> parse_bind_address(std::string_view text,
                                                    std::optional<uint16_t> port_flag,
                                                    uint16_t default_port) {
+    // kube-proxy takes IP or IP:PORT here; "[IPv6]" is neither (its flag and
+    // its file's validation refuse it), whatever --*-port says.
+    if (text.starts_with('[') && text.ends_with(']')) {
+        return invalid_value(fmt::format("{} is not IP or IP:PORT (brackets only with a port)",
+                                         quote_for_message(text)));
+    }
     if (text.empty() || port_flag == uint16_t{0}) return std::optional<HostPort>();
     auto address = parse_host_port(text, port_flag.value_or(default_port));
     if (!address) return address.error();
@@ -69,16 +75,13 @@ Status check_interface_name(std::string_view name) {
     return {};
 }
 
-// The interface of the detect-local mode `mode` (its name `mode_name` for
-// the message); kube-proxy validates only the one of the mode in use.
+// The interface of the detect-local mode `mode`; kube-proxy validates only
+// the one of the mode in use. An empty one is refused by check_combinations
+// (proxy/options/flags.cpp), which can say where the mode was set.
 Status store_local_interface(std::string_view text, ApplyContext& context,
-                             rules::LocalDetectMode mode, std::string_view mode_name) {
+                             rules::LocalDetectMode mode) {
     auto& backend = context.options.backend;
-    if (backend.local_detect_mode != mode) return {};
-    if (text.empty()) {
-        return invalid_value(
-            fmt::format("must be set when the detect-local mode is {}", mode_name));
-    }
+    if (backend.local_detect_mode != mode || text.empty()) return {};
     if (auto status = check_interface_name(text); !status) return status;
     backend.local_interface = text;
     return {};
@@ -241,7 +244,14 @@ void add_source_rows(std::vector<OptionSpec>& table) {
         .help = "this node's name; else $NODE_NAME, else the host name",
         .fields = {{.path = "hostnameOverride"}},
         .apply = [](std::string_view text, ApplyContext& context) -> Status {
-            context.options.node_name = trim_lower(text);
+            // kube-proxy refuses a name of blanks (its flag's and its file's)
+            // rather than fall back to the host name; empty means unset.
+            auto name = trim_lower(text);
+            if (name.empty() && !text.empty()) {
+                return invalid_value(
+                    fmt::format("{} is blank: an empty name is invalid", quote_for_message(text)));
+            }
+            context.options.node_name = std::move(name);
             return {};
         },
     });
@@ -296,8 +306,7 @@ void add_local_traffic_rows(std::vector<OptionSpec>& table) {
         .help = "with --detect-local-mode=BridgeInterface: the bridge local Pods are on",
         .fields = {{.path = "detectLocal.bridgeInterface"}},
         .apply = [](std::string_view text, ApplyContext& context) -> Status {
-            return store_local_interface(text, context, rules::LocalDetectMode::kBridgeInterface,
-                                         "BridgeInterface");
+            return store_local_interface(text, context, rules::LocalDetectMode::kBridgeInterface);
         },
     });
     table.push_back({
@@ -307,8 +316,8 @@ void add_local_traffic_rows(std::vector<OptionSpec>& table) {
                 "interfaces",
         .fields = {{.path = "detectLocal.interfaceNamePrefix"}},
         .apply = [](std::string_view text, ApplyContext& context) -> Status {
-            return store_local_interface(
-                text, context, rules::LocalDetectMode::kInterfaceNamePrefix, "InterfaceNamePrefix");
+            return store_local_interface(text, context,
+                                         rules::LocalDetectMode::kInterfaceNamePrefix);
         },
     });
     table.push_back({

@@ -171,6 +171,10 @@ TEST_CASE("the node name: override, then NODE_NAME, then the host name, lowercas
     auto options = parse_flags({}, Environment{"", ""});
     REQUIRE_FALSE(options.ok());
     CHECK(options.error().message.rfind("--hostname-override: ", 0) == 0);
+    // kube-proxy: "empty hostname-override is invalid"; an empty one is unset.
+    CHECK(parse_error({"--hostname-override=  "}) ==
+          "--hostname-override: \"  \" is blank: an empty name is invalid");
+    CHECK(parse_ok({"--hostname-override="}, environment).node_name == "from-env");
 }
 
 TEST_CASE("the plan command and --help") {
@@ -214,6 +218,11 @@ TEST_CASE("every rejection names its flag on one line") {
         0);
     CHECK(parse_error({"--healthz-bind-address=1.2.3.4:99999"})
               .rfind("--healthz-bind-address: ", 0) == 0);
+    // kube-proxy's IP-or-IP:PORT flags refuse a bracketed address without a
+    // port, with or without the deprecated port flag.
+    CHECK(parse_error({"--healthz-bind-address=[::1]", "--healthz-port=10257"}) ==
+          "--healthz-bind-address: \"[::1]\" is not IP or IP:PORT (brackets only with a port)");
+    CHECK(parse_error({"--metrics-bind-address=[::]"}).rfind("--metrics-bind-address: ", 0) == 0);
     CHECK(parse_error({"--cluster-domain=bad_domain"}).rfind("--cluster-domain: ", 0) == 0);
     CHECK(parse_error({"--cluster-domain=-a.b"}).rfind("--cluster-domain: ", 0) == 0);
     CHECK(parse_error({"--cluster-domain="}).rfind("--cluster-domain: ", 0) == 0);

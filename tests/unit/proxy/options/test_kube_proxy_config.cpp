@@ -279,18 +279,30 @@ TEST_CASE("bad files and bad values: PATH:LINE: why") {
           "c.conf:4: iptables.masqueradeBit: \"14\" is not a number");
     CHECK(config_error("bindAddressHardFail: sometimes\n") ==
           "c.conf:3: bindAddressHardFail: \"sometimes\" is not a boolean");
+    // Lines without ':' are YAML syntax errors (kube-proxy: "could not find
+    // expected ':'"), not keys without values.
+    CHECK(config_error("mode nftables\n") ==
+          "c.conf:3: could not find expected ':' after \"mode nftables\"");
+    CHECK(config_error("conntrack:\n  min: 5\n  maxPerCore 3\n") ==
+          "c.conf:5: could not find expected ':' after \"maxPerCore 3\"");
     CHECK(config_error("nodePortAddresses: 10.0.0.0/8\n") ==
           "c.conf:3: nodePortAddresses: is not a list");
     CHECK(config_error("conntrack: 5\n") == "c.conf:3: conntrack: is not an object");
     CHECK(config_error("hostnameOverride: [a, b]\n") ==
           "c.conf:3: hostnameOverride: a list is not a string");
+    // kube-proxy (GetHostname): "empty hostname is invalid", not the host's.
+    CHECK(config_error("hostnameOverride: \"  \"\n") ==
+          "c.conf:3: hostnameOverride: \"  \" is blank: an empty name is invalid");
+    CHECK(config_error("healthzBindAddress: \"[::1]\"\n") ==
+          "c.conf:3: healthzBindAddress: \"[::1]\" is not IP or IP:PORT (brackets only with a "
+          "port)");
     CHECK(config_error("oomScoreAdj: -1001\n") ==
           "c.conf:3: oomScoreAdj: -1001 is out of range -1000-1000");
     CHECK(config_error("bindAddress: 10.0.0.1:80\n") ==
           "c.conf:3: bindAddress: \"10.0.0.1:80\" is not an IP address");
     CHECK(config_error("detectLocalMode: BridgeInterface\n") ==
           "c.conf: detectLocal.bridgeInterface: must be set when the detect-local mode is "
-          "BridgeInterface");
+          "BridgeInterface (c.conf:3: detectLocalMode)");
     CHECK(config_error("detectLocalMode: InterfaceNamePrefix\ndetectLocal:\n"
                        "  interfaceNamePrefix: \"a/b\"\n") ==
           "c.conf:5: detectLocal.interfaceNamePrefix: \"a/b\" is not an interface name (no '/', "
@@ -370,9 +382,14 @@ TEST_CASE("flags and --config combine as kube-proxy combines them") {
         Options file_only = config_ok("hostnameOverride: from-file\nlogging:\n  verbosity: 1\n");
         CHECK(file_only.node_name == "from-file");
         CHECK(file_only.verbosity == 1);
-        // An empty --hostname-override keeps the file's (kube-proxy).
+        // An empty --hostname-override keeps the file's (kube-proxy); one of
+        // blanks is refused.
         CHECK(config_ok("hostnameOverride: from-file\n", {"--hostname-override="}).node_name ==
               "from-file");
+        auto blank = parse_with_config("hostnameOverride: from-file\n", {"--hostname-override= "});
+        REQUIRE_FALSE(blank.ok());
+        CHECK(blank.error().message ==
+              "--hostname-override: \" \" is blank: an empty name is invalid");
         // Neither: NODE_NAME, then the host name.
         CHECK(config_ok("").node_name == "host-a");
     }
@@ -453,4 +470,15 @@ TEST_CASE("control characters never take a message or a warning onto another lin
     CHECK(options.warnings[0] ==
           "c.conf: unknown fields, ignored (as kube-proxy's lenient v1alpha1 decoding does): "
           "new?field?[31m (line 3)");
+}
+
+TEST_CASE("a header line without ':' is a syntax error, not a missing kind") {
+    auto parsed = parse_flags(
+        {"--config=c.conf"},
+        environment_with(
+            {{"c.conf",
+              "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind KubeProxyConfiguration\n"}}));
+    REQUIRE_FALSE(parsed.ok());
+    CHECK(parsed.error().message ==
+          "c.conf:2: could not find expected ':' after \"kind KubeProxyConfiguration\"");
 }
