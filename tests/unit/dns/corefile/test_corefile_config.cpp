@@ -370,6 +370,13 @@ TEST_CASE("corefile config: bad arguments are errors with their line") {
     CHECK(block_error("forward . tls://1.1.1.1") ==
           "Corefile:2: forward: \"tls://1.1.1.1\": DNS over TLS upstreams are not supported; use "
           "a plain address");
+    // DNS over HTTPS (and any scheme but dns://): refused, not taken for a
+    // file name because of its '/'.
+    CHECK(block_error("forward . https://dns.google/dns-query") ==
+          "Corefile:2: forward: \"https://dns.google/dns-query\": \"https\":// upstreams are "
+          "not supported (forward takes dns:// and plain addresses)");
+    CHECK(block_error("forward . 1.1.1.1 grpc://10.0.0.1/x").find("\"grpc\":// upstreams") !=
+          std::string::npos);
     CHECK(block_error("forward . dns.google") ==
           "Corefile:2: forward: \"dns.google\" is not an IP address or a file");
     CHECK(block_error("forward . 1.1.1.1:99999") ==
