@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -107,26 +108,72 @@ Result<ServerConfig> map_block(const CorefileServerBlock& block, MapContext& con
     return server;
 }
 
+// The zones served so far, by (zone, port, bind address; nullopt: every
+// address), with their lines. CoreDNS (core/dnsserver's zone overlap check)
+// refuses a zone served twice on one address, and a zone served both on
+// every address and on some: one listener would take the other's queries.
+class ServedZones {
+  public:
+    // Registers `zone` of the block `server` at `line`, or says which block
+    // it collides with.
+    Status add(const CorefileZone& zone, const ServerConfig& server, const MapContext& context) {
+        std::vector<std::optional<IpAddress>> addresses(server.bind.begin(), server.bind.end());
+        if (addresses.empty()) addresses.emplace_back();
+        const std::string name = escaped_for_message(fmt::format("{}:{}", zone.zone, zone.port));
+        for (const auto& address : addresses) {
+            const Key key{zone.zone, zone.port, address};
+            if (auto same = served_.find(key); same != served_.end()) {
+                return context.at(zone.line, fmt::format("zone {} is already served by the "
+                                                         "block at line {}",
+                                                         name, same->second));
+            }
+            if (auto other = overlapping(key); other != served_.end()) {
+                return context.at(
+                    zone.line,
+                    fmt::format("zone {} {} overlaps the block at line {}, which serves it {}",
+                                name, where(address), other->second,
+                                where(std::get<2>(other->first))));
+            }
+        }
+        for (const auto& address : addresses)
+            served_.emplace(Key{zone.zone, zone.port, address}, zone.line);
+        return {};
+    }
+
+  private:
+    using Key = std::tuple<std::string, uint16_t, std::optional<IpAddress>>;
+
+    // An entry of the same zone and port whose listener covers `key`'s:
+    // the unbound one for a bound key, any bound one for an unbound key.
+    std::map<Key, int>::const_iterator overlapping(const Key& key) const {
+        const auto& [zone, port, address] = key;
+        if (address) return served_.find(Key{zone, port, std::nullopt});
+        auto next = served_.upper_bound(key);  // nullopt sorts first
+        if (next != served_.end() && std::get<0>(next->first) == zone &&
+            std::get<1>(next->first) == port) {
+            return next;
+        }
+        return served_.end();
+    }
+
+    static std::string where(const std::optional<IpAddress>& address) {
+        return address ? fmt::format("on {}", *address) : "on every address (no bind)";
+    }
+
+    std::map<Key, int> served_;
+};
+
 }  // namespace
 
 Result<CorefileConfig> map_corefile(const Corefile& corefile, std::string_view path) {
     MapContext context(path);
     CorefileConfig config;
-    // (zone, port, bind) -> line: CoreDNS refuses a zone served twice.
-    std::map<std::tuple<std::string, uint16_t, std::vector<IpAddress>>, int> served;
+    ServedZones served;
     for (const auto& block : corefile.blocks) {
         auto server = map_block(block, context);
         if (!server) return server.error();
         for (const auto& zone : block.zones) {
-            auto [it, fresh] =
-                served.emplace(std::make_tuple(zone.zone, zone.port, server->bind), zone.line);
-            if (!fresh) {
-                return context.at(
-                    zone.line,
-                    fmt::format("zone {} is already served by the block at line {}",
-                                escaped_for_message(fmt::format("{}:{}", zone.zone, zone.port)),
-                                it->second));
-            }
+            if (auto status = served.add(zone, *server, context); !status) return status.error();
         }
         config.servers.push_back(std::move(*server));
     }

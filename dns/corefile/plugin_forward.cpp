@@ -7,6 +7,8 @@
 #include <set>
 #include <string_view>
 
+#include "dns/wire/wire.h"
+
 namespace sb::dns {
 
 namespace {
@@ -41,6 +43,25 @@ Result<ForwardTarget> forward_target(const CorefileDirective& d, std::string_vie
     }
     return context.at(d.line, fmt::format("forward: {} is not an IP address or a file",
                                           escaped_for_message(text)));
+}
+
+// health_check's options after the interval, as CoreDNS checks them:
+// `no_rec` and `domain NAME` (a valid domain name). They shape only the
+// probes: parsed, and not acted on (docs/corefile.md).
+Status check_health_check_options(const CorefileDirective& o, const MapContext& context) {
+    for (size_t i = 1; i < o.args.size(); ++i) {
+        if (o.args[i] == "no_rec") continue;
+        if (o.args[i] != "domain") {
+            return context.at(o.line, fmt::format("health_check: unknown option {}",
+                                                  escaped_for_message(o.args[i])));
+        }
+        if (++i == o.args.size()) return context.at(o.line, "health_check: domain needs a NAME");
+        if (auto name = name_from_text(o.args[i]); !name) {
+            return context.at(o.line, fmt::format("health_check: invalid domain name {}",
+                                                  escaped_for_message(o.args[i])));
+        }
+    }
+    return {};
 }
 
 }  // namespace
@@ -90,6 +111,7 @@ Status map_forward(const CorefileDirective& d, ServerConfig& server, MapContext&
             auto interval = context.check(o, parse_duration(o.args[0]));
             if (!interval) return interval.error();
             f.health_check = *interval;
+            if (auto s = check_health_check_options(o, context); !s) return s;
         } else if (o.name == "force_tcp" || o.name == "prefer_udp") {
             if (auto s = context.count(o, 0, 0); !s) return s;
             (o.name == "force_tcp" ? f.force_tcp : f.prefer_udp) = true;

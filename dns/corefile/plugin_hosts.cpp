@@ -34,6 +34,13 @@ Status map_hosts(const CorefileDirective& d, ServerConfig& server, MapContext& c
             if (!f) return f.error();
             h.fallthrough = std::move(*f);
         } else if (auto address = IpAddress::parse(o.name)) {
+            // CoreDNS reads inline entries only before `fallthrough`; after
+            // it, a line is an unknown property.
+            if (h.fallthrough) {
+                return context.at(o.line, fmt::format("hosts: unknown property {} (inline entries "
+                                                      "come before fallthrough)",
+                                                      escaped_for_message(o.name)));
+            }
             if (o.args.empty()) {
                 return context.at(
                     o.line, fmt::format("hosts: {} has no name", escaped_for_message(o.name)));

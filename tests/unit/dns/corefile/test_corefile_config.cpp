@@ -421,6 +421,25 @@ TEST_CASE("corefile config: bad arguments are errors with their line") {
     CHECK(block_error("loadbalance weighted") ==
           "Corefile:2: loadbalance: policy \"weighted\" is not supported (round_robin only)");
     CHECK(block_error("errors loudly") == "Corefile:2: errors: unknown argument \"loudly\"");
+    // errors' block, as CoreDNS's errorsParse and parseConsolidate check it.
+    CHECK(block_error("errors {\n consolidate 5m\n}") ==
+          "Corefile:3: consolidate: wrong argument count (1, wants 2-3)");
+    CHECK(block_error("errors {\n consolidate soon \".*\"\n}")
+              .rfind("Corefile:3: consolidate: \"soon\" is not a duration", 0) == 0);
+    CHECK(block_error("errors {\n consolidate 5m x loud\n}") ==
+          "Corefile:3: consolidate: \"loud\" is not one of warning, error, info, debug");
+    CHECK(block_error("errors {\n bogus\n}") == "Corefile:3: errors: unknown property \"bogus\"");
+    // health_check's options: no_rec, domain NAME (CoreDNS's parseBlock).
+    CHECK(block_error("forward . 1.1.1.1 {\n health_check 5s domain\n}") ==
+          "Corefile:3: health_check: domain needs a NAME");
+    CHECK(block_error("forward . 1.1.1.1 {\n health_check 5s domain bad..name\n}") ==
+          "Corefile:3: health_check: invalid domain name \"bad..name\"");
+    CHECK(block_error("forward . 1.1.1.1 {\n health_check 5s loud\n}") ==
+          "Corefile:3: health_check: unknown option \"loud\"");
+    // hosts: inline entries only before fallthrough (CoreDNS: unknown property).
+    CHECK(block_error("hosts {\n fallthrough\n 10.0.0.1 a.example\n}") ==
+          "Corefile:4: hosts: unknown property \"10.0.0.1\" (inline entries come before "
+          "fallthrough)");
     CHECK(block_error("hosts {\n 10.0.0.1\n}") == "Corefile:3: hosts: \"10.0.0.1\" has no name");
     CHECK(block_error("hosts {\n ttl 70000\n}") ==
           "Corefile:3: ttl: 70000 is out of range 0-65535");
@@ -430,6 +449,16 @@ TEST_CASE("corefile config: bad arguments are errors with their line") {
           "Corefile:3: cache can only be used once per server block (also at line 2)");
     CHECK(map_error(".:53 {\n}\n.:53 {\n}\n") ==
           "Corefile:3: zone \".:53\" is already served by the block at line 1");
+    // CoreDNS's zone overlap check: one address twice, or every address
+    // (no bind) beside some address, in either order.
+    CHECK(map_error(".:53 {\n bind 127.0.0.1 127.0.0.2\n}\n.:53 {\n bind 127.0.0.2\n}\n") ==
+          "Corefile:4: zone \".:53\" is already served by the block at line 1");
+    CHECK(map_error(".:53 {\n bind 127.0.0.1\n}\n.:53 {\n}\n") ==
+          "Corefile:4: zone \".:53\" on every address (no bind) overlaps the block at line 1, "
+          "which serves it on 127.0.0.1");
+    CHECK(map_error(".:53 {\n}\n.:53 {\n bind ::1\n}\n") ==
+          "Corefile:3: zone \".:53\" on ::1 overlaps the block at line 1, which serves it on "
+          "every address (no bind)");
     CHECK(map_error("a.org:53 b.org:54 {\n}\n") ==
           "Corefile:1: the zones of a server block must share one port (53 and 54)");
 }
@@ -444,11 +473,6 @@ TEST_CASE("corefile config: plugins that read every line may repeat in a block, 
     REQUIRE(config.warnings.size() == 1);
     CHECK(config.warnings[0] ==
           "Corefile:2: plugin \"rewrite\" is not supported; the server runs without it");
-}
-
-TEST_CASE("corefile config: the same zone on another port or bind address is allowed") {
-    auto config = map_ok(".:53 {\n}\n.:5353 {\n}\n.:53 {\n bind 127.0.0.1\n}\n");
-    CHECK(config.servers.size() == 3);
 }
 
 TEST_CASE("corefile apply: kubeadm's Corefile sets DnsOptions") {
@@ -681,4 +705,32 @@ TEST_CASE("corefile options: autopath is the kubernetes block's, and the Corefil
     CHECK(std::find(stub_warnings->begin(), stub_warnings->end(),
                     "Corefile:4: autopath is served only in the kubernetes block; ignored here") !=
           stub_warnings->end());
+}
+
+TEST_CASE("corefile config: one zone on different addresses, or on other ports, is no overlap") {
+    auto config = map_ok(
+        ".:53 {\n bind 127.0.0.1\n}\n.:53 {\n bind 127.0.0.2\n}\n.:5353 {\n}\n"
+        "example.org:53 {\n}\n");
+    CHECK(config.servers.size() == 4);
+}
+
+TEST_CASE("corefile config: what CoreDNS accepts in errors, health_check and hosts") {
+    auto errors = map_ok(
+        ".:53 {\nerrors stdout\n}\n"
+        "example.org:53 {\nerrors {\n consolidate 5m \".* i/o timeout$\" warning\n"
+        " consolidate 30s \"^Failed to .+\"\n panicRecoveryStacktrace\n}\n}\n");
+    REQUIRE(errors.servers.size() == 2);
+    CHECK(errors.servers[0].errors);
+    CHECK(errors.servers[1].errors);
+    // consolidate shapes only the log: warned about once, not acted on.
+    CHECK(errors.warnings ==
+          std::vector<std::string>{
+              "Corefile:6: errors: consolidate is not acted on; each error is logged"});
+    auto forward = block_ok("forward . 1.1.1.1 {\n health_check 5s no_rec domain example.org\n}");
+    REQUIRE(forward.forwards.size() == 1);
+    CHECK(forward.forwards[0].health_check == std::chrono::seconds(5));
+    auto hosts = block_ok("hosts {\n 10.0.0.1 a.example\n fallthrough\n ttl 60\n}");
+    REQUIRE(hosts.hosts.has_value());
+    CHECK(hosts.hosts->inline_entries.size() == 1);
+    CHECK(hosts.hosts->ttl == 60);
 }
