@@ -16,6 +16,7 @@
 #include "proxy/sync/planner.h"
 #include "rules/ipvs/ipvs_backend.h"
 #include "rules/plan_json.h"
+#include "tests/unit/eventually.h"
 #include "tests/unit/exposition.h"
 #include "watch/snapshot_builder.h"
 
@@ -151,13 +152,9 @@ std::string node_json(const std::string& extra_metadata = "", const std::string&
            extra_metadata + R"(}, "spec": )" + spec + R"(, "status": )" + status + "}";
 }
 
-// Polls `done` (bounded: only a broken daemon reaches the limit).
+// testing::eventually with the daemon's bound: only a broken daemon reaches 20 s.
 bool eventually(const std::function<bool()>& done) {
-    for (int i = 0; i < 2000; ++i) {
-        if (done()) return true;
-        std::this_thread::sleep_for(10ms);
-    }
-    return done();
+    return testing::eventually(done, 20s);
 }
 
 testing::Exposition scrape(Daemon& daemon) {
@@ -212,15 +209,12 @@ TEST_CASE("the daemon syncs the source's state, full first, then partial") {
     CHECK(debug.body == rules::plan_to_json(second.plan));
     // The backend saw the call; the metrics follow when sync() returns.
     std::string metrics;
-    for (int i = 0; i < 1000; ++i) {
+    testing::eventually([&] {
         metrics = routes.at("/metrics")().body;
-        if (metrics.find(
-                "kubeproxy_sync_partial_proxy_rules_duration_seconds_count{ip_family=\"IPv4\"} "
-                "1\n") != std::string::npos) {
-            break;
-        }
-        std::this_thread::sleep_for(10ms);
-    }
+        return metrics.find(
+                   "kubeproxy_sync_partial_proxy_rules_duration_seconds_count{ip_family=\"IPv4\"} "
+                   "1\n") != std::string::npos;
+    });
     CHECK(
         metrics.find(
             "kubeproxy_sync_partial_proxy_rules_duration_seconds_count{ip_family=\"IPv4\"} 1\n") !=
@@ -249,9 +243,8 @@ TEST_CASE("a failed sync is retried in full and counted") {
     REQUIRE(log->wait_for_calls(2));  // the retry comes after a 1 s backoff
     CHECK_FALSE(log->call(1).had_previous);
     CHECK(daemon.metrics_text().find("switchboard_sync_errors_total 1\n") != std::string::npos);
-    // Bounded: the retry succeeds, so readiness follows as soon as sync() returns.
-    for (int i = 0; i < 1000 && !daemon.first_sync_done(); ++i) std::this_thread::sleep_for(10ms);
-    CHECK(daemon.first_sync_done());
+    // The retry succeeds, so readiness follows as soon as sync() returns.
+    CHECK(testing::eventually([&] { return daemon.first_sync_done(); }));
 }
 
 TEST_CASE("a failed conntrack reconcile is counted and retried at the next sync") {

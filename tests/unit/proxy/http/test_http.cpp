@@ -12,11 +12,13 @@
 
 #include "proxy/http/health.h"
 #include "proxy/http/server.h"
+#include "tests/unit/eventually.h"
 #include "tests/unit/proxy/http/http_client.h"
 
 using namespace sb;
 using namespace sb::proxy;
 using namespace sb::proxy::test;
+using sb::testing::eventually;
 using namespace std::chrono_literals;
 
 namespace {
@@ -275,15 +277,6 @@ struct HeldPort {
     }
     ~HeldPort() { release(); }
 };
-
-// Polls `done` every 10 ms for at most 10 s (a bound, not a timing assert).
-bool eventually(const std::function<bool()>& done) {
-    for (int i = 0; i < 1000; ++i) {
-        if (done()) return true;
-        std::this_thread::sleep_for(10ms);
-    }
-    return done();
-}
 
 }  // namespace
 

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "proxy/http/server.h"
+#include "tests/unit/eventually.h"
 #include "tests/unit/proxy/http/http_client.h"
 
 using namespace sb;
@@ -114,10 +115,8 @@ TEST_CASE("a trickle of bytes does not extend the request deadline") {
     // Beast's timer closes the socket before the read's handler runs and
     // counts the close, so the client can see the close first (under
     // ThreadSanitizer it did, 5 runs in 15). Bounded: 10 s.
-    const auto counted = [&] {
-        return hello.metrics().find("reason=\"deadline\"} 1") != std::string::npos;
-    };
-    for (int i = 0; i < 1000 && !counted(); ++i) std::this_thread::sleep_for(10ms);
+    sb::testing::eventually(
+        [&] { return hello.metrics().find("reason=\"deadline\"} 1") != std::string::npos; });
     CHECK_THAT(hello.metrics(), Contains("reason=\"deadline\"} 1"));
 }
 
