@@ -277,17 +277,21 @@ std::string escaped_for_message(std::string_view text) {
     return out + "\"";
 }
 
+std::optional<std::string_view> transport_other_than_dns(std::string_view text) {
+    const size_t scheme = text.find("://");
+    if (scheme == std::string_view::npos || text.starts_with("dns://")) return std::nullopt;
+    return text.substr(0, scheme);
+}
+
 Result<NormalizedZone> normalize_zone(std::string_view text) {
     std::string_view rest = text;
-    if (rest.starts_with("dns://")) {
-        rest.remove_prefix(6);
-    } else if (size_t scheme = rest.find("://"); scheme != std::string_view::npos) {
-        return make_error(
-            ErrorCode::kInvalidArgument,
-            fmt::format("{}: transport {} is not supported; switchboard serves "
-                        "plain DNS (dns://)",
-                        escaped_for_message(text), escaped_for_message(rest.substr(0, scheme))));
+    if (auto transport = transport_other_than_dns(text)) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("{}: transport {} is not supported; switchboard serves "
+                                      "plain DNS (dns://)",
+                                      escaped_for_message(text), escaped_for_message(*transport)));
     }
+    if (rest.starts_with("dns://")) rest.remove_prefix(6);
     NormalizedZone result;
     std::string_view host = rest;
     size_t colon = rest.rfind(':');

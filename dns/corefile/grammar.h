@@ -74,6 +74,10 @@ struct NormalizedZone {
 // Errors are one line without the path ("...: zone is not a valid domain name").
 Result<NormalizedZone> normalize_zone(std::string_view text);
 
+// The transport of `text` ("tls" of "tls://x") when it names one other than
+// dns://, which is the only one switchboard speaks; nullopt otherwise.
+std::optional<std::string_view> transport_other_than_dns(std::string_view text);
+
 // `text` in double quotes for a one-line message (the Corefile's own style,
 // unlike base/quote.h's "?": escapes show the exact bytes): at most 100 bytes, control
 // bytes, quotes and backslashes escaped (\n, \", \xHH).

@@ -23,13 +23,11 @@ Result<ForwardTarget> forward_target(const CorefileDirective& d, std::string_vie
     // CoreDNS's forward takes dns:// and tls:// only ("'https' is not
     // supported as a destination protocol"); any other scheme would
     // otherwise pass below for a file name, and every query would fail.
-    if (const auto scheme = text.find("://");
-        scheme != std::string_view::npos && !text.starts_with("dns://")) {
-        return context.at(
-            d.line,
-            fmt::format("forward: {}: {}:// upstreams are not supported (forward "
-                        "takes dns:// and plain addresses)",
-                        escaped_for_message(text), escaped_for_message(text.substr(0, scheme))));
+    if (auto transport = transport_other_than_dns(text)) {
+        return context.at(d.line,
+                          fmt::format("forward: {}: {}:// upstreams are not supported "
+                                      "(forward takes dns:// and plain addresses)",
+                                      escaped_for_message(text), escaped_for_message(*transport)));
     }
     std::string_view plain = text.starts_with("dns://") ? text.substr(6) : text;
     auto address = parse_host_port(plain, 53);
