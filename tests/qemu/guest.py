@@ -82,6 +82,13 @@ INIT_RE = re.compile(r"SB-GUEST-INIT uptime=([0-9.]+)")  # after firmware escape
 SCENARIO_RE = re.compile(r"^SB-GUEST-SCENARIO uptime=([0-9.]+)", re.MULTILINE)
 MODULE_FAILED_RE = re.compile(r"^SB-GUEST-MODULE-FAILED (\S+)", re.MULTILINE)
 
+# The folders /init mounts a file system over. Nothing else is mounted: the
+# initramfs is itself a writable tmpfs, so /run and /tmp need no mount, and a
+# mount there would hide the files the image holds at their host paths (a
+# checkout under /tmp: the scenario's scripts). build_initramfs refuses a file
+# under one of these.
+MOUNTED_FOLDERS = ("/proc", "/sys", "/dev")
+
 # The guest's /init. Prints the markers the host parses (above); a scenario
 # should not print lines starting with "SB-GUEST-".
 INIT_SCRIPT = r"""#!/bin/sh
@@ -90,8 +97,6 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mkdir -p /run /tmp /dev/pts
-mount -t tmpfs tmpfs /run
-mount -t tmpfs tmpfs /tmp
 echo "SB-GUEST-INIT uptime=$(cut -d' ' -f1 /proc/uptime)"
 while read -r module; do
   if ! insmod "/lib/modules/sb/$module.ko" 2>/tmp/insmod.err; then
@@ -505,6 +510,10 @@ def build_initramfs(
     """The gzipped initramfs: busybox and its applet links, the given
     executables (guest path -> host path) with their libraries, extra files
     (guest path -> contents), the kernel's modules, /init and the scenario."""
+    for guest_path in [*(binaries or {}), *(files or {})]:
+        hidden_by = [f for f in MOUNTED_FOLDERS if guest_path.startswith(f + "/")]
+        if hidden_by:
+            raise GuestError(f"{guest_path} would be hidden by the guest's mount on {hidden_by[0]}")
     image = Cpio()
     for folder in ("/proc", "/sys", "/dev", "/run", "/tmp", "/etc", "/root"):
         image.directory(folder)

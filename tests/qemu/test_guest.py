@@ -9,6 +9,7 @@ installed kernel package.
 import gzip
 import importlib.util
 import lzma
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -56,6 +57,31 @@ def test_initramfs_refuses_a_path_twice():
     image.file("/init", b"1")
     with pytest.raises(guest.GuestError, match="added twice"):
         image.file("/init", b"2")
+
+
+def test_init_mounts_only_the_folders_build_initramfs_keeps_empty():
+    mounted = re.findall(r"^mount -t \S+ \S+ (\S+)$", guest.INIT_SCRIPT, re.MULTILINE)
+    assert tuple(mounted) == guest.MOUNTED_FOLDERS
+
+
+def test_initramfs_keeps_a_checkout_under_tmp_and_refuses_a_file_under_a_mount(tmp_path):
+    # A clone under /tmp puts the scenario's scripts at /tmp/...; before, /init
+    # mounted a tmpfs over /tmp and the guest could not open them.
+    if not shutil.which("cpio"):
+        pytest.skip("no cpio to read the archive back")
+    try:
+        guest.busybox_path()
+    except guest.GuestError as error:
+        pytest.skip(str(error))
+    kernel = guest.Kernel("test", tmp_path / "vmlinuz", ())
+    script = "/tmp/clone/tests/qemu/guest_client.py"
+    archive = gzip.decompress(guest.build_initramfs(kernel, "true", files={script: b"x = 1\n"}))
+    listing = subprocess.run(
+        ["cpio", "-it", "--quiet"], input=archive, capture_output=True, check=True
+    ).stdout.decode().split()
+    assert script.lstrip("/") in listing
+    with pytest.raises(guest.GuestError, match="hidden by the guest's mount on /proc"):
+        guest.build_initramfs(kernel, "true", files={"/proc/x": b""})
 
 
 def test_load_order_puts_crc32c_generic_before_libcrc32c_and_dependencies_first():
