@@ -41,7 +41,7 @@ MIXINS = ROOT / "tests" / "data" / "monitoring" / "mixin-queries.yaml"
 
 TARGET_LABELS = {"job", "instance", "cluster", "pod", "k8s_app"}
 PROMETHEUS_SERIES = {"up"}
-# PromQL's keywords that are not followed by "(" where they introduce a label list.
+# PromQL's keywords whose "(...)" is a list of label names.
 LABEL_LIST_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right"}
 OTHER_KEYWORDS = {"and", "or", "unless", "bool", "offset", "inf", "nan"}
 # Aggregations may take their label list before the parenthesis: `sum by (a) (x)`.
@@ -180,6 +180,8 @@ def unexposed(query, exposed, recorded=()):
         labels_in_query |= exposed[family]
         missing |= {f"label {label} of {name}" for label in labels
                     if label not in TARGET_LABELS and label not in exposed[family]}
+    # A grouping label is checked against every selector of the query (which
+    # one it groups is not read), and only once every selector was found.
     for label in grouping:
         if label not in labels_in_query and not missing:
             missing.add(f"grouping label {label}")
