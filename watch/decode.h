@@ -30,7 +30,8 @@ Result<Service> decode_service(const rapidjson::Value& value);
 Result<EndpointSlice> decode_endpoint_slice(const rapidjson::Value& value);
 Result<Node> decode_node(const rapidjson::Value& value);
 Result<Pod> decode_pod(const rapidjson::Value& value);
-// Dispatches on "kind" (Service, EndpointSlice, Node, Pod); other kinds are
+Result<ServiceCIDR> decode_service_cidr(const rapidjson::Value& value);
+// Dispatches on "kind" (Service, EndpointSlice, Node, Pod, ServiceCIDR); other kinds are
 // an error with path "kind".
 Result<AnyObject> decode_object(const rapidjson::Value& value);
 

@@ -15,7 +15,7 @@ namespace sb::watch {
 
 struct DecodeError {
     std::string object;  // "namespace/name", "name" (Node) or "<unknown>"
-    std::string kind;    // "Service", "EndpointSlice", "Node", "Pod" or "" when unknown
+    std::string kind;    // "Service", "EndpointSlice", "Node", "Pod", "ServiceCIDR" or ""
     std::string path;    // JSON path of the field, e.g. "spec.ports[0].port"
     std::string message;
     // "Service default/web: spec.ports[0].port: port 0 out of range 1-65535"
@@ -23,10 +23,10 @@ struct DecodeError {
 };
 
 // In the order of watch::Kind.
-using AnyObject = std::variant<Service, EndpointSlice, Node, Pod>;
+using AnyObject = std::variant<Service, EndpointSlice, Node, Pod, ServiceCIDR>;
 
 // A whole document: one object, or a List / ServiceList / EndpointSliceList /
-// NodeList / PodList (as `kubectl get ... -o json` prints). Items of kinds
+// NodeList / PodList / ServiceCIDRList (as `kubectl get ... -o json` prints). Items of kinds
 // switchboard does not use (ConfigMaps, Deployments...) are ignored silently.
 struct DecodedDocument {
     Store::Objects objects;

@@ -111,7 +111,8 @@ template <typename T>
 constexpr const char* kKindName = std::is_same_v<T, Service>         ? "Service"
                                   : std::is_same_v<T, EndpointSlice> ? "EndpointSlice"
                                   : std::is_same_v<T, Node>          ? "Node"
-                                                                     : "Pod";
+                                  : std::is_same_v<T, Pod>           ? "Pod"
+                                                                     : "ServiceCIDR";
 
 template <typename T>
 std::vector<T>& objects_of(Store::Objects& objects) {
@@ -121,8 +122,10 @@ std::vector<T>& objects_of(Store::Objects& objects) {
         return objects.endpoint_slices;
     } else if constexpr (std::is_same_v<T, Node>) {
         return objects.nodes;
-    } else {
+    } else if constexpr (std::is_same_v<T, Pod>) {
         return objects.pods;
+    } else {
+        return objects.service_cidrs;
     }
 }
 
@@ -133,6 +136,7 @@ void for_each_kind(Visit visit) {
     visit(std::type_identity<EndpointSlice>{});
     visit(std::type_identity<Node>{});
     visit(std::type_identity<Pod>{});
+    visit(std::type_identity<ServiceCIDR>{});
 }
 
 // One object per key: a later item replaces an earlier one with the same key.
@@ -299,6 +303,8 @@ void FileSource::read_file(Files::iterator entry, TouchedKeys& touched) {
             ++rejected_nodes_;
         } else if (error.kind == "Pod") {
             ++rejected_pods_;
+        } else if (error.kind == "ServiceCIDR") {
+            ++rejected_service_cidrs_;
         } else {
             ++rejected_unknown_;
         }
@@ -379,7 +385,7 @@ void FileSource::push_touched(const TouchedKeys& touched) {
         }
     });
     if (removals.empty() && upserts.services.empty() && upserts.endpoint_slices.empty() &&
-        upserts.nodes.empty() && upserts.pods.empty()) {
+        upserts.nodes.empty() && upserts.pods.empty() && upserts.service_cidrs.empty()) {
         return;
     }
     store_.apply(removals, std::move(upserts));
@@ -396,9 +402,10 @@ void FileSource::push_union() {
             into.push_back(objects_of<T>(winner.file->second.objects)[winner.position]);
         }
     });
-    log::debug("file source: {} services, {} endpoint slices, {} nodes, {} pods from {}",
-               all.services.size(), all.endpoint_slices.size(), all.nodes.size(), all.pods.size(),
-               path_);
+    log::debug(
+        "file source: {} services, {} endpoint slices, {} nodes, {} pods, {} service CIDRs from {}",
+        all.services.size(), all.endpoint_slices.size(), all.nodes.size(), all.pods.size(),
+        all.service_cidrs.size(), path_);
     store_.replace(std::move(all));
     pushed_ = true;
     ++reloads_;
@@ -549,6 +556,7 @@ void FileSource::append_metrics(metrics::TextWriter& out) const {
     out.sample({"EndpointSlice"}, rejected_slices_.load());
     out.sample({"Node"}, rejected_nodes_.load());
     out.sample({"Pod"}, rejected_pods_.load());
+    out.sample({"ServiceCIDR"}, rejected_service_cidrs_.load());
     out.sample({"unknown"}, rejected_unknown_.load());
     out.family(kFileErrors);
     out.sample({}, file_errors_.load());

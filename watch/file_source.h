@@ -1,7 +1,7 @@
 // FileSource: feeds the Store from Kubernetes JSON on disk (--source file:PATH).
 //
 // PATH is one JSON file or a folder of *.json files, each a single object or a
-// List as `kubectl get services,endpointslices,nodes,pods -A -o json` prints
+// List as `kubectl get services,endpointslices,nodes,pods,servicecidrs -A -o json` prints
 // it.
 // The Store always holds the union of every file's objects; when two files
 // define the same object, the file later in name order wins (warned), and in
@@ -102,7 +102,7 @@ class FileSource {
     // object is the one in the Store. One per Kind (watch/store.h).
     using Index = std::map<ObjectKey, std::vector<Definition>>;
     // Object keys a pass touched, per Kind: written to the Store after it.
-    using TouchedKeys = std::array<std::set<ObjectKey>, 4>;
+    using TouchedKeys = std::array<std::set<ObjectKey>, kKindValues>;
 
     Status full_pass();
     // Re-reads `file` (a path in the folder, or PATH itself): drops its
@@ -138,7 +138,7 @@ class FileSource {
     // watcher thread may all read files.
     std::mutex reload_mutex_;
     Files files_;
-    std::array<Index, 4> index_;
+    std::array<Index, kKindValues> index_;
     std::set<std::string> broken_;    // files whose last_error is set
     std::set<std::string> symlinks_;  // files that are symlinks: re-read on every pass
     std::string last_path_error_;     // to log an unreadable PATH once per change
@@ -155,6 +155,7 @@ class FileSource {
     std::atomic<uint64_t> rejected_slices_{0};
     std::atomic<uint64_t> rejected_nodes_{0};
     std::atomic<uint64_t> rejected_pods_{0};
+    std::atomic<uint64_t> rejected_service_cidrs_{0};
     std::atomic<uint64_t> rejected_unknown_{0};
     std::atomic<uint64_t> file_errors_{0};
     std::atomic<uint64_t> files_read_{0};

@@ -275,4 +275,16 @@ struct Pod {
     bool operator==(const Pod&) const = default;
 };
 
+// A ServiceCIDR (networking.k8s.io/v1, cluster-scoped): a range the API
+// server allocates ClusterIPs from. kube-proxy's nftables mode drops new
+// connections to an address of such a range that no Service holds
+// (docs/nftables.md, "Unallocated ClusterIPs").
+struct ServiceCIDR {
+    ObjectMeta meta;
+    // spec.cidrs: one or two prefixes, at most one per family, host bits
+    // zero (as the API server validates them).
+    std::vector<Prefix> cidrs;
+    bool operator==(const ServiceCIDR&) const = default;
+};
+
 }  // namespace sb::watch

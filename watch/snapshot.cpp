@@ -11,7 +11,7 @@ bool same(const std::shared_ptr<const T>& a, const std::shared_ptr<const T>& b) 
     return a == b || (a && b && *a == *b);
 }
 
-// Writes an object outside the Service index (a Node, a Pod).
+// Writes an object outside the Service index (a Node, a Pod, a ServiceCIDR).
 template <typename T, typename Map>
 bool put_unindexed(Map& objects, std::shared_ptr<const T> object) {
     const ObjectKey key = object->meta.key();
@@ -131,12 +131,20 @@ bool Snapshot::put(std::shared_ptr<const Pod> pod) {
     return put_unindexed(pods_, std::move(pod));
 }
 
+bool Snapshot::put(std::shared_ptr<const ServiceCIDR> cidr) {
+    return put_unindexed(service_cidrs_, std::move(cidr));
+}
+
 bool Snapshot::erase_node(const ObjectKey& key) {
     return nodes_.erase(key);
 }
 
 bool Snapshot::erase_pod(const ObjectKey& key) {
     return pods_.erase(key);
+}
+
+bool Snapshot::erase_service_cidr(const ObjectKey& key) {
+    return service_cidrs_.erase(key);
 }
 
 bool namespace_in_use(const Snapshot& snapshot, const std::string& ns) {

@@ -73,6 +73,8 @@ class Snapshot {
     const Node* node(const std::string& name) const;
     // Every Pod the sources deliver (the API source: this node's only).
     const ByKey<Pod>& pods() const { return pods_; }
+    // Every ServiceCIDR (cluster-scoped: keyed by name).
+    const ByKey<ServiceCIDR>& service_cidrs() const { return service_cidrs_; }
 
     // Increases with every change that reached the store.
     uint64_t generation() const { return generation_; }
@@ -91,16 +93,18 @@ class Snapshot {
     // The writes, index included. Each returns whether anything changed
     // (writing an object equal to the stored one changes nothing), and
     // reports the Service keys it touched through `touched` (the old and the
-    // new one when a slice's label moved; none for a Node or a Pod).
+    // new one when a slice's label moved; none for a Node, a Pod or a ServiceCIDR).
     using Touched = std::function<void(const ObjectKey& service)>;
     bool put(std::shared_ptr<const Service> service, const Touched& touched);
     bool put(std::shared_ptr<const EndpointSlice> slice, const Touched& touched);
     bool put(std::shared_ptr<const Node> node);
     bool put(std::shared_ptr<const Pod> pod);
+    bool put(std::shared_ptr<const ServiceCIDR> cidr);
     bool erase_service(const ObjectKey& key, const Touched& touched);
     bool erase_slice(const ObjectKey& key, const Touched& touched);
     bool erase_node(const ObjectKey& key);
     bool erase_pod(const ObjectKey& key);
+    bool erase_service_cidr(const ObjectKey& key);
 
     // Rewrites the entry of `key` with `edit`; drops it when left empty.
     template <typename Edit>
@@ -111,6 +115,7 @@ class Snapshot {
     ByKey<EndpointSlice> slices_;
     ByKey<Node> nodes_;
     ByKey<Pod> pods_;
+    ByKey<ServiceCIDR> service_cidrs_;
     uint64_t generation_ = 0;
     bool synced_ = false;
 };

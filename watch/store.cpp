@@ -7,9 +7,10 @@ namespace sb::watch {
 
 namespace {
 
-// The Store keeps Nodes and Pods outside the Service index.
+// The Store keeps Nodes, Pods and ServiceCIDRs outside the Service index.
 template <typename T>
-constexpr bool kUnindexed = std::is_same_v<T, Node> || std::is_same_v<T, Pod>;
+constexpr bool kUnindexed =
+    std::is_same_v<T, Node> || std::is_same_v<T, Pod> || std::is_same_v<T, ServiceCIDR>;
 
 // Turns the Service keys a write touched into Changes of object `key`.
 struct ChangeRecorder {
@@ -74,6 +75,9 @@ void Store::erase_locked(Kind kind, const ObjectKey& key, std::vector<Change>& c
         case Kind::kPod:
             if (state_.erase_pod(key)) changes.push_back({kind, key, {}});
             break;
+        case Kind::kServiceCIDR:
+            if (state_.erase_service_cidr(key)) changes.push_back({kind, key, {}});
+            break;
     }
 }
 
@@ -91,6 +95,10 @@ void Store::upsert(Node node) {
 
 void Store::upsert(Pod pod) {
     write([&](std::vector<Change>& changes) { put_locked(shared(pod), changes); });
+}
+
+void Store::upsert(ServiceCIDR cidr) {
+    write([&](std::vector<Change>& changes) { put_locked(shared(cidr), changes); });
 }
 
 void Store::remove(Kind kind, const ObjectKey& key) {
@@ -124,8 +132,10 @@ void Store::replace_kind(Wanted& wanted, std::vector<Change>& changes) {
         collect(state_.endpoint_slices());
     } else if constexpr (std::is_same_v<T, Node>) {
         collect(state_.nodes());
-    } else {
+    } else if constexpr (std::is_same_v<T, Pod>) {
         collect(state_.pods());
+    } else {
+        collect(state_.service_cidrs());
     }
     for (const auto& key : gone) erase_locked(kind_of<T>, key, changes);
 }
@@ -136,6 +146,7 @@ void Store::replace(Objects objects) {
         replace_kind<EndpointSlice>(objects.endpoint_slices, changes);
         replace_kind<Node>(objects.nodes, changes);
         replace_kind<Pod>(objects.pods, changes);
+        replace_kind<ServiceCIDR>(objects.service_cidrs, changes);
     });
 }
 
@@ -154,6 +165,9 @@ void Store::replace_one_kind(Kind kind, Set& objects) {
                 break;
             case Kind::kPod:
                 replace_kind<Pod>(objects.pods, changes);
+                break;
+            case Kind::kServiceCIDR:
+                replace_kind<ServiceCIDR>(objects.service_cidrs, changes);
                 break;
         }
     });
@@ -174,6 +188,7 @@ void Store::apply(const std::vector<Removal>& removals, Objects upserts) {
         for (auto& slice : upserts.endpoint_slices) put_locked(shared(slice), changes);
         for (auto& node : upserts.nodes) put_locked(shared(node), changes);
         for (auto& pod : upserts.pods) put_locked(shared(pod), changes);
+        for (auto& cidr : upserts.service_cidrs) put_locked(shared(cidr), changes);
     });
 }
 

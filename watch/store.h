@@ -21,20 +21,24 @@
 namespace sb::watch {
 
 // In the order of watch::AnyObject's alternatives (watch/decoded.h).
-enum class Kind : uint8_t { kService, kEndpointSlice, kNode, kPod };
+enum class Kind : uint8_t { kService, kEndpointSlice, kNode, kPod, kServiceCIDR };
+// How many values Kind has: the size of arrays indexed by Kind.
+inline constexpr size_t kKindValues = static_cast<size_t>(Kind::kServiceCIDR) + 1;
 
 // The Kind of a model type.
 template <typename T>
 constexpr Kind kind_of = std::is_same_v<T, Service>         ? Kind::kService
                          : std::is_same_v<T, EndpointSlice> ? Kind::kEndpointSlice
                          : std::is_same_v<T, Node>          ? Kind::kNode
-                                                            : Kind::kPod;
+                         : std::is_same_v<T, Pod>           ? Kind::kPod
+                                                            : Kind::kServiceCIDR;
 
 // One changed object. `service` is the Service the change affects: the
 // object itself for a Service, the labelled Service for an EndpointSlice
 // (both the old and the new one, as two changes, when the label moved),
-// empty for a Node and a Pod (they feed no Service: the proxy ignores Pod
-// changes; the DNS search path reads Pods).
+// empty for a Node, a Pod and a ServiceCIDR (they feed no Service: the proxy
+// ignores Pod changes; the DNS search path reads Pods; the proxy reads every
+// ServiceCIDR's ranges at once).
 struct Change {
     Kind kind;
     ObjectKey key;
@@ -51,6 +55,7 @@ class Store {
     void upsert(EndpointSlice slice);
     void upsert(Node node);
     void upsert(Pod pod);
+    void upsert(ServiceCIDR cidr);
     void remove(Kind kind, const ObjectKey& key);
 
     // Replaces every object of the given kinds with `objects` (a relist, or a
@@ -60,6 +65,7 @@ class Store {
         std::vector<EndpointSlice> endpoint_slices;
         std::vector<Node> nodes;
         std::vector<Pod> pods;
+        std::vector<ServiceCIDR> service_cidrs;
     };
     void replace(Objects objects);
     // Replaces only the objects of `kind` with the matching vector of
@@ -76,6 +82,7 @@ class Store {
         std::vector<std::shared_ptr<const EndpointSlice>> endpoint_slices;
         std::vector<std::shared_ptr<const Node>> nodes;
         std::vector<std::shared_ptr<const Pod>> pods;
+        std::vector<std::shared_ptr<const ServiceCIDR>> service_cidrs;
     };
     void replace(Kind kind, SharedObjects objects);
 

@@ -34,15 +34,19 @@ watch::AnyObject only_object(const watch::Store::Objects& objects) {
     if (!objects.services.empty()) return objects.services.front();
     if (!objects.endpoint_slices.empty()) return objects.endpoint_slices.front();
     if (!objects.nodes.empty()) return objects.nodes.front();
-    return objects.pods.front();
+    if (!objects.pods.empty()) return objects.pods.front();
+    return objects.service_cidrs.front();
 }
 
 void check_same_as_event(std::string_view text, const watch::DecodedDocument& document) {
     const std::string kind = kind_of(text);
-    if (kind != "Service" && kind != "EndpointSlice" && kind != "Node" && kind != "Pod") return;
+    if (kind != "Service" && kind != "EndpointSlice" && kind != "Node" && kind != "Pod" &&
+        kind != "ServiceCIDR") {
+        return;
+    }
     const size_t objects = document.objects.services.size() +
                            document.objects.endpoint_slices.size() + document.objects.nodes.size() +
-                           document.objects.pods.size();
+                           document.objects.pods.size() + document.objects.service_cidrs.size();
     FUZZ_REQUIRE(objects + document.errors.size() == 1);
     auto event =
         watch::decode_watch_event("{\"type\":\"ADDED\",\"object\":" + std::string(text) + "}");

@@ -365,6 +365,19 @@ def test_this_nodes_pods_are_watched_only_when_asked_with_a_field_selector(api, 
     assert dump.metric("switchboard_watch_events_total", resource="pods", type="DELETED") == 1
 
 
+def test_a_server_without_the_servicecidr_api_holds_nothing_back(api, pki, run_dump, tmp_path):
+    # The fake server, like a cluster before Kubernetes 1.33, answers 404 for
+    # /apis/networking.k8s.io/v1/servicecidrs.
+    dump = run_dump(token_kubeconfig(tmp_path, api, pki))
+    dump.wait(mirrors(api), what="sync without ServiceCIDRs")
+    dump.wait(lambda s: s["ready"], what="ready without ServiceCIDRs")
+    assert dump.metric("switchboard_apiserver_requests_total", resource="servicecidrs",
+                       code="404") >= 1
+    logs = dump.logs()
+    assert len([line for line in logs.splitlines() if "servicecidrs not served" in line]) == 1, logs
+    assert "retrying with backoff" not in logs, logs
+
+
 def test_bookmarks_advance_the_resource_version(api, pki, run_dump, tmp_path):
     dump = run_dump(token_kubeconfig(tmp_path, api, pki))
     listed_rv = api.rv

@@ -38,6 +38,10 @@ Result<Pod> decode_pod(const Value& value) {
     return decode_one<Pod>(value);
 }
 
+Result<ServiceCIDR> decode_service_cidr(const Value& value) {
+    return decode_one<ServiceCIDR>(value);
+}
+
 Result<AnyObject> decode_object(const Value& value) {
     const Value* kind = value.IsObject() ? member(value, "kind") : nullptr;
     auto failure = [&](const std::string& message) {

@@ -1,7 +1,7 @@
 // The Decoder (private to watch/decode/): decodes one object of a known kind,
 // field by field, with the typed readers every kind's decoder uses. Its
-// per-kind decode() methods are in service.cpp, endpoint_slice.cpp, node.cpp
-// and pod.cpp; the metadata, shared by every kind, in decoder.cpp. It knows a
+// per-kind decode() methods are in service.cpp, endpoint_slice.cpp, node.cpp,
+// pod.cpp and service_cidr.cpp; the metadata, shared by every kind, in decoder.cpp. It knows a
 // kind only by its KindRules, so that the kind table (kinds.h), whose rows
 // point at Decoder code, sits above it.
 #pragma once
@@ -26,7 +26,7 @@ namespace sb::watch::decoding {
 // What metadata.name must be.
 enum class NameRule {
     kDns1035Label,  // Service
-    kDnsSubdomain,  // EndpointSlice, Node
+    kDnsSubdomain,  // EndpointSlice, Node, Pod, ServiceCIDR
 };
 
 // What the Decoder reads of a kind: its "kind" and its metadata rules. The
@@ -77,6 +77,7 @@ class Decoder {
     bool decode(const Value& value, EndpointSlice& out);
     bool decode(const Value& value, Node& out);
     bool decode(const Value& value, Pod& out);
+    bool decode(const Value& value, ServiceCIDR& out);
     // The metadata (the key, resourceVersion, and the labels and
     // annotations of a kind that keeps them) with the name and namespace
     // rules of the kind. Alone, it is what a DELETED event needs.

@@ -19,6 +19,7 @@ template Result<Service> decode_one<Service>(const Value& value);
 template Result<EndpointSlice> decode_one<EndpointSlice>(const Value& value);
 template Result<Node> decode_one<Node>(const Value& value);
 template Result<Pod> decode_one<Pod>(const Value& value);
+template Result<ServiceCIDR> decode_one<ServiceCIDR>(const Value& value);
 
 namespace {
 
@@ -69,6 +70,7 @@ constexpr std::array<KindInfo, kKindCount> kKinds = {
                                                          NameRule::kDnsSubdomain),
     row<Node, &Store::Objects::nodes>("Node", false, NameRule::kDnsSubdomain),
     row<Pod, &Store::Objects::pods>("Pod", true, NameRule::kDnsSubdomain, false),
+    row<ServiceCIDR, &Store::Objects::service_cidrs>("ServiceCIDR", false, NameRule::kDnsSubdomain),
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The kinds switchboard decodes, in one table (private to watch/decode/):
-// everything that differs between Service, EndpointSlice, Node and Pod for the
+// everything that differs between the kinds (Service, EndpointSlice, Node, Pod,
+// ServiceCIDR) for the
 // code that dispatches on a kind (decode_object, the items of documents and
 // lists, watch events) and for the Decoder's metadata rules. A new kind is
 // one row here, one alternative of AnyObject and one Decoder::decode.
@@ -41,7 +42,7 @@ const std::array<KindInfo, kKindCount>& kinds();
 // The row named `name`; nullptr for a kind switchboard does not decode.
 const KindInfo* find_kind(std::string_view name);
 
-// The row of the object type T (Service, EndpointSlice, Node, Pod).
+// The row of the object type T (Service, EndpointSlice, Node, Pod, ServiceCIDR).
 template <typename T, size_t I = 0>
 const KindInfo& kind_info() {
     if constexpr (std::is_same_v<T, std::variant_alternative_t<I, AnyObject>>) {
@@ -56,7 +57,7 @@ std::string kind_names();
 
 // The object of type T, or the DecodeError's describe() as the Error. Defined
 // in kinds.cpp for the alternatives of AnyObject (Service, EndpointSlice,
-// Node, Pod) only.
+// Node, Pod, ServiceCIDR) only.
 template <typename T>
 Result<T> decode_one(const Value& value);
 

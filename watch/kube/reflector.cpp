@@ -64,7 +64,8 @@ template <Kind kind, typename T>
 constexpr bool kind_is =
     std::is_same_v<std::variant_alternative_t<static_cast<size_t>(kind), AnyObject>, T>;
 static_assert(kind_is<Kind::kService, Service> && kind_is<Kind::kEndpointSlice, EndpointSlice> &&
-              kind_is<Kind::kNode, Node> && kind_is<Kind::kPod, Pod>);
+              kind_is<Kind::kNode, Node> && kind_is<Kind::kPod, Pod> &&
+              kind_is<Kind::kServiceCIDR, ServiceCIDR>);
 
 bool holds_kind(const AnyObject& object, Kind kind) {
     return object.index() == static_cast<size_t>(kind);
@@ -78,13 +79,14 @@ struct Reflector::Resource {
     std::string resource_version;  // "" until listed, and after 410
     bool listed = false;
     std::string failure;  // why the last attempt failed; "" when it did not
+    bool absent = false;  // may_be_absent and the last LIST was a 404
     // Read by ready() from other threads.
     std::atomic<bool> connected{false};
 };
 
 // What one request or stream ended with.
 struct Reflector::Outcome {
-    enum class Kind { kOk, kGone, kError };
+    enum class Kind { kOk, kGone, kAbsent, kError };
     Kind kind = Kind::kOk;
     std::string reason;  // kError: why, for the log line
     std::optional<Millis> retry_after;
@@ -92,6 +94,7 @@ struct Reflector::Outcome {
     bool after_healthy_watch = false;
     static Outcome ok() { return {Kind::kOk, {}, std::nullopt}; }
     static Outcome gone() { return {Kind::kGone, {}, std::nullopt}; }
+    static Outcome absent() { return {Kind::kAbsent, {}, std::nullopt}; }
     static Outcome error(std::string reason, std::optional<Millis> retry = std::nullopt) {
         return {Kind::kError, std::move(reason), retry};
     }
@@ -162,6 +165,18 @@ void Reflector::report_failure(Resource& resource, const std::string& reason) {
     }
 }
 
+void Reflector::note_absent(Resource& resource) {
+    resource.connected = false;
+    resource.resource_version.clear();  // a 404 on a WATCH: LIST again next
+    // Objects listed before the server stopped serving the resource are
+    // gone with it (a replace that finds the Store empty notifies nothing).
+    store_.replace(resource.spec.kind, Store::SharedObjects{});
+    if (std::exchange(resource.absent, true)) return;
+    log::info(
+        "apiserver {}: {} not served (HTTP 404 on {}); none assumed, checking again every {} ms",
+        server_, resource.spec.name, resource.spec.path, tuning_.backoff_cap_ms);
+}
+
 void Reflector::mark_listed(Resource& resource) {
     resource.listed = true;
     if (synced_) return;
@@ -203,6 +218,11 @@ awaitable<void> Reflector::reflect(Resource& resource) {
                 resource.resource_version.clear();
                 transport->disconnect();
                 break;
+            case Outcome::Kind::kAbsent:
+                transport->disconnect();
+                note_absent(resource);
+                co_await clock_.sleep(Millis(tuning_.backoff_cap_ms));
+                break;
             case Outcome::Kind::kError: {
                 transport->disconnect();
                 report_failure(resource, outcome.reason);
@@ -234,6 +254,7 @@ Reflector::Outcome Reflector::status_outcome(Resource& resource, const Reply& re
     const std::string& name = resource.spec.name;
     std::string message = status_message(reply.body);
     if (reply.status == 410) return Outcome::gone();
+    if (reply.status == 404 && resource.spec.may_be_absent) return Outcome::absent();
     if (reply.status == 401) {
         return Outcome::error(
             fmt::format("authentication failed (HTTP 401 Unauthorized): {}", message));
@@ -282,11 +303,15 @@ awaitable<Reflector::Outcome> Reflector::list(Resource& resource, ApiTransport& 
         take(objects.endpoint_slices, document->objects.endpoint_slices);
         take(objects.nodes, document->objects.nodes);
         take(objects.pods, document->objects.pods);
+        take(objects.service_cidrs, document->objects.service_cidrs);
         continue_token = document->continue_token;
         resource_version = document->resource_version;
     } while (!continue_token.empty());
     store_.replace(spec.kind, std::move(objects));
     resource.resource_version = resource_version;
+    if (std::exchange(resource.absent, false)) {
+        log::info("apiserver {}: {} now served", server_, spec.name);
+    }
     mark_listed(resource);
     co_return Outcome::ok();
 }

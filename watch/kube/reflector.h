@@ -58,6 +58,12 @@ struct ResourceSpec {
     // watch that cannot list, e.g. RBAC without pods, must not hold back the
     // proxy; until they are listed every client gets plain answers.
     bool gates_sync = true;
+    // Whether the server may not serve the resource at all (ServiceCIDRs:
+    // networking.k8s.io/v1 from Kubernetes 1.33). A 404 on its LIST means
+    // "none of these here": the Store holds none of them, one line is logged
+    // (info), and the LIST is retried quietly at the backoff cap, so an API
+    // server upgraded later is noticed. Such a resource never gates sync.
+    bool may_be_absent = false;
 };
 
 class Reflector {
@@ -103,6 +109,8 @@ class Reflector {
     void handle_line(Resource& resource, std::string_view line, std::optional<Outcome>& end);
     void report_failure(Resource& resource, const std::string& reason);
     void mark_listed(Resource& resource);
+    // A may_be_absent resource's LIST was a 404: see ResourceSpec.
+    void note_absent(Resource& resource);
 
     using PairCounter = std::map<std::pair<std::string, std::string>, uint64_t>;
     using Counter = std::map<std::string, uint64_t>;

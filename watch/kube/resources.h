@@ -10,7 +10,8 @@
 
 namespace sb::watch::kube {
 
-// Services and EndpointSlices, always; this node's Node when `node_name` is
+// Services, EndpointSlices and ServiceCIDRs (which may be absent and gate
+// nothing: ResourceSpec::may_be_absent), always; this node's Node when `node_name` is
 // set; the Pods scheduled to this node (spec.nodeName=node_name) when
 // `watch_pods` too. A Pod watch without a node name would be the whole
 // cluster's Pods: none is made, and a warning says so.

@@ -59,14 +59,14 @@ TEST_CASE("a slice change names its service, and both services when the label mo
 
 TEST_CASE("replace diffs against the stored objects and snapshots are immutable") {
     Store store;
-    store.replace({{make_service("a", "one"), make_service("a", "two")}, {}, {}, {}});
+    store.replace({{make_service("a", "one"), make_service("a", "two")}, {}, {}, {}, {}});
     auto before = store.snapshot();
     CHECK(before->service_count() == 2);
     std::vector<Change> seen;
     store.subscribe([&](const std::vector<Change>& changes) {
         seen.insert(seen.end(), changes.begin(), changes.end());
     });
-    store.replace({{make_service("a", "two"), make_service("b", "three")}, {}, {}, {}});
+    store.replace({{make_service("a", "two"), make_service("b", "three")}, {}, {}, {}, {}});
     REQUIRE(seen.size() == 2);  // a/three added, a/one deleted; a/two unchanged
     CHECK(before->service_count() == 2);
     CHECK(before->find_service({"a", "one"}) != nullptr);
@@ -79,7 +79,7 @@ TEST_CASE("replace diffs against the stored objects and snapshots are immutable"
 TEST_CASE("replace of one kind's shared objects stores them as given and diffs the rest") {
     // What a paged LIST hands over (Reflector::list).
     Store store;
-    store.replace(Kind::kService, Store::Objects{{make_service("a", "one")}, {}, {}, {}});
+    store.replace(Kind::kService, Store::Objects{{make_service("a", "one")}, {}, {}, {}, {}});
     std::vector<Change> seen;
     store.subscribe([&](const std::vector<Change>& changes) {
         seen.insert(seen.end(), changes.begin(), changes.end());
@@ -118,6 +118,7 @@ TEST_CASE("the index holds each Service with its labelled slices in its namespac
                    {make_slice("a", "web-2", "web"), make_slice("a", "web-1", "web"),
                     make_slice("a", "api-1", "api"), make_slice("b", "web-1", "web"),
                     make_slice("a", "loose", "")},
+                   {},
                    {},
                    {}});
     store.upsert(make_service("a", "web"));

@@ -9,6 +9,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <catch.hpp>
+
+#include <algorithm>
 #include <exception>
 #include <map>
 #include <set>
@@ -455,7 +457,7 @@ const ResourceSpec* find_resource(const std::vector<ResourceSpec>& specs, const 
 
 TEST_CASE("the Pods of this node are watched only when asked, and only with a node name") {
     auto without = kube_resources("node-a", false);
-    CHECK(without.size() == 3);
+    CHECK(without.size() == 4);
     CHECK_FALSE(find_resource(without, "pods"));
 
     auto with = kube_resources("node-a", true);
@@ -511,4 +513,71 @@ TEST_CASE("the pods resource lists and watches with its field selector into the 
     CHECK(bed.metric(R"(switchboard_apiserver_requests_total{resource="pods",code="200"})") == 2);
     CHECK(bed.metric(R"(switchboard_watch_events_total{resource="pods",type="ADDED"})") == 1);
     CHECK(bed.metric(R"(switchboard_watch_decode_errors_total{resource="pods"})") == 1);
+}
+
+namespace {
+
+std::string service_cidr(const std::string& name, const std::string& rv, const std::string& cidr) {
+    return R"({"kind":"ServiceCIDR","metadata":{"name":")" + name + R"(","resourceVersion":")" +
+           rv + R"("},"spec":{"cidrs":[")" + cidr + R"("]}})";
+}
+
+std::string service_cidr_list(const std::string& rv, const std::vector<std::string>& items) {
+    std::string out =
+        R"({"kind":"ServiceCIDRList","metadata":{"resourceVersion":")" + rv + R"("},"items":[)";
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
+    return out + "]}";
+}
+
+}  // namespace
+
+TEST_CASE("ServiceCIDRs are watched cluster-wide and gate nothing") {
+    const ResourceSpec* cidrs = find_resource(kube_resources("node-a", false), "servicecidrs");
+    REQUIRE(cidrs);
+    CHECK(cidrs->kind == Kind::kServiceCIDR);
+    CHECK(cidrs->path == "/apis/networking.k8s.io/v1/servicecidrs");
+    CHECK(cidrs->field_selector.empty());
+    CHECK_FALSE(cidrs->gates_sync);
+    CHECK(cidrs->may_be_absent);
+}
+
+TEST_CASE("a server without the ServiceCIDR API (404) holds nothing back and is asked again") {
+    const ResourceSpec cidrs = *find_resource(kube_resources("node-a", false), "servicecidrs");
+    KubeTuning tuning;
+    Bed bed({kServices, cidrs}, tuning);
+    const std::string not_found = R"({"kind":"Status","code":404,"reason":"NotFound"})";
+    bool synced_while_absent = false;
+    bool ready_while_absent = false;
+    Step second = answer(Step::Request::kList, 404, not_found);
+    second.before = [&] {
+        synced_while_absent = bed.store.snapshot()->synced();
+        ready_while_absent = bed.reflector.ready();
+    };
+    Step served =
+        list_page(service_cidr_list("9", {service_cidr("kubernetes", "8", "10.96.0.0/16")}));
+    bed.api("services").script({list_page(service_list("10", {service("a", "3")}))});
+    bed.api("servicecidrs")
+        .script({
+            answer(Step::Request::kList, 404, not_found),
+            second,
+            served,
+            watch_stream({event("ADDED", service_cidr("extra", "10", "fd00:96::/112"))}),
+            // The API went away (a downgrade): what it served is dropped, and
+            // the next request is a LIST.
+            answer(Step::Request::kWatch, 404, not_found),
+        });
+    bed.run();
+
+    CHECK(synced_while_absent);
+    CHECK(ready_while_absent);
+    // Each 404 waits the backoff cap, never the growing failure backoff.
+    CHECK(std::count(bed.clock.sleeps.begin(), bed.clock.sleeps.end(),
+                     Millis(tuning.backoff_cap_ms)) >= 3);
+    CHECK(bed.metric(
+              R"(switchboard_apiserver_requests_total{resource="servicecidrs",code="404"})") == 3);
+    // Two added while served, both removed by the last 404.
+    size_t cidr_changes = 0;
+    for (const Change& change : bed.changes) cidr_changes += change.kind == Kind::kServiceCIDR;
+    CHECK(cidr_changes == 4);
+    CHECK(bed.store.snapshot()->service_cidrs().size() == 0);
 }
