@@ -123,35 +123,47 @@ def test_kubeadm_manifest_reuses_kubeadms_configmaps_and_service_account():
     # The coredns ConfigMap kubeadm made, mounted as CoreDNS's Pods mount it.
     assert volume_of(ds, "/etc/coredns", main)["configMap"] == {
         "name": "coredns", "items": [{"key": "Corefile", "path": "Corefile"}]}
-    # Nothing but the DaemonSet and the Pod reader: kubeadm already made the
-    # rest of the RBAC and the ConfigMap.
+    # Nothing but the DaemonSet, the Pod reader and the ServiceCIDR reader:
+    # kubeadm already made the rest of the RBAC and the ConfigMap.
     docs = documents(MANIFESTS["kubeadm"])
-    assert sorted(doc["kind"] for doc in docs) == ["ClusterRole", "ClusterRoleBinding", "DaemonSet"]
-    assert_pod_reader(docs, "kube-proxy")
+    assert sorted(doc["kind"] for doc in docs) == ["ClusterRole", "ClusterRole", "ClusterRoleBinding",
+                                                   "ClusterRoleBinding", "DaemonSet"]
+    assert_own_roles(docs, "kube-proxy")
 
 
-def assert_pod_reader(docs, service_account):
-    """The manifest's one role of its own: list and watch Pods, bound to
-    `service_account`, and nothing more."""
+# The roles a manifest adds of its own, each with its one rule: list and
+# watch this node's Pods (DNS search path) and the ServiceCIDRs (nftables
+# mode's unallocated ClusterIPs), nothing more.
+OWN_ROLES = {
+    "switchboard:pod-reader": [{"apiGroups": [""], "resources": ["pods"],
+                                "verbs": ["list", "watch"]}],
+    "switchboard:servicecidr-reader": [{"apiGroups": ["networking.k8s.io"],
+                                        "resources": ["servicecidrs"],
+                                        "verbs": ["list", "watch"]}],
+}
+
+
+def assert_own_roles(docs, service_account):
+    """The manifest's roles of its own (OWN_ROLES), each bound to
+    `service_account` by one ClusterRoleBinding, and no other role."""
     roles = [doc for doc in docs if doc["kind"] in ("ClusterRole", "Role")]
-    assert len(roles) == 1
-    assert roles[0]["metadata"]["name"] == "switchboard:pod-reader"
-    assert roles[0]["rules"] == [{"apiGroups": [""], "resources": ["pods"],
-                                  "verbs": ["list", "watch"]}]
-    bindings = [doc for doc in docs if doc["kind"] in ("ClusterRoleBinding", "RoleBinding")
-                and doc["roleRef"]["name"] == "switchboard:pod-reader"]
-    assert len(bindings) == 1
-    assert bindings[0]["kind"] == "ClusterRoleBinding"
-    assert bindings[0]["roleRef"]["kind"] == "ClusterRole"
-    assert bindings[0]["subjects"] == [{"kind": "ServiceAccount", "name": service_account,
-                                        "namespace": "kube-system"}]
+    assert {role["metadata"]["name"]: role["rules"] for role in roles} == OWN_ROLES
+    assert all(role["kind"] == "ClusterRole" for role in roles)
+    for name in OWN_ROLES:
+        bindings = [doc for doc in docs if doc["kind"] in ("ClusterRoleBinding", "RoleBinding")
+                    and doc["roleRef"]["name"] == name]
+        assert len(bindings) == 1
+        assert bindings[0]["kind"] == "ClusterRoleBinding"
+        assert bindings[0]["roleRef"]["kind"] == "ClusterRole"
+        assert bindings[0]["subjects"] == [{"kind": "ServiceAccount", "name": service_account,
+                                            "namespace": "kube-system"}]
 
 
-def test_standalone_manifest_binds_system_node_proxier_and_a_pod_reader_and_nothing_more():
+def test_standalone_manifest_binds_system_node_proxier_and_its_own_readers_and_nothing_more():
     docs = documents(MANIFESTS["standalone"])
-    assert_pod_reader(docs, "switchboard")
+    assert_own_roles(docs, "switchboard")
     bindings = [doc for doc in docs if doc["kind"] in ("ClusterRoleBinding", "RoleBinding")
-                and doc["roleRef"]["name"] != "switchboard:pod-reader"]
+                and doc["roleRef"]["name"] not in OWN_ROLES]
     assert len(bindings) == 1
     assert bindings[0]["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                       "name": "system:node-proxier"}
