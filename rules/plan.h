@@ -130,6 +130,13 @@ struct Plan {
     std::string node;
     // Sorted by namespace, service, port name, protocol.
     ServicePorts services;
+    // The ranges of every ServiceCIDR object (networking.k8s.io/v1), both
+    // families, sorted and unique: a new connection to an address in one of
+    // them that no service port holds is dropped, as kube-proxy's nftables
+    // mode does (docs/nftables.md, "Unallocated ClusterIPs"). Empty while
+    // no ServiceCIDR is known (none exists, or the API server does not serve
+    // them): then nothing is dropped for it.
+    std::vector<Prefix> service_cidrs;
     // Distinct for every plan the planner makes (next_plan_revision()); 0 for
     // a plan made by hand, which no change set can name as its base.
     uint64_t revision = 0;
@@ -137,10 +144,11 @@ struct Plan {
     // replanning some Services; absent for a plan built whole.
     std::optional<PlanChanges> changes;
 
-    // The node and the service ports: revision and changes describe how the
-    // plan was made, not what it says.
+    // The node, the service ports and the service CIDRs: revision and
+    // changes describe how the plan was made, not what it says.
     bool operator==(const Plan& other) const {
-        return node == other.node && services == other.services;
+        return node == other.node && services == other.services &&
+               service_cidrs == other.service_cidrs;
     }
 };
 

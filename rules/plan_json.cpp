@@ -361,6 +361,9 @@ std::string plan_to_json(const Plan& plan) {
     writer.StartArray();
     for (const auto& service : plan.services) write_service_port(writer, service);
     writer.EndArray();
+    // Only when some are known: a plan without ServiceCIDRs prints what it
+    // printed before the field existed.
+    if (!plan.service_cidrs.empty()) write_texts(writer, "serviceCIDRs", plan.service_cidrs);
     writer.EndObject();
     json += '\n';
     return json;
@@ -380,6 +383,9 @@ Result<Plan> plan_from_json(std::string_view json) {
     plan.node = reader.string("node");
     plan.services = ServicePorts(reader.objects<ServicePortPlan>(
         "services", [&](FieldReader& item) { return read_service_port(item, plan.node); }));
+    if (reader.has("serviceCIDRs")) {
+        plan.service_cidrs = reader.parsed_array<Prefix>("serviceCIDRs", parse_prefix);
+    }
     if (reader.error()) return *reader.error();
     return plan;
 }

@@ -85,7 +85,9 @@ ProxySync::Planned ProxySync::compute_plan(bool full) {
         return {std::make_shared<const rules::Plan>(build_plan(snapshot, planner, computed_.get())),
                 batch.snapshot, std::move(batch.trigger_times)};
     }
-    if (batch.services.empty()) return {computed_, batch.snapshot, std::move(batch.trigger_times)};
+    if (batch.services.empty() && !batch.service_cidrs_changed) {
+        return {computed_, batch.snapshot, std::move(batch.trigger_times)};
+    }
     return {std::make_shared<const rules::Plan>(
                 apply_incremental(*computed_, batch.services, snapshot, planner)),
             batch.snapshot, std::move(batch.trigger_times)};

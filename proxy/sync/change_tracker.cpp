@@ -37,6 +37,11 @@ bool ChangeTracker::record(const std::vector<watch::Change>& changes) {
     for (const auto& change : changes) {
         // Pods feed the DNS search path only: no rule depends on them.
         if (change.kind == watch::Kind::kPod) continue;
+        if (change.kind == watch::Kind::kServiceCIDR) {
+            service_cidrs_dirty_ = true;
+            relevant = true;
+            continue;
+        }
         if (change.kind == watch::Kind::kNode) {
             if (change.key.name == node_name_) {
                 node_dirty_ = true;
@@ -61,6 +66,7 @@ ChangeTracker::Batch ChangeTracker::take(const watch::Store& store, bool full) {
         std::lock_guard lock(mutex_);
         dirty.swap(dirty_);
         batch.node_changed = std::exchange(node_dirty_, false);
+        batch.service_cidrs_changed = std::exchange(service_cidrs_dirty_, false);
         pending_services_.clear();
         pending_slice_changes_ = 0;
     }
@@ -119,6 +125,7 @@ rules::Plan apply_incremental(const rules::Plan& previous,
 
     rules::Plan plan;
     plan.node = options.node_name;
+    plan.service_cidrs = service_cidrs_of(snapshot);
     plan.services.reserve(previous.services.size() + sorted.size());
     auto emit = [&](const ServiceChange& change) {
         if (!change.current.service) return;  // deleted: its group is dropped

@@ -6,7 +6,8 @@
 // inputs (the Service and its EndpointSlices) as of the previous take() with
 // the current snapshot and drops those that are equal again (an update
 // followed by its revert, a relist that changed nothing). A change to this
-// node's Node object (its zone feeds topology) marks everything changed.
+// node's Node object (its zone feeds topology) marks everything changed; a
+// ServiceCIDR change marks the plan's service CIDRs changed.
 //
 // For kube-proxy's metrics it also counts the changes waiting for a sync
 // (pending()) and hands each batch the last-change-trigger-time annotations
@@ -57,13 +58,16 @@ class ChangeTracker {
     ChangeTracker(std::string node_name, time_point started);
 
     // The Store listener's body: records keys only. Returns true when the
-    // batch concerned the proxy (a Service, a slice of one, this Node; never
-    // a Pod).
+    // batch concerned the proxy (a Service, a slice of one, this Node, a
+    // ServiceCIDR; never a Pod).
     bool record(const std::vector<watch::Change>& changes);
 
     struct Batch {
         std::vector<ServiceChange> services;  // sorted by key, equal ones dropped
         bool node_changed = false;            // this Node changed: replan everything
+        // A ServiceCIDR changed: the plan's service_cidrs are read again
+        // (apply_incremental does, with or without changed Services).
+        bool service_cidrs_changed = false;
         // The state the batch was judged against: plan from this one.
         std::shared_ptr<const watch::Snapshot> snapshot;
         // The last-change-trigger-time of each EndpointSlice of an existing
@@ -90,6 +94,7 @@ class ChangeTracker {
     mutable std::mutex mutex_;
     std::set<watch::ObjectKey> dirty_;             // guarded by mutex_
     bool node_dirty_ = false;                      // guarded by mutex_
+    bool service_cidrs_dirty_ = false;             // guarded by mutex_
     std::set<watch::ObjectKey> pending_services_;  // guarded by mutex_
     uint64_t pending_slice_changes_ = 0;           // guarded by mutex_
     // Sync thread only: each Service's inputs as of the last take() that
@@ -104,7 +109,8 @@ class ChangeTracker {
 ServiceInputs inputs_of(const watch::Snapshot& snapshot, const watch::ObjectKey& key);
 
 // `previous` (a plan computed from an earlier snapshot) updated for the
-// changed Services only, with plan_service(): equal to
+// changed Services only, with plan_service(), and with the snapshot's
+// service CIDRs: equal to
 // build_plan(snapshot, options) when `changes` lists every Service whose
 // inputs differ and this Node did not change.
 rules::Plan apply_incremental(const rules::Plan& previous,

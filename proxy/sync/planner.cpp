@@ -319,10 +319,21 @@ std::vector<rules::ServicePortPlan> plan_service(
     return plans;
 }
 
+std::vector<Prefix> service_cidrs_of(const watch::Snapshot& snapshot) {
+    std::vector<Prefix> out;
+    for (const auto& [key, cidr] : snapshot.service_cidrs()) {
+        out.insert(out.end(), cidr->cidrs.begin(), cidr->cidrs.end());
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
 rules::Plan build_plan(const watch::Snapshot& snapshot, const PlannerOptions& options,
                        const rules::Plan* reuse) {
     rules::Plan plan;
     plan.node = options.node_name;
+    plan.service_cidrs = service_cidrs_of(snapshot);
     plan.revision = rules::next_plan_revision();
 
     const watch::Node* node = snapshot.node(options.node_name);

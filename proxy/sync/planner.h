@@ -37,6 +37,10 @@ struct PlannerOptions {
 rules::Plan build_plan(const watch::Snapshot& snapshot, const PlannerOptions& options,
                        const rules::Plan* reuse = nullptr);
 
+// The ranges of every ServiceCIDR in `snapshot`, sorted and unique
+// (rules::Plan::service_cidrs). Costs the number of ServiceCIDRs (a handful).
+std::vector<Prefix> service_cidrs_of(const watch::Snapshot& snapshot);
+
 // The service ports of one Service (empty when it is not proxied), for
 // incremental planning. `slices` are the Service's EndpointSlices (those
 // labelled with its name, in its namespace: its watch::ServiceEntry's);

@@ -299,3 +299,50 @@ TEST_CASE("a full replan reusing the previous plan shares what did not change") 
     CHECK(reused.services[2].service == "d");
     CHECK(fresh.services.entry(0) != before.services.entry(0));  // without reuse: copies
 }
+
+namespace {
+
+watch::ServiceCIDR make_service_cidr(const std::string& name, std::vector<const char*> cidrs) {
+    watch::ServiceCIDR object;
+    object.meta.name = name;
+    for (const char* cidr : cidrs) object.cidrs.push_back(*Prefix::parse(cidr));
+    return object;
+}
+
+std::vector<std::string> texts(const std::vector<Prefix>& prefixes) {
+    std::vector<std::string> out;
+    for (const Prefix& prefix : prefixes) out.push_back(prefix.to_string());
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("ServiceCIDRs reach the plan as one sorted, unique list, incrementally too") {
+    Fixture f;
+    const PlannerOptions options{"node-a"};
+    f.store.upsert(make_service("ns", "a", "10.96.0.1"));
+    f.take(true);
+    rules::Plan plan = build_plan(*f.store.snapshot(), options);
+    CHECK(plan.service_cidrs.empty());  // none known: nothing to drop for
+
+    // A ServiceCIDR alone is a change the proxy syncs for, with no Service.
+    f.store.upsert(make_service_cidr("kubernetes", {"fd00:96::/112", "10.96.0.0/16"}));
+    f.store.upsert(make_service_cidr("extra", {"10.100.0.0/24"}));
+    f.store.upsert(make_service_cidr("same", {"10.96.0.0/16"}));
+    auto batch = f.take();
+    CHECK(batch.service_cidrs_changed);
+    CHECK(batch.services.empty());
+    plan = apply_incremental(plan, batch.services, *batch.snapshot, options);
+    CHECK(texts(plan.service_cidrs) ==
+          std::vector<std::string>{"10.96.0.0/16", "10.100.0.0/24", "fd00:96::/112"});
+    CHECK(plan == build_plan(*batch.snapshot, options));
+    CHECK(plan.services.size() == 1);
+
+    CHECK_FALSE(f.take().service_cidrs_changed);
+    f.store.remove(watch::Kind::kServiceCIDR, {"", "kubernetes"});
+    batch = f.take();
+    CHECK(batch.service_cidrs_changed);
+    plan = apply_incremental(plan, batch.services, *batch.snapshot, options);
+    CHECK(texts(plan.service_cidrs) == std::vector<std::string>{"10.96.0.0/16", "10.100.0.0/24"});
+    CHECK(plan == build_plan(*batch.snapshot, options));
+}
