@@ -66,6 +66,26 @@ Status validate_interface_name(std::string_view name) {
     return {};
 }
 
+Status validate_service_cidr(const Prefix& cidr) {
+    static const Prefix kReserved[] = {
+        *Prefix::parse("127.0.0.0/8"),
+        *Prefix::parse("169.254.0.0/16"),
+        *Prefix::parse("::1/128"),
+        *Prefix::parse("fe80::/10"),
+    };
+    for (const Prefix& reserved : kReserved) {
+        // Two prefixes overlap when the shorter holds the longer's network.
+        const bool overlap = cidr.length() <= reserved.length() ? cidr.contains(reserved.address())
+                                                                : reserved.contains(cidr.address());
+        if (overlap) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              fmt::format("service CIDR {} overlaps the reserved range {}",
+                                          cidr.to_string(), reserved.to_string()));
+        }
+    }
+    return {};
+}
+
 Status validate_options(const BackendOptions& options) {
     if (options.masquerade_mark == 0) {
         return make_error(ErrorCode::kInvalidArgument, "masquerade mark must not be 0");

@@ -16,6 +16,11 @@ namespace sb::rules {
 // external/LB addresses, an affinity timeout within the API's 86400 s.
 // The error names the service port and field; the caller skips the port.
 Status validate_service(const ServicePortPlan& port);
+// A service CIDR (Plan::service_cidrs) new connections may be dropped for:
+// not one that overlaps the loopback or link-local ranges (the node's own
+// traffic, node-local DNS and metadata addresses live there, and no
+// ClusterIP can), which a whole-family range (/0) does. The error names it.
+Status validate_service_cidr(const Prefix& cidr);
 // The mark is not 0; the interface modes of local_detect_mode name an
 // interface (validate_interface_name).
 Status validate_options(const BackendOptions& options);

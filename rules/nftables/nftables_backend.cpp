@@ -39,7 +39,7 @@ class NftablesBackend final : public Backend {
         const bool comparable = found.has_value();
         const std::vector<PortChange>& changed = comparable ? *found : kNoChanges;
         if (comparable && applied_valid_) {
-            result = sync_incremental(plan, changed);
+            result = sync_incremental(plan, changed, previous->service_cidrs);
             if (result.ok()) {
                 done = true;
             } else {
@@ -175,8 +175,10 @@ class NftablesBackend final : public Backend {
     }
 
     // Renders only the service ports that differ between the plans and sends
-    // their chains and map elements.
-    Result<SyncStats> sync_incremental(const Plan& plan, const std::vector<PortChange>& changed) {
+    // their chains and map elements; when the service CIDRs differ from
+    // `cidrs_before`, their one chain too.
+    Result<SyncStats> sync_incremental(const Plan& plan, const std::vector<PortChange>& changed,
+                                       const std::vector<Prefix>& cidrs_before) {
         std::vector<Fragment> fragments;
         std::vector<std::pair<int, int>> pairs;  // indexes into fragments, -1: none
         fragments.reserve(2 * changed.size());
@@ -198,6 +200,14 @@ class NftablesBackend final : public Backend {
         for (const auto& [o, n] : pairs) {
             changes.emplace_back(o < 0 ? nullptr : &fragments[static_cast<size_t>(o)],
                                  n < 0 ? nullptr : &fragments[static_cast<size_t>(n)]);
+        }
+        Fragment old_cidrs, new_cidrs;
+        if (cidrs_before != plan.service_cidrs) {
+            old_cidrs = render_service_cidrs(cidrs_before, nullptr);  // reported when new
+            std::vector<std::string> errors;
+            new_cidrs = render_service_cidrs(plan.service_cidrs, &errors);
+            report(errors);
+            changes.emplace_back(&old_cidrs, &new_cidrs);
         }
         const Delta delta = update_model(applied_, changes);
         SyncStats stats;

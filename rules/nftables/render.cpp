@@ -512,6 +512,9 @@ Model render_base(const BackendOptions& options) {
         add_rule(cluster_ips, {nfproto(f), set_daddr(f, cluster_ips_set(f)),
                                verdict(VerdictKind::kGoto, kRejectChain)});
     }
+    // Its rules come from render_service_cidrs; empty here.
+    chain(kUnallocatedClusterIps);
+    add_rule(cluster_ips, {verdict(VerdictKind::kGoto, kUnallocatedClusterIps)});
     Chain& firewall = chain(kFirewallCheck);
     Chain& endpoints = chain(kEndpointsCheck);
     Chain& nodeport_endpoints = chain(kNodeportEndpointsCheck);
@@ -582,6 +585,22 @@ Model render_base(const BackendOptions& options) {
     return m;
 }
 
+Fragment render_service_cidrs(const std::vector<Prefix>& cidrs, std::vector<std::string>* errors) {
+    Chain c = make_chain(kUnallocatedClusterIps);
+    for (const Prefix& cidr : cidrs) {
+        if (Status s = validate_service_cidr(cidr); !s) {
+            if (errors) errors->push_back(s.error().message);
+            continue;
+        }
+        // A drop, not a reject, as kube-proxy: nothing answers for an
+        // address no Service holds (docs/nftables.md).
+        c.rules.push_back({nfproto(cidr.family()), daddr(cidr), verdict(VerdictKind::kDrop)});
+    }
+    Fragment out;
+    out.chains.push_back(std::move(c));
+    return out;
+}
+
 void add_fragment(Model& model, const Fragment& fragment) {
     for (const Chain& c : fragment.chains) {
         if (model.chain_refs[c.name]++ == 0) model.chains[c.name] = c;
@@ -626,6 +645,7 @@ RenderResult render(const Plan& plan, const BackendOptions& options) {
         }
         add_fragment(out.model, render_service(port, options));
     }
+    add_fragment(out.model, render_service_cidrs(plan.service_cidrs, &out.errors));
     for (auto& [_, set] : out.model.sets) set.elements.compact();
     return out;
 }

@@ -41,6 +41,11 @@ inline constexpr const char* kFirewallCheck = "firewall-check";
 inline constexpr const char* kEndpointsCheck = "endpoints-check";
 inline constexpr const char* kNodeportEndpointsCheck = "nodeport-endpoints-check";
 inline constexpr const char* kMasquerading = "masquerading";
+// Where cluster-ips-check goes on for a destination no service port took
+// and that is no ClusterIP: one `drop` per service CIDR (Plan::service_cidrs;
+// kube-proxy's "Drop traffic to unallocated ClusterIPs"). Empty, so dropping
+// nothing, while no ServiceCIDR is known.
+inline constexpr const char* kUnallocatedClusterIps = "unallocated-cluster-ips";
 inline constexpr uint32_t kDefaultAffinitySeconds = 10800;  // Kubernetes' default
 
 std::string services_map(IpFamily family);      // services4 / services6
@@ -86,6 +91,11 @@ struct Fragment {
 
 // Precondition: validate_service(port) succeeded.
 Fragment render_service(const ServicePortPlan& port, const BackendOptions& options);
+
+// The unallocated-cluster-ips chain for `cidrs` (a fragment of its own, so
+// that a ServiceCIDR change rewrites that one chain and nothing else). A
+// CIDR validate_service_cidr refuses gets no rule and an entry in `errors`.
+Fragment render_service_cidrs(const std::vector<Prefix>& cidrs, std::vector<std::string>* errors);
 
 // The base chains and the (empty) global sets/maps.
 Model render_base(const BackendOptions& options);

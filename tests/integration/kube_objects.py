@@ -170,6 +170,12 @@ def pod(name, namespace, ips, *, node="node-a", dns_policy="ClusterFirst", dns_c
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
+def service_cidr(name, cidrs):
+    """A ServiceCIDR (networking.k8s.io/v1, cluster-scoped) as the API server stores it."""
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": _meta("ServiceCIDR", name),
+            "spec": {"cidrs": list(cidrs)}}
+
+
 def cluster_list(items):
     """The List document the file source reads."""
     return {"apiVersion": "v1", "kind": "List", "items": list(items),
