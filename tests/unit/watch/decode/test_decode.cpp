@@ -276,7 +276,8 @@ TEST_CASE("decode_object dispatches on kind") {
         decode_object(fixtures::parse(R"({"kind":"ConfigMap","metadata":{"name":"c"}})"));
     REQUIRE_FALSE(config_map.ok());
     CHECK(config_map.error().message ==
-          "c: kind: unsupported kind \"ConfigMap\" (want Service, EndpointSlice, Node or Pod)");
+          "c: kind: unsupported kind \"ConfigMap\" (want Service, EndpointSlice, Node, Pod or "
+          "ServiceCIDR)");
 }
 
 TEST_CASE("a kubectl List mixes kinds, ignores others and skips bad items") {
