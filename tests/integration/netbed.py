@@ -559,15 +559,18 @@ class Switchboard:
             *self.extra_args,
         ]
 
+    def command(self):
+        """What start() runs: argv() in the node namespace (test_image.py runs it in a
+        container there instead)."""
+        return in_ns(self.node.ns, self.argv())
+
     def start(self, wait=True):
         if self._log is None:
             self._log = open(self.log_path, "a")
         self._log.write(f"---- start {time.strftime('%H:%M:%S')}\n")
         self._log.flush()
         self._signalled = False
-        self._proc = subprocess.Popen(
-            in_ns(self.node.ns, self.argv()), stdout=self._log, stderr=subprocess.STDOUT
-        )
+        self._proc = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT)
         if wait:
             self.wait_ready()
         return self

@@ -28,6 +28,18 @@ EXTERNAL_NAME = "my.database.example.com"
 UPSTREAM = "127.0.0.2"  # the fake upstream, on the node's loopback
 
 
+@contextlib.contextmanager
+def web_bed(layout):
+    """A netbed.Bed of `layout`, up, with the test servers on its `web-1` Pod; down
+    on leaving (a module fixture's body)."""
+    bed = netbed.Bed(layout).up()
+    try:
+        bed.start_servers(pods=["web-1"])
+        yield bed
+    finally:
+        bed.down()
+
+
 def kube_dns_cluster(bed):
     """kube-dns (its endpoint the bed's `coredns` Pod), kubernetes, and web (its
     endpoint the `web-1` Pod)."""

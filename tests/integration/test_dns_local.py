@@ -16,7 +16,7 @@ import netbed
 import network_namespace
 import pytest
 from node_dns import KUBE_DNS, KUBERNETES, NODE_LOCAL, WEB, conntrack_entries, dns_entries
-from node_dns import kube_dns_cluster, node_run
+from node_dns import kube_dns_cluster, node_run, web_bed
 
 LAYOUT = {"node-a": ["coredns", "web-1", "client"]}
 NODE_LOCAL6 = "fd00:96::53"  # IPv6 on the port-less bridge: no DAD, bindable at once
@@ -26,12 +26,8 @@ TABLE = "inet switchboard-dns"
 
 @pytest.fixture(scope="module")
 def bed(root):
-    bed = netbed.Bed(LAYOUT).up()
-    try:
-        bed.start_servers(pods=["web-1"])
+    with web_bed(LAYOUT) as bed:
         yield bed
-    finally:
-        bed.down()
 
 
 @pytest.fixture

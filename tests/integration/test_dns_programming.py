@@ -26,7 +26,7 @@ import network_namespace
 import pytest
 from kube_objects import endpoint_slice, service, service_port
 from netbed import pod_endpoint
-from node_dns import KUBE_DNS, WEB, kube_dns_cluster, node_run
+from node_dns import KUBE_DNS, WEB, kube_dns_cluster, node_run, web_bed
 
 LAYOUT = {"node-a": ["coredns", "web-1", "client"]}
 NEW = "10.96.0.40"
@@ -37,12 +37,8 @@ XTABLES_LOCK = "/run/xtables.lock"
 
 @pytest.fixture(scope="module")
 def bed(root):
-    bed = netbed.Bed(LAYOUT).up()
-    try:
-        bed.start_servers(pods=["web-1"])
+    with web_bed(LAYOUT) as bed:
         yield bed
-    finally:
-        bed.down()
 
 
 @pytest.fixture
