@@ -201,3 +201,18 @@ def test_the_container_programs_a_cluster_ip_and_answers_dns(bed, podman, switch
             assert dig(bed, server, "kubernetes.default.svc.cluster.local") == KUBERNETES
     finally:
         daemon.close()
+
+
+def test_the_containerfile_installs_the_packages_pack_unpacks():
+    # deploy/Containerfile is for users with a registry; it must give the same libraries.
+    script = PACK.read_text()
+    listed = script[script.index("PACKAGES=(") + len("PACKAGES=("):script.index("\n)\n")]
+    packed = {word for line in listed.splitlines() if not line.strip().startswith("#")
+              for word in line.split()}
+    containerfile = (ROOT / "deploy" / "Containerfile").read_text()
+    install = containerfile[containerfile.index("--no-install-recommends"):containerfile.index("&& \\\n    rm")]
+    installed = {word for word in install.split() if word not in ("--no-install-recommends", "\\")}
+    # libc6 comes with the slim base.
+    assert installed == packed - {"libc6"}
+    assert 'ENTRYPOINT ["/usr/local/bin/switchboard"]' in containerfile
+    assert "--config.entrypoint=/usr/local/bin/switchboard" in script
