@@ -56,9 +56,20 @@ ForwardSetOptions set_options(const ForwardConfig& forward) {
                        : forward.prefer_udp ? UpstreamProtocol::kUdp
                                             : UpstreamProtocol::kClient;
     options.max_concurrent = forward.max_concurrent;
-    options.max_fails = 2;  // CoreDNS's default; `max_fails` is parsed only
+    options.max_fails = forward.max_fails;
     options.health_check = forward.health_check;
-    options.next_on_servfail = false;
+    options.failover_rcodes = forward.failover;
+    options.max_attempts = forward.max_connect_attempts.value_or(0);
+    options.read_timeout = forward.read_timeout;
+    options.source = forward.source_address;
+    options.failfast_all_down = forward.failfast_all_unhealthy_upstreams;
+    options.tls = forward.tls;
+    for (const auto& target : forward.to) {
+        if (!target.tls || !target.address || !forward.tls) continue;
+        options.tls_upstreams.push_back(
+            TlsUpstream{*target.address, target.tls_servername.empty() ? forward.tls->server_name()
+                                                                       : target.tls_servername});
+    }
     options.except = wire_zones(forward.except);
     return options;
 }

@@ -8,11 +8,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/ip.h"
+#include "dns/forward/tls_client.h"
 #include "dns/serve/query_log.h"
 #include "dns/zone/pod_records.h"
 
@@ -47,7 +49,9 @@ enum class ForwardPolicy { kRandom, kRoundRobin, kSequential };
 // nameservers are the upstreams.
 struct ForwardTarget {
     std::optional<HostPort> address;
-    std::string resolv_conf;
+    std::string resolv_conf;     // else: a file, read when mapped (it had a nameserver)
+    bool tls = false;            // tls://ADDRESS
+    std::string tls_servername;  // tls://ADDRESS%NAME
 };
 
 struct ForwardConfig {
@@ -59,6 +63,17 @@ struct ForwardConfig {
     bool force_tcp = false;
     bool prefer_udp = false;
     std::vector<std::string> except;
+    uint32_t max_fails = 2;
+    std::vector<uint8_t> failover;  // rcodes
+    std::optional<uint32_t> max_connect_attempts;
+    std::optional<std::chrono::milliseconds> read_timeout;
+    std::optional<IpAddress> source_address;
+    bool failfast_all_unhealthy_upstreams = false;
+    // `next RCODES` or `next_on_nodata`: hands a reply on to the block's
+    // next forward, which switchboard refuses to chain (docs/corefile.md).
+    bool hands_on = false;
+    // Loaded (files read and checked) when mapped; set when a TO is tls://.
+    std::shared_ptr<const TlsClient> tls;
     int line = 0;
 };
 

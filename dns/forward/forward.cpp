@@ -85,6 +85,12 @@ Forwarder::Forwarder(ForwarderOptions options)
             Upstream upstream;
             upstream.address = address;
             upstream.set = sets_.size();
+            for (const auto& tls : set_options.tls_upstreams) {
+                if (set_options.tls && tls.address == address) {
+                    upstream.tls = true;
+                    upstream.tls_name = tls.server_name;
+                }
+            }
             upstreams_.push_back(upstream);
         }
         sets_.push_back(std::move(set));
@@ -115,7 +121,8 @@ Forwarder::Forwarder(ForwarderOptions options)
         const ForwardSetOptions& set_options = sets_[upstream.set].options;
         addresses.push_back(upstream.address);
         targets.push_back({upstream.address, set_options.protocol == UpstreamProtocol::kTcp,
-                           set_options.max_fails, set_options.health_check});
+                           upstream.tls ? set_options.tls.get() : nullptr, upstream.tls_name,
+                           set_options.source, set_options.max_fails, set_options.health_check});
     }
     metrics_ = std::make_unique<ForwardMetrics>(addresses);
     health_ =
@@ -279,6 +286,11 @@ size_t Forwarder::set_for(std::string_view lower_name) const {
     return kNoSet;
 }
 
+unsigned Forwarder::max_attempts(size_t set) const {
+    const uint32_t own = sets_[set].options.max_attempts;
+    return own > 0 ? own : options_.max_attempts;
+}
+
 size_t Forwarder::usable_in(size_t set) const {
     // Caller holds mutex_.
     size_t usable = 0;
@@ -390,22 +402,37 @@ void Forwarder::send_attempt(uint64_t key, Pending& pending) {
     UpstreamPick pick = pick_upstream(
         pending.order, pending.position,
         [this](size_t upstream) { return health_->down(upstream); }, random_.next64());
-    if (pick.all_down) metrics_->health_check_broken();
+    if (pick.all_down) {
+        metrics_->health_check_broken();
+        if (sets_[pending.set].options.failfast_all_down) {
+            finish(pending_.find(key),
+                   make_error(ErrorCode::kUnavailable, "every upstream is down (failfast)"));
+            return;
+        }
+    }
     pending.upstream = pick.index;
     pending.position = pick.next_position;
     ++pending.attempts;
     const UpstreamProtocol protocol = sets_[pending.set].options.protocol;
-    bool tcp = protocol == UpstreamProtocol::kTcp ||
+    bool tcp = upstreams_[pick.index].tls || protocol == UpstreamProtocol::kTcp ||
                (protocol == UpstreamProtocol::kClient && pending.client_tcp);
     dispatch(key, pending, tcp);
 }
 
 void Forwarder::dispatch(uint64_t key, Pending& pending, bool tcp) {
     HostPort address;
+    bool tls = false;
+    std::string tls_name;
     {
         std::lock_guard lock(mutex_);
-        address = upstreams_[pending.upstream].address;
+        const Upstream& upstream = upstreams_[pending.upstream];
+        address = upstream.address;
+        tls = upstream.tls;
+        tls_name = upstream.tls_name;
     }
+    const ForwardSetOptions& set_options = sets_[pending.set].options;
+    const auto attempt_timeout = set_options.read_timeout.value_or(options_.attempt_timeout);
+    const auto tcp_timeout = set_options.read_timeout.value_or(options_.tcp_timeout);
     // Every attempt: a fresh ID, and (UDP) a fresh socket, so a reply to an
     // earlier attempt or a guess aimed at it cannot complete this one.
     close_attempt_socket(pending);
@@ -418,15 +445,17 @@ void Forwarder::dispatch(uint64_t key, Pending& pending, bool tcp) {
     if (tcp) {
         // The TCP thread reports first; the deadline is for a thread pool
         // too busy to start the exchange in time.
-        pending.deadline = now + options_.tcp_timeout + options_.attempt_timeout;
+        pending.deadline = now + tcp_timeout + attempt_timeout;
         {
             std::lock_guard lock(tcp_mutex_);
-            tcp_jobs_.push_back(TcpJob{key, pending.attempts, pending.packet, address});
+            tcp_jobs_.push_back(TcpJob{key, pending.attempts, pending.packet, address,
+                                       tls ? set_options.tls.get() : nullptr, tls_name,
+                                       set_options.source, tcp_timeout});
         }
         tcp_cv_.notify_one();
         return;
     }
-    pending.deadline = now + options_.attempt_timeout;
+    pending.deadline = now + attempt_timeout;
     SocketAddress to = to_socket_address(address);
     // connect(): the kernel picks a random ephemeral port and delivers only
     // the upstream's datagrams (and its ICMP errors) to this socket.
@@ -434,7 +463,10 @@ void Forwarder::dispatch(uint64_t key, Pending& pending, bool tcp) {
     epoll_event event{};
     event.events = EPOLLIN;
     event.data.u64 = key;
-    if (fd < 0 || ::connect(fd, to.sockaddr(), to.length()) < 0 ||
+    std::optional<SocketAddress> local;
+    if (set_options.source) local = to_socket_address(HostPort{*set_options.source, 0});
+    if (fd < 0 || (local && ::bind(fd, local->sockaddr(), local->length()) < 0) ||
+        ::connect(fd, to.sockaddr(), to.length()) < 0 ||
         ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event) < 0 ||
         ::send(fd, pending.packet.data(), pending.packet.size(), 0) < 0) {
         if (fd >= 0) ::close(fd);
@@ -460,7 +492,7 @@ void Forwarder::retry_or_fail(uint64_t key, const char* reason) {
     bool retry = false;
     {
         std::lock_guard lock(mutex_);
-        retry = pending.attempts < options_.max_attempts && usable_in(pending.set) > 0;
+        retry = pending.attempts < max_attempts(pending.set) && usable_in(pending.set) > 0;
     }
     if (retry) {
         send_attempt(key, pending);
@@ -491,9 +523,9 @@ void Forwarder::replied(uint64_t key, Message reply) {
         std::lock_guard lock(mutex_);
         usable_in_set = usable_in(pending.set);
     }
-    if ((rcode == Rcode::kServFail || rcode == Rcode::kRefused) &&
-        sets_[pending.set].options.next_on_servfail && pending.attempts < options_.max_attempts &&
-        usable_in_set > 1) {
+    const auto& failover = sets_[pending.set].options.failover_rcodes;
+    if (std::find(failover.begin(), failover.end(), reply.header.rcode) != failover.end() &&
+        pending.attempts < max_attempts(pending.set) && usable_in_set > 1) {
         errors_.fetch_add(1, std::memory_order_relaxed);
         retry_or_fail(key, to_string(rcode));
         return;
@@ -629,7 +661,10 @@ void Forwarder::run_tcp() {
         TcpResult result{job.key, job.attempt,
                          make_error(ErrorCode::kIo, "TCP exchange failed unexpectedly")};
         run_guarded("dns forwarder TCP exchange", [&] {
-            result.reply = tcp_exchange(job.upstream, job.packet, options_.tcp_timeout);
+            result.reply = job.tls
+                               ? job.tls->exchange(job.upstream, job.tls_name, job.packet,
+                                                   job.timeout, job.source)
+                               : tcp_exchange(job.upstream, job.packet, job.timeout, job.source);
         });
         {
             std::lock_guard lock(mutex_);

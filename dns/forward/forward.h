@@ -8,14 +8,14 @@
 // that `except` it. An excepted name no set takes fails (SERVFAIL: CoreDNS's
 // answer when no next plugin handles it). Fail-over, loop drops and health
 // stay within the set. The set's policy orders its upstreams per query; the
-// next one is asked on a timeout (and, when the set says so, on SERVFAIL or
-// REFUSED); down upstreams (upstream_health.h) are skipped. UDP (EDNS0,
-// payload 1232) or TCP as the set's protocol says; a truncated UDP reply is
-// asked again over TCP. Over max_concurrent queries in flight in a set, a
-// query is answered REFUSED at once (CoreDNS's forward.go).
-// Spoofing (issue 10): every UDP attempt has a connected socket of its own
-// (a fresh random source port; the kernel drops datagrams from any other
-// address or port) and a fresh ID from the kernel's CSPRNG; a reply is
+// next one is asked on a timeout (and on the set's failover rcodes); down
+// upstreams (upstream_health.h) are skipped, or, with
+// failfast_all_down, fail the query when all are. UDP (EDNS0, payload
+// 1232) or TCP as the set's protocol says, TLS for its tls:// upstreams
+// (tls_client.h); a truncated UDP reply is asked again over TCP. Over max_concurrent queries in
+// flight in a set, a query is answered REFUSED at once (CoreDNS's forward.go). Spoofing (issue 10):
+// every UDP attempt has a connected socket of its own (a fresh random source port; the kernel drops
+// datagrams from any other address or port) and a fresh ID from the kernel's CSPRNG; a reply is
 // accepted only with QR=1, that ID and our question (upstream_reply.h),
 // others are dropped and counted. Identical questions in flight (same set,
 // name case-insensitively, type, class and client protocol) share one
@@ -131,7 +131,9 @@ class Forwarder {
         HostPort address;
         size_t set = 0;  // index in sets_
         bool dropped = false;
-        std::string probe;  // lower-cased wire name of its loop probe; empty: none fits
+        bool tls = false;      // asked over TLS (the set's tls client)
+        std::string tls_name;  // the name its certificate must carry; empty: its address
+        std::string probe;     // lower-cased wire name of its loop probe; empty: none fits
     };
     // One upstream set. `preferred`, `turns` and `in_flight` are the event
     // loop's only.
@@ -181,6 +183,10 @@ class Forwarder {
         unsigned attempt = 0;
         std::string packet;
         HostPort upstream;
+        const TlsClient* tls = nullptr;  // set: over TLS; the set's options own it
+        std::string tls_name;
+        std::optional<IpAddress> source;
+        std::chrono::milliseconds timeout{0};
     };
     struct TcpResult {
         uint64_t key = 0;
@@ -203,6 +209,8 @@ class Forwarder {
     size_t set_for(std::string_view lower_name) const;
     bool excepts(const Set& set, std::string_view lower_name) const;
     size_t usable_in(size_t set) const;
+    // The set's max_connect_attempts, else the forwarder's max_attempts.
+    unsigned max_attempts(size_t set) const;
     void complete(Callback& done, Result<Message> result);
     // Completes a submission that never waited, releasing its cap unit.
     void reject(Submission& submission, Result<Message> result);

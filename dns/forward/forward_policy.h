@@ -10,8 +10,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "base/ip.h"
+#include "dns/forward/tls_client.h"
 
 namespace sb::dns {
 
@@ -37,9 +42,23 @@ struct ForwardSetOptions {
     // (CoreDNS's max_fails, 2 in a Corefile); 0: no health checking.
     uint32_t max_fails = 0;
     std::chrono::milliseconds health_check{500};  // the probe interval
-    // A SERVFAIL or REFUSED reply tries the next upstream (switchboard's
-    // --dns-upstream behaviour; CoreDNS passes them to the client).
-    bool next_on_servfail = true;
+    // A reply with one of these rcodes tries the next upstream: `failover`
+    // in a Corefile (none by default: CoreDNS passes every rcode to the
+    // client); SERVFAIL and REFUSED on the --dns-upstream path.
+    std::vector<uint8_t> failover_rcodes = {2, 5};
+    // Attempts one query makes (`max_connect_attempts`); 0: the forwarder's.
+    uint32_t max_attempts = 0;
+    // Each attempt's timeout (`read_timeout`); unset: the forwarder's.
+    std::optional<std::chrono::milliseconds> read_timeout;
+    // The local address of every upstream socket (`source_address`).
+    std::optional<IpAddress> source;
+    // `failfast_all_unhealthy_upstreams`: when every upstream is down the
+    // query fails (SERVFAIL) instead of asking a random one.
+    bool failfast_all_down = false;
+    // DNS over TLS (`tls://`): the client (`tls`, `tls_servername`) and
+    // the members asked through it; the others are plain DNS.
+    std::shared_ptr<const TlsClient> tls;
+    std::vector<TlsUpstream> tls_upstreams;
     // `except`: names at or under these (wire form, lower-case) are not
     // forwarded by this set, FROM itself excepted.
     std::vector<std::string> except;

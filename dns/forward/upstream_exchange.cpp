@@ -13,54 +13,63 @@
 
 #include "base/socket_address.h"
 #include "dns/forward/secure_random.h"
+#include "dns/forward/upstream_connection.h"
 
 namespace sb::dns {
 
-namespace {
-
-// A socket connected (or connecting) to `upstream`, closed with the object.
-class Connection {
-  public:
-    Connection(const HostPort& upstream, int type, std::chrono::milliseconds timeout)
-        : upstream_(upstream), deadline_(std::chrono::steady_clock::now() + timeout) {
-        SocketAddress address = to_socket_address(upstream);
-        fd_ = ::socket(address.family(), type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd_ >= 0 && ::connect(fd_, address.sockaddr(), address.length()) != 0 &&
-            errno != EINPROGRESS) {
+UpstreamConnection::UpstreamConnection(const HostPort& upstream, int type,
+                                       std::chrono::milliseconds timeout,
+                                       const std::optional<IpAddress>& source)
+    : upstream_(upstream), deadline_(std::chrono::steady_clock::now() + timeout) {
+    SocketAddress address = to_socket_address(upstream);
+    fd_ = ::socket(address.family(), type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) return;
+    if (source) {
+        SocketAddress local = to_socket_address(HostPort{*source, 0});
+        if (::bind(fd_, local.sockaddr(), local.length()) != 0) {
             error_ = errno;
+            failed_step_ = "bind to the source address for";
+            return;
         }
     }
-    ~Connection() {
-        if (fd_ >= 0) ::close(fd_);
+    if (::connect(fd_, address.sockaddr(), address.length()) != 0 && errno != EINPROGRESS) {
+        error_ = errno;
     }
-    Connection(const Connection&) = delete;
-    Connection& operator=(const Connection&) = delete;
+}
 
-    // The socket could not be made or connected.
-    Status opened() const {
-        if (fd_ < 0) return make_error(ErrorCode::kIo, "socket", errno);
-        if (error_ != 0) {
-            return make_error(ErrorCode::kUnavailable, fmt::format("connect to {}", upstream_),
-                              error_);
-        }
-        return {};
-    }
-    int fd() const { return fd_; }
-    // Waits for `events` until the deadline; false when it passed.
-    bool wait(short events) const {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline_ - std::chrono::steady_clock::now());
-        if (left.count() <= 0) return false;
-        pollfd p{fd_, events, 0};
-        return ::poll(&p, 1, static_cast<int>(left.count())) == 1;
-    }
+UpstreamConnection::~UpstreamConnection() {
+    if (fd_ >= 0) ::close(fd_);
+}
 
-  private:
-    HostPort upstream_;
-    std::chrono::steady_clock::time_point deadline_;
-    int fd_ = -1;
-    int error_ = 0;
-};
+Status UpstreamConnection::opened() const {
+    if (fd_ < 0) return make_error(ErrorCode::kIo, "socket", errno);
+    if (error_ != 0) {
+        return make_error(ErrorCode::kUnavailable, fmt::format("{} {}", failed_step_, upstream_),
+                          error_);
+    }
+    return {};
+}
+
+Status UpstreamConnection::connected() const {
+    if (!wait(POLLOUT)) return make_error(ErrorCode::kUnavailable, "TCP connect timeout");
+    int error = 0;
+    socklen_t length = sizeof(error);
+    ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &length);
+    if (error != 0) {
+        return make_error(ErrorCode::kUnavailable, fmt::format("connect to {}", upstream_), error);
+    }
+    return {};
+}
+
+bool UpstreamConnection::wait(short events) const {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline_ - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd_, events, 0};
+    return ::poll(&p, 1, static_cast<int>(left.count())) == 1;
+}
+
+namespace {
 
 uint16_t packet_id(const std::string& packet) {
     if (packet.size() < 2) return 0;
@@ -70,23 +79,22 @@ uint16_t packet_id(const std::string& packet) {
 
 }  // namespace
 
-Result<Message> tcp_exchange(const HostPort& upstream, const std::string& packet,
-                             std::chrono::milliseconds timeout) {
-    Connection connection(upstream, SOCK_STREAM, timeout);
-    if (auto status = connection.opened(); !status) return status.error();
-    const int fd = connection.fd();
-    if (!connection.wait(POLLOUT))
-        return make_error(ErrorCode::kUnavailable, "TCP connect timeout");
-    int error = 0;
-    socklen_t length = sizeof(error);
-    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
-    if (error != 0) {
-        return make_error(ErrorCode::kUnavailable, fmt::format("connect to {}", upstream), error);
-    }
+std::string tcp_framed(const std::string& packet) {
     std::string framed;
     framed.push_back(static_cast<char>(packet.size() >> 8));
     framed.push_back(static_cast<char>(packet.size() & 0xff));
     framed += packet;
+    return framed;
+}
+
+Result<Message> tcp_exchange(const HostPort& upstream, const std::string& packet,
+                             std::chrono::milliseconds timeout,
+                             const std::optional<IpAddress>& source) {
+    UpstreamConnection connection(upstream, SOCK_STREAM, timeout, source);
+    if (auto status = connection.opened(); !status) return status.error();
+    if (auto status = connection.connected(); !status) return status.error();
+    const int fd = connection.fd();
+    const std::string framed = tcp_framed(packet);
     size_t sent = 0;
     while (sent < framed.size()) {
         ssize_t n = ::send(fd, framed.data() + sent, framed.size() - sent, MSG_NOSIGNAL);
@@ -124,8 +132,9 @@ Result<Message> tcp_exchange(const HostPort& upstream, const std::string& packet
 }
 
 Result<Message> udp_exchange(const HostPort& upstream, const std::string& packet,
-                             std::chrono::milliseconds timeout) {
-    Connection connection(upstream, SOCK_DGRAM, timeout);
+                             std::chrono::milliseconds timeout,
+                             const std::optional<IpAddress>& source) {
+    UpstreamConnection connection(upstream, SOCK_DGRAM, timeout, source);
     if (auto status = connection.opened(); !status) return status.error();
     const int fd = connection.fd();
     if (::send(fd, packet.data(), packet.size(), 0) < 0) {

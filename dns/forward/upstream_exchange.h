@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "base/ip.h"
@@ -14,14 +15,21 @@
 
 namespace sb::dns {
 
-// `packet` over TCP (length-prefixed, RFC 1035 4.2.2); the parsed reply.
+// `packet` with its two-byte length in front (RFC 1035 4.2.2), as TCP and
+// TLS (RFC 7858) carry it.
+std::string tcp_framed(const std::string& packet);
+
+// `packet` over TCP (length-prefixed); the parsed reply. `source`: the
+// local address to send from (forward's source_address).
 Result<Message> tcp_exchange(const HostPort& upstream, const std::string& packet,
-                             std::chrono::milliseconds timeout);
+                             std::chrono::milliseconds timeout,
+                             const std::optional<IpAddress>& source = std::nullopt);
 
 // `packet` over a connected UDP socket, so an ICMP port unreachable fails
 // it at once; the first parsed reply (QR=1) with the packet's ID.
 Result<Message> udp_exchange(const HostPort& upstream, const std::string& packet,
-                             std::chrono::milliseconds timeout);
+                             std::chrono::milliseconds timeout,
+                             const std::optional<IpAddress>& source = std::nullopt);
 
 // One question (RD set, EDNS, a random ID) over UDP, again over TCP when the
 // reply is truncated, as a stub resolver asks it; each exchange bounded by

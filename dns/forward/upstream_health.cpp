@@ -73,8 +73,10 @@ bool UpstreamHealth::probe(const Target& target) {
     ping.questions.push_back(Question{*name_from_text("."), type::kNS, kClassIN});
     std::string packet = write_message(ping).bytes;
     // Any reply, whatever its rcode, is a healthy upstream: only I/O counts.
-    auto reply = target.tcp ? tcp_exchange(target.address, packet, probe_timeout_)
-                            : udp_exchange(target.address, packet, probe_timeout_);
+    auto reply = target.tls   ? target.tls->exchange(target.address, target.tls_name, packet,
+                                                     probe_timeout_, target.source)
+                 : target.tcp ? tcp_exchange(target.address, packet, probe_timeout_, target.source)
+                              : udp_exchange(target.address, packet, probe_timeout_, target.source);
     if (!reply) {
         log::debug("dns: health probe of {} failed: {}", target.address, reply.error().describe());
     }

@@ -6,11 +6,10 @@
 // never probed, never down. docs/dns.md#forwarding.
 //
 // Probes run one at a time, each bounded by `probe_timeout` (CoreDNS's 1 s),
-// over TCP for force_tcp sets, else UDP, as tasks (base/threads/background.h) of a
-// Background of their own rather than the process's shared one: a probe
-// blocks on its socket, and a set of dead upstreams would hold the shared
-// thread's reloads and retries back by a probe timeout each
-// (docs/foundations.md, "Background work").
+// over TLS for tls:// upstreams, TCP for force_tcp sets, else UDP, as tasks
+// (base/threads/background.h) of a Background of their own rather than the process's shared one: a
+// probe blocks on its socket, and a set of dead upstreams would hold the shared thread's reloads
+// and retries back by a probe timeout each (docs/foundations.md, "Background work").
 //
 // Thread safety: exchange_failed() and down() may be called from any thread;
 // start() and stop() from one controlling thread.
@@ -27,6 +26,7 @@
 #include "base/threads/background.h"
 #include "dns/forward/forward_metrics.h"
 #include "dns/forward/secure_random.h"
+#include "dns/forward/tls_client.h"
 
 namespace sb::dns {
 
@@ -35,6 +35,9 @@ class UpstreamHealth {
     struct Target {
         HostPort address;
         bool tcp = false;
+        const TlsClient* tls = nullptr;  // probed over TLS; owned by the set's options
+        std::string tls_name;            // the name its certificate must carry
+        std::optional<IpAddress> source;
         uint32_t max_fails = 0;
         std::chrono::milliseconds interval{500};
     };

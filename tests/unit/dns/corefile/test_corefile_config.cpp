@@ -32,7 +32,7 @@ constexpr std::string_view kKubeadmCorefile = R"(.:53 {
        ttl 30
     }
     prometheus :9153
-    forward . /etc/resolv.conf {
+    forward . )" SWITCHBOARD_TEST_DATA R"(/resolv.conf {
        max_concurrent 1000
     }
     cache 30 {
@@ -60,7 +60,7 @@ constexpr std::string_view kK3sCorefile = R"(.:53 {
       fallthrough
     }
     prometheus :9153
-    forward . /etc/resolv.conf
+    forward . )" SWITCHBOARD_TEST_DATA R"(/resolv.conf
     cache 30
     loop
     reload
@@ -134,7 +134,7 @@ TEST_CASE("corefile config: kubeadm's default Corefile") {
     CHECK(s.forwards[0].from == ".");
     REQUIRE(s.forwards[0].to.size() == 1);
     CHECK_FALSE(s.forwards[0].to[0].address);
-    CHECK(s.forwards[0].to[0].resolv_conf == "/etc/resolv.conf");
+    CHECK(s.forwards[0].to[0].resolv_conf == SWITCHBOARD_TEST_DATA "/resolv.conf");
     CHECK(s.forwards[0].max_concurrent == 1000);
     REQUIRE(s.cache);
     CHECK(s.cache->max_ttl == 30);
@@ -219,8 +219,9 @@ TEST_CASE("corefile config: every kubernetes option") {
 
 TEST_CASE("corefile config: every forward option") {
     auto s = block_ok(
-        "forward example.org 10.0.0.1 dns://10.0.0.2:5353 [fd00::1]:53 fd00::2 /etc/upstream.conf "
-        "{\n"
+        "forward example.org 10.0.0.1 dns://10.0.0.2:5353 [fd00::1]:53 "
+        "fd00::2 " SWITCHBOARD_TEST_DATA
+        "/resolv.conf {\n"
         " max_concurrent 50\n policy sequential\n health_check 1.5s\n force_tcp\n prefer_udp\n"
         " except a.example.org B.example.org\n}");
     const auto& f = s.forwards.at(0);
@@ -230,7 +231,7 @@ TEST_CASE("corefile config: every forward option") {
     CHECK(f.to[1].address == hp("10.0.0.2:5353"));
     CHECK(f.to[2].address == hp("[fd00::1]:53"));
     CHECK(f.to[3].address == hp("[fd00::2]:53"));
-    CHECK(f.to[4].resolv_conf == "/etc/upstream.conf");
+    CHECK(f.to[4].resolv_conf == SWITCHBOARD_TEST_DATA "/resolv.conf");
     CHECK(f.max_concurrent == 50);
     CHECK(f.policy == ForwardPolicy::kSequential);
     CHECK(f.health_check == milliseconds(1500));
@@ -333,7 +334,7 @@ TEST_CASE("corefile config: unsupported plugins and options warn once, with the 
     auto config = map_ok(
         ".:53 {\n  rewrite name a b\n  template IN A example.org {\n    answer \"x\"\n  }\n"
         "  kubernetes cluster.local {\n    namespaces default\n  }\n"
-        "  forward . 1.1.1.1 {\n    tls_servername dns.example\n  }\n  cache {\n    prefetch 10\n  "
+        "  forward . 1.1.1.1 {\n    max_idle_conns 4\n  }\n  cache {\n    prefetch 10\n  "
         "}\n"
         "}\n"
         "example.org {\n  rewrite name c d\n  file /zones/example.org\n}\n");
@@ -344,8 +345,8 @@ TEST_CASE("corefile config: unsupported plugins and options warn once, with the 
                                  "runs without it",
                                  "Corefile:7: kubernetes option \"namespaces\" is not "
                                  "supported; ignored",
-                                 "Corefile:10: forward option \"tls_servername\" is not "
-                                 "supported; ignored",
+                                 "Corefile:10: forward option max_idle_conns does not change an "
+                                 "answer here (switchboard keeps no connection pool); ignored",
                                  "Corefile:13: cache option \"prefetch\" is not supported; ignored",
                                  "Corefile:18: plugin \"file\" is not supported; the server runs "
                                  "without it",
@@ -367,20 +368,20 @@ TEST_CASE("corefile config: bad arguments are errors with their line") {
     CHECK(block_error("kubernetes {\n noendpoints yes\n}") ==
           "Corefile:3: noendpoints: wrong argument count (1, wants 0)");
     CHECK(block_error("forward .") == "Corefile:2: forward: wrong argument count (1, wants 2-16)");
-    CHECK(block_error("forward . tls://1.1.1.1") ==
-          "Corefile:2: forward: \"tls://1.1.1.1\": DNS over TLS upstreams are not supported; use "
-          "a plain address");
     // DNS over HTTPS (and any scheme but dns://): refused, not taken for a
     // file name because of its '/'.
     CHECK(block_error("forward . https://dns.google/dns-query") ==
           "Corefile:2: forward: \"https://dns.google/dns-query\": \"https\":// upstreams are "
-          "not supported (forward takes dns:// and plain addresses)");
+          "not supported (forward takes dns://, tls:// and plain addresses)");
     CHECK(block_error("forward . 1.1.1.1 grpc://10.0.0.1/x").find("\"grpc\":// upstreams") !=
           std::string::npos);
+    // CoreDNS: what is not an IP address is a file (parse.HostPortOrFile).
     CHECK(block_error("forward . dns.google") ==
-          "Corefile:2: forward: \"dns.google\" is not an IP address or a file");
+          "Corefile:2: forward: not an IP address or file \"dns.google\": No such file or "
+          "directory");
     CHECK(block_error("forward . 1.1.1.1:99999") ==
-          "Corefile:2: forward: \"1.1.1.1:99999\" is not an IP address or a file");
+          "Corefile:2: forward: not an IP address or file \"1.1.1.1:99999\": No such file or "
+          "directory");
     CHECK(block_error("forward . 1.1.1.1\nforward . 8.8.8.8") ==
           "Corefile:3: forward \".\" is already defined at line 2");
     CHECK(block_error("forward . 1.1.1.1 {\n policy fastest\n}") ==
@@ -489,7 +490,7 @@ TEST_CASE("corefile apply: kubeadm's Corefile sets DnsOptions") {
     CHECK(options.ttl == 30);
     CHECK(options.pods == PodRecords::kInsecure);
     CHECK(options.upstreams.empty());
-    CHECK(options.resolv_conf == "/etc/resolv.conf");
+    CHECK(options.resolv_conf == SWITCHBOARD_TEST_DATA "/resolv.conf");
     // --dns-listen's addresses, the block's port.
     CHECK(options.listen == std::vector<HostPort>{hp("127.0.0.1:53"), hp("[::1]:53")});
 }

@@ -75,6 +75,20 @@ uint64_t sample(const Forwarder& forwarder, const std::string& series) {
     return std::stoull(text.substr(at + line.size()));
 }
 
+// Asks www.example.com; the first upstream answers `first`. With
+// `next_asked` the second upstream must get the query (it answers
+// NOERROR), else it must not. The rcode the caller got.
+uint8_t rcode_after_first(Forwarder& forwarder, std::array<FakeUpstream, 2>& upstreams, Rcode first,
+                          bool next_asked) {
+    Asked asked(forwarder, "www.example.com");
+    upstreams[0].send(reply_to(upstreams[0].receive(), first));
+    if (next_asked) upstreams[1].send(reply_to(upstreams[1].receive()));
+    auto result = asked.get();
+    REQUIRE(result.ok());
+    if (!next_asked) CHECK_FALSE(upstreams[1].has_query());
+    return result->header.rcode;
+}
+
 std::string health_failures(const HostPort& upstream) {
     return "coredns_forward_healthcheck_failures_total{to=\"" + upstream.to_string() + "\"}";
 }
@@ -143,26 +157,18 @@ TEST_CASE("forward options: SERVFAIL goes to the client unless the set tries the
     std::array<FakeUpstream, 2> upstreams;
     ForwardSetOptions set = policy(UpstreamPolicy::kSequential);
     SECTION("CoreDNS: the upstream's SERVFAIL is the answer") {
-        set.next_on_servfail = false;
+        set.failover_rcodes = {};
         Forwarder forwarder(with_set(addresses(upstreams), set));
         REQUIRE(forwarder.start().ok());
-        Asked asked(forwarder, "www.example.com");
-        upstreams[0].send(reply_to(upstreams[0].receive(), Rcode::kServFail));
-        auto result = asked.get();
-        REQUIRE(result.ok());
-        CHECK(result->header.rcode == static_cast<uint8_t>(Rcode::kServFail));
-        CHECK_FALSE(upstreams[1].has_query());
+        CHECK(rcode_after_first(forwarder, upstreams, Rcode::kServFail, false) ==
+              static_cast<uint8_t>(Rcode::kServFail));
     }
     SECTION("--dns-upstream: the next upstream is asked") {
-        set.next_on_servfail = true;
+        set.failover_rcodes = {2, 5};
         Forwarder forwarder(with_set(addresses(upstreams), set));
         REQUIRE(forwarder.start().ok());
-        Asked asked(forwarder, "www.example.com");
-        upstreams[0].send(reply_to(upstreams[0].receive(), Rcode::kServFail));
-        upstreams[1].send(reply_to(upstreams[1].receive()));
-        auto result = asked.get();
-        REQUIRE(result.ok());
-        CHECK(result->header.rcode == static_cast<uint8_t>(Rcode::kNoError));
+        CHECK(rcode_after_first(forwarder, upstreams, Rcode::kServFail, true) ==
+              static_cast<uint8_t>(Rcode::kNoError));
     }
 }
 
@@ -402,4 +408,68 @@ TEST_CASE("forward options: rcode labels are CoreDNS's") {
     CHECK(rcode_label(5) == "REFUSED");
     CHECK(rcode_label(9) == "NOTAUTH");
     CHECK(rcode_label(15) == "15");
+}
+
+TEST_CASE("forward options: failover tries the next upstream on its rcodes only") {
+    std::array<FakeUpstream, 2> upstreams;
+    ForwardSetOptions set = policy(UpstreamPolicy::kSequential);
+    set.failover_rcodes = {static_cast<uint8_t>(Rcode::kNXDomain)};
+    Forwarder forwarder(with_set(addresses(upstreams), set));
+    REQUIRE(forwarder.start().ok());
+    // A failover rcode: the next upstream answers; another is the answer.
+    CHECK(rcode_after_first(forwarder, upstreams, Rcode::kNXDomain, true) ==
+          static_cast<uint8_t>(Rcode::kNoError));
+    CHECK(rcode_after_first(forwarder, upstreams, Rcode::kServFail, false) ==
+          static_cast<uint8_t>(Rcode::kServFail));
+}
+
+TEST_CASE("forward options: max_connect_attempts bounds the attempts of one query") {
+    std::array<FakeUpstream, 3> silent;
+    ForwardSetOptions set = policy(UpstreamPolicy::kSequential);
+    set.max_attempts = 1;
+    Forwarder forwarder(with_set(addresses(silent), set));
+    REQUIRE(forwarder.start().ok());
+    CHECK_FALSE(Asked(forwarder, "www.example.com").get().ok());
+    CHECK(silent[0].has_query());
+    CHECK_FALSE(silent[1].has_query());
+    CHECK_FALSE(silent[2].has_query());
+}
+
+TEST_CASE("forward options: source_address is the upstream socket's local address") {
+    FakeUpstream upstream;
+    ForwardSetOptions set;
+    // Another loopback address than the upstream's (127.0.0.1): seen only
+    // when the socket was bound to it.
+    set.source = IpAddress::parse("127.0.0.2").value();
+    Forwarder forwarder(with_set({upstream.address}, set));
+    REQUIRE(forwarder.start().ok());
+    Asked asked(forwarder, "www.example.com");
+    upstream.send(reply_to(upstream.receive()));
+    CHECK(asked.get().ok());
+    const auto* from = reinterpret_cast<const sockaddr_in*>(&upstream.client);
+    CHECK(from->sin_addr.s_addr == htonl(0x7f000002));
+    SECTION("an address of another family: every attempt fails, none is sent") {
+        set.source = IpAddress::parse("::1").value();
+        Forwarder mismatched(with_set({upstream.address}, set));
+        REQUIRE(mismatched.start().ok());
+        CHECK_FALSE(Asked(mismatched, "www.example.com").get().ok());
+        CHECK_FALSE(upstream.has_query());
+    }
+}
+
+TEST_CASE("forward options: failfast_all_unhealthy_upstreams fails when every upstream is down") {
+    FakeUpstream silent;
+    ForwardSetOptions set;
+    set.max_fails = 1;
+    set.health_check = milliseconds(20);
+    set.failfast_all_down = true;
+    Forwarder forwarder(with_set({silent.address}, set));
+    REQUIRE(forwarder.start().ok());
+    CHECK_FALSE(Asked(forwarder, "a.example.com").get().ok());  // 3 attempts time out
+    for (int i = 0; i < 500 && sample(forwarder, health_failures(silent.address)) < 2; ++i) {
+        silent.receive();
+    }
+    auto result = Asked(forwarder, "b.example.com").get();
+    CHECK_FALSE(result.ok());
+    CHECK(sample(forwarder, "coredns_forward_healthcheck_broken_total") == 1);
 }

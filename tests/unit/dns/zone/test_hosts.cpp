@@ -237,7 +237,7 @@ TEST_CASE("corefile apply: k3s's NodeHosts hosts block") {
         ".:53 {\n kubernetes cluster.local in-addr.arpa ip6.arpa {\n  pods insecure\n"
         "  fallthrough in-addr.arpa ip6.arpa\n }\n"
         " hosts /etc/coredns/NodeHosts {\n  ttl 60\n  reload 15s\n  fallthrough\n }\n"
-        " forward . /etc/resolv.conf\n}\n",
+        " forward . " SWITCHBOARD_TEST_DATA "/resolv.conf\n}\n",
         "Corefile", nullptr, options);
     REQUIRE(warnings.ok());
     CHECK(warnings->empty());

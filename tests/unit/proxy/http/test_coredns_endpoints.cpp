@@ -73,7 +73,7 @@ TEST_CASE("coredns_endpoints_config: kubeadm's Corefile, addresses shared across
     ready
     kubernetes cluster.local in-addr.arpa ip6.arpa
     prometheus :9153
-    forward . /etc/resolv.conf
+    forward . )" SWITCHBOARD_TEST_DATA R"(/resolv.conf
 }
 consul.local:53 {
     forward . 10.0.0.5
