@@ -207,10 +207,11 @@ def config_files(name, tmp_path):
         for file in ("config.conf", "kubeconfig.conf"):
             (folder / file).write_text((KUBEADM_DATA / file).read_text())
         # kubeadm's coredns ConfigMap, whose `forward . /etc/resolv.conf`
-        # reads this machine's resolv.conf as the Pod's (dnsPolicy Default).
+        # (the Pod's, dnsPolicy Default) names the test's resolv.conf instead.
         coredns = tmp_path / "coredns"
         coredns.mkdir()
-        (coredns / "Corefile").write_text((KUBEADM_DATA / "Corefile").read_text())
+        (coredns / "Corefile").write_text(
+            with_test_resolv_conf((KUBEADM_DATA / "Corefile").read_text(), tmp_path))
         return {"/var/lib/kube-proxy/": f"{folder}/", "/etc/coredns/": f"{coredns}/"}
     config = switchboard_configmap(name)
     folder = tmp_path / "switchboard"
@@ -218,8 +219,22 @@ def config_files(name, tmp_path):
     (volume,) = [v for v in daemonset(MANIFESTS[name])["spec"]["template"]["spec"]["volumes"]
                  if v.get("configMap", {}).get("name") == "switchboard"]
     for item in volume["configMap"]["items"]:
-        (folder / item["path"]).write_text(config["data"][item["key"]])
+        text = config["data"][item["key"]]
+        if item["key"] == "Corefile":
+            text = with_test_resolv_conf(text, tmp_path)
+        (folder / item["path"]).write_text(text)
     return {"/etc/switchboard/": f"{folder}/"}
+
+
+def with_test_resolv_conf(corefile, tmp_path):
+    """`corefile` with `forward . /etc/resolv.conf` naming a resolv.conf the test
+    writes (a TEST-NET nameserver the namespace cannot reach): switchboard reads
+    the file when it checks the Corefile and refuses a missing one or one with no
+    nameserver, as CoreDNS does, and this machine's may be either."""
+    resolv_conf = tmp_path / "resolv.conf"
+    resolv_conf.write_text("nameserver 192.0.2.53\n")
+    assert "forward . /etc/resolv.conf" in corefile
+    return corefile.replace("forward . /etc/resolv.conf", f"forward . {resolv_conf}")
 
 
 def switchboard_configmap(name):
@@ -327,7 +342,7 @@ def test_the_daemons_command_answers_dns_on_the_kube_dns_address(name, netns, sw
     """The main container's command for real (a file source instead of the
     API server): the Corefile's cluster answered on the kube-dns ClusterIP
     and on 169.254.20.10, with no conntrack entry for it. The Corefile's
-    `forward . /etc/resolv.conf` reads this machine's resolv.conf, whose
+    `forward . /etc/resolv.conf` reads the test's resolv.conf instead, whose
     nameserver the namespace cannot reach: only cluster names are asked."""
     subprocess.run(["ip", "-n", netns, "link", "set", "lo", "up"], check=True)
     _, (main,) = containers(daemonset(MANIFESTS[name]))
