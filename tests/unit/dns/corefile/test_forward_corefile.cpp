@@ -192,6 +192,13 @@ TEST_CASE("forward setup_test: TestSetupTLS") {
          "Corefile:4: forward: tls: cannot read /nonexistent/ca.pem"},
         {"forward . tls://127.0.0.1 {\ntls /nonexistent/c.pem /nonexistent/k.pem\n}", false,
          "cannot read /nonexistent/c.pem"},
+        // A readable file that holds no certificate.
+        {"forward . tls://127.0.0.1 {\ntls " SWITCHBOARD_TEST_DATA "/resolv.conf\n}", false,
+         "Corefile:4: forward: tls: could not read root certs from " SWITCHBOARD_TEST_DATA
+         "/resolv.conf"},
+        {"forward . tls://127.0.0.1 {\ntls " SWITCHBOARD_TEST_DATA
+         "/resolv.conf " SWITCHBOARD_TEST_DATA "/resolv.conf\n}",
+         false, "could not load TLS cert " SWITCHBOARD_TEST_DATA "/resolv.conf"},
     });
 }
 
