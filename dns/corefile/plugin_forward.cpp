@@ -264,7 +264,11 @@ Status map_forward_option(const CorefileDirective& o, ForwardConfig& f, PendingT
         f.read_timeout = *timeout;
     } else if (o.name == "source_address") {
         if (auto s = context.count(o, 1, 1); !s) return s;
-        auto address = IpAddress::parse(o.args[0]);
+        std::string_view text = o.args[0];
+        // Go's net.IP holds ::ffff:A.B.C.D as the IPv4 address A.B.C.D, and
+        // CoreDNS's dialer binds an IPv4 socket to it.
+        if (text.starts_with("::ffff:") && IpAddress::parse(text.substr(7))) text = text.substr(7);
+        auto address = IpAddress::parse(text);
         if (!address) {
             return context.at(
                 o.line, fmt::format("invalid IP address: {}", escaped_for_message(o.args[0])));

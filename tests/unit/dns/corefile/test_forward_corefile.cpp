@@ -168,6 +168,10 @@ TEST_CASE("forward setup_test: TestSourceAddress") {
         {"forward . 127.0.0.1 {\nsource_address ::ffff:192.0.2.1\n}\n", true},
         {"forward . 127.0.0.1 {\nsource_address \n}\n", false, "source_address"},
     });
+    DnsOptions options;
+    REQUIRE(
+        apply_block("forward . 127.0.0.1 {\nsource_address ::ffff:192.0.2.1\n}", &options).ok());
+    CHECK(options.forward.source == IpAddress::parse("192.0.2.1").value());
 }
 
 TEST_CASE("forward setup_test: TestSetupTLS") {
