@@ -197,6 +197,7 @@ HostsOptions hosts_options(const HostsConfig& h, const ServerConfig& server) {
     hosts.reverse = !h.no_reverse;
     hosts.reload = h.reload;
     hosts.fallthrough = fallthrough_zones(h.fallthrough, hosts.zones);
+    hosts.fallthrough_unsupported = h.fallthrough_unsupported;
     return hosts;
 }
 

@@ -18,9 +18,12 @@ Status map_hosts(const CorefileDirective& d, ServerConfig& server, MapContext& c
     for (const auto& o : d.block) {
         if (o.name == "ttl") {
             if (auto s = context.count(o, 1, 1); !s) return s;
-            auto ttl = context.check(o, parse_number(o.args[0], 0, 65535));
+            auto ttl = context.check(o, parse_number(o.args[0], 1, 65535));
             if (!ttl) return ttl.error();
             h.ttl = *ttl;
+        } else if (o.name == "fallthrough_unsupported") {
+            if (auto s = context.count(o, 0, 0); !s) return s;
+            h.fallthrough_unsupported = true;
         } else if (o.name == "no_reverse") {
             if (auto s = context.count(o, 0, 0); !s) return s;
             h.no_reverse = true;
@@ -60,6 +63,9 @@ Status map_hosts(const CorefileDirective& d, ServerConfig& server, MapContext& c
                               fmt::format("hosts: {} is neither an option nor an IP address",
                                           escaped_for_message(o.name)));
         }
+    }
+    if (h.fallthrough_unsupported && !h.fallthrough) {
+        return context.at(d.line, "hosts: fallthrough_unsupported requires fallthrough");
     }
     server.hosts = std::move(h);
     return {};

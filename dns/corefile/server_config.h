@@ -127,6 +127,9 @@ struct HostsConfig {
     bool no_reverse = false;
     std::chrono::milliseconds reload{5000};
     std::optional<Fallthrough> fallthrough;
+    // `fallthrough_unsupported`: a question of another type than A, AAAA
+    // and PTR goes on to the next plugin under `fallthrough`'s zones.
+    bool fallthrough_unsupported = false;
     int line = 0;
 };
 

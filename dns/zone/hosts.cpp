@@ -74,6 +74,7 @@ std::shared_ptr<const HostsTable> HostsTable::build(const HostsOptions& options,
     table->file_mtime_ns_ = file_mtime_ns;
     table->zones_ = options.zones;
     table->fallthrough_ = options.fallthrough;
+    table->fallthrough_unsupported_ = options.fallthrough_unsupported;
     table->ttl_ = options.ttl;
     std::set<std::pair<std::string, std::string>> seen;  // (name, rdata)
     auto add = [&](const HostsMapping& m) {
@@ -103,6 +104,11 @@ HostsTable::Verdict HostsTable::answer(const Question& question, std::string_vie
         return Verdict::kReply;
     }
     if (!zones_.matches(lower_name)) return Verdict::kNext;
+    const bool address_type = question.qtype == type::kA || question.qtype == type::kAAAA;
+    if (!address_type && fallthrough_unsupported_ && fallthrough_ &&
+        fallthrough_->matches(lower_name)) {
+        return Verdict::kNext;
+    }
     auto found = by_name_.find(key);
     if (found == by_name_.end()) {
         if (fallthrough_ && fallthrough_->matches(lower_name)) return Verdict::kNext;

@@ -48,6 +48,10 @@ struct HostsOptions {
     // `fallthrough`: names of the zones not in the table go on to the
     // cluster zone and forwarding; nullopt: they get SERVFAIL.
     std::optional<ZoneSet> fallthrough;
+    // `fallthrough_unsupported`: a question of a type the plugin does not
+    // answer (not A, AAAA, PTR) under `fallthrough` goes on too, even for a
+    // name in the table (else NODATA).
+    bool fallthrough_unsupported = false;
 };
 
 // Parses hosts(5) text: `#` starts a comment, a line is an address (an IPv6
@@ -90,6 +94,7 @@ class HostsTable {
     };
     ZoneSet zones_;
     std::optional<ZoneSet> fallthrough_;
+    bool fallthrough_unsupported_ = false;
     uint32_t ttl_ = 3600;
     size_t mapping_count_ = 0;
     int64_t file_mtime_ns_ = 0;

@@ -156,6 +156,36 @@ def test_hosts_file_is_reread_when_it_changes_and_falls_through(bed):
         assert dig(netns, "web.default.svc.cluster.local") == "10.96.0.10"
 
 
+def test_hosts_fallthrough_unsupported_forwards_other_types_of_its_names(bed):
+    """CoreDNS 1.14's fallthrough_unsupported: a TXT question for a name in the
+    table goes on to forwarding instead of NODATA; A stays the table's."""
+    netns, tmp_path, upstream, start = bed
+    TXT = 16
+
+    def corefile(extra):
+        return f"""\
+.:53 {{
+    bind 127.0.0.1
+    hosts {tmp_path / 'absent'} example.org {{
+        192.0.2.10 inline.example.org
+        fallthrough
+        {extra}
+    }}
+    kubernetes cluster.local
+    forward . {UPSTREAM}
+}}
+"""
+    with start(corefile("")):
+        status, flags, answers = dig_full(netns, "inline.example.org", "TXT")
+        assert (status, answers) == ("NOERROR", []) and "aa" in flags
+        assert "inline.example.org" not in upstream.names(qtype=TXT)
+    with start(corefile("fallthrough_unsupported")):
+        assert dig(netns, "inline.example.org", "A") == "192.0.2.10"
+        dig_full(netns, "inline.example.org", "TXT")
+        assert "inline.example.org" in upstream.names(qtype=TXT)
+        assert "inline.example.org" not in upstream.names(qtype=1)
+
+
 def test_kubernetes_fallthrough_forwards_only_its_zones_nxdomain(bed):
     netns, tmp_path, upstream, start = bed
     corefile = f"""\

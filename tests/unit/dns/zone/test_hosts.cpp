@@ -139,6 +139,32 @@ TEST_CASE("hosts table: an unknown name of its zones is SERVFAIL, or next with f
     CHECK(answers.empty());
 }
 
+TEST_CASE("hosts table: fallthrough_unsupported passes other types on under fallthrough") {
+    // CoreDNS's hosts ServeDNS: a TXT (or MX, HTTPS, ...) question for a
+    // name in the table is NODATA, or the next plugin's with
+    // fallthrough_unsupported within fallthrough's zones; A, AAAA and PTR
+    // are answered as before.
+    std::vector<Record> answers;
+    HostsOptions options;
+    options.zones = zones({"example.org"});
+    options.fallthrough = zones({"sub.example.org"});
+    options.fallthrough_unsupported = true;
+    auto table = table_of("10.0.0.1 a.sub.example.org a.example.org\n", options);
+    CHECK(ask(*table, "a.sub.example.org", type::kTXT, answers) == HostsTable::Verdict::kNext);
+    CHECK(ask(*table, "a.sub.example.org", type::kMX, answers) == HostsTable::Verdict::kNext);
+    CHECK(ask(*table, "a.example.org", type::kTXT, answers) == HostsTable::Verdict::kReply);
+    CHECK(answers.empty());
+    CHECK(ask(*table, "a.sub.example.org", type::kA, answers) == HostsTable::Verdict::kReply);
+    CHECK(answers.size() == 1);
+    CHECK(ask(*table, "a.sub.example.org", type::kAAAA, answers) == HostsTable::Verdict::kReply);
+
+    options.fallthrough_unsupported = false;
+    answers.clear();
+    CHECK(ask(*table_of("10.0.0.1 a.sub.example.org\n", options), "a.sub.example.org", type::kTXT,
+              answers) == HostsTable::Verdict::kReply);
+    CHECK(answers.empty());
+}
+
 TEST_CASE("hosts table: PTR of its addresses anywhere; unknown addresses and no_reverse: next") {
     HostsOptions options;
     options.zones = zones({"example.org"});
