@@ -34,11 +34,10 @@ Result<HttpListen> parse_http_listen(std::string_view text) {
     return HttpListen{host, static_cast<uint16_t>(*port)};
 }
 
-// `prometheus [ADDR]` and `ready [ADDR]`: no block, `fallback` without ADDR.
+// `prometheus [ADDR]` and `ready [ADDR]`: `fallback` without ADDR.
 Result<HttpListen> listen_of(const CorefileDirective& d, HttpListen fallback,
                              const MapContext& context) {
     if (auto s = context.count(d, 0, 1); !s) return s.error();
-    if (auto s = context.no_block(d); !s) return s.error();
     if (d.args.empty()) return fallback;
     return context.check(d, parse_http_listen(d.args[0]));
 }
@@ -48,6 +47,23 @@ Result<HttpListen> listen_of(const CorefileDirective& d, HttpListen fallback,
 Status map_prometheus(const CorefileDirective& d, ServerConfig& server, MapContext& context) {
     auto listen = listen_of(d, HttpListen{"localhost", 9153}, context);
     if (!listen) return listen.error();
+    for (const auto& o : d.block) {
+        if (o.name == "runtime_metrics") {
+            // Go's runtime metrics: there is no Go runtime to describe.
+            if (auto s = context.count(o, 0, 0); !s) return s;
+            context.warn(o.line,
+                         "prometheus: runtime_metrics (Go runtime metrics) has no "
+                         "equivalent; ignored");
+        } else if (o.name == "tls") {
+            if (auto s = context.count(o, 1, 1); !s) return s;
+            return context.at(o.line,
+                              "prometheus: tls is not supported (metrics are served "
+                              "over plain HTTP)");
+        } else {
+            return context.at(
+                o.line, fmt::format("prometheus: unknown option {}", escaped_for_message(o.name)));
+        }
+    }
     server.prometheus = *listen;
     return {};
 }
@@ -55,6 +71,18 @@ Status map_prometheus(const CorefileDirective& d, ServerConfig& server, MapConte
 Status map_ready(const CorefileDirective& d, ServerConfig& server, MapContext& context) {
     auto listen = listen_of(d, HttpListen{"", 8181}, context);
     if (!listen) return listen.error();
+    // `monitor until-ready|continuously`: /ready is evaluated at every
+    // request, which is `continuously`; `until-ready` (CoreDNS's default)
+    // is taken as that default (docs/corefile.md, Differences from CoreDNS).
+    for (const auto& o : d.block) {
+        if (o.name != "monitor") return context.unknown_option("ready", o);
+        if (auto s = context.count(o, 1, 1); !s) return s;
+        if (o.args[0] != "until-ready" && o.args[0] != "continuously") {
+            return context.at(o.line, fmt::format("ready: monitor type {} not supported "
+                                                  "(until-ready, continuously)",
+                                                  escaped_for_message(o.args[0])));
+        }
+    }
     server.ready = *listen;
     return {};
 }

@@ -59,32 +59,61 @@ Status map_log(const CorefileDirective& d, ServerConfig& server, MapContext& con
     return {};
 }
 
-// `errors [stdout|stacktrace] { consolidate DURATION REGEXP [LEVEL]
-// panicRecoveryStacktrace }`: the block's failures are logged. stdout is
-// where they go anyway. consolidate and the stack traces only shape the
-// log, never an answer: checked as CoreDNS checks them, then warned about
-// and not acted on (each failure is logged on its own).
+namespace {
+
+// consolidate DURATION REGEXP [LEVEL] [show_first], as CoreDNS's
+// parseConsolidate checks it. The REGEXP is Go's RE2, which switchboard
+// does not compile (docs/corefile.md, Differences from CoreDNS): only its
+// length is checked; an empty one is valid, as in Go.
+Status check_consolidate(const CorefileDirective& o, const MapContext& context) {
+    if (auto s = context.count(o, 2, 4); !s) return s;
+    if (auto period = context.check(o, parse_duration(o.args[0])); !period) return period.error();
+    constexpr size_t kMaxRegexpLen = 10000;  // CoreDNS's maxRegexpLen
+    if (o.args[1].size() > kMaxRegexpLen) {
+        return context.at(o.line, fmt::format("consolidate: regex pattern too long: {} > {}",
+                                              o.args[1].size(), kMaxRegexpLen));
+    }
+    static const std::set<std::string_view> levels = {"warning", "error", "info", "debug"};
+    bool level = false;
+    bool show_first = false;
+    for (size_t i = 2; i < o.args.size(); ++i) {
+        const std::string& arg = o.args[i];
+        if (levels.contains(arg)) {
+            if (level) return context.at(o.line, "consolidate: multiple log levels");
+            if (show_first) {
+                return context.at(o.line, "consolidate: the log level comes before show_first");
+            }
+            level = true;
+        } else if (arg == "show_first") {
+            show_first = true;
+        } else {
+            return context.at(o.line, fmt::format("consolidate: {} is not one of warning, error, "
+                                                  "info, debug, show_first",
+                                                  escaped_for_message(arg)));
+        }
+    }
+    return {};
+}
+
+}  // namespace
+
+// `errors [stdout] { stacktrace; consolidate DURATION REGEXP [LEVEL]
+// [show_first] }`: the block's failures are logged, always to stdout.
+// consolidate and stacktrace only shape the log, never an answer: checked
+// as CoreDNS checks them; consolidate is warned about and not acted on
+// (each failure is logged on its own), stacktrace has nothing to trace.
 Status map_errors(const CorefileDirective& d, ServerConfig& server, MapContext& context) {
     if (auto s = context.count(d, 0, 1); !s) return s;
-    if (!d.args.empty() && d.args[0] != "stacktrace" && d.args[0] != "stdout") {
-        return context.at(
-            d.line, fmt::format("errors: unknown argument {}", escaped_for_message(d.args[0])));
+    if (!d.args.empty() && d.args[0] != "stdout") {
+        return context.at(d.line, fmt::format("errors: invalid log file {} (only stdout)",
+                                              escaped_for_message(d.args[0])));
     }
     for (const auto& o : d.block) {
         if (o.name == "consolidate") {
-            if (auto s = context.count(o, 2, 3); !s) return s;
-            auto period = context.check(o, parse_duration(o.args[0]));
-            if (!period) return period.error();
-            if (o.args[1].empty()) return context.at(o.line, "consolidate: an empty REGEXP");
-            static const std::set<std::string_view> levels = {"warning", "error", "info", "debug"};
-            if (o.args.size() == 3 && !levels.contains(o.args[2])) {
-                return context.at(
-                    o.line, fmt::format("consolidate: {} is not one of warning, error, info, debug",
-                                        escaped_for_message(o.args[2])));
-            }
+            if (auto s = check_consolidate(o, context); !s) return s;
             context.warn_once("errors consolidate", o.line,
                               "errors: consolidate is not acted on; each error is logged");
-        } else if (o.name == "panicRecoveryStacktrace" || o.name == "stacktrace") {
+        } else if (o.name == "stacktrace") {
             if (auto s = context.count(o, 0, 0); !s) return s;
         } else {
             return context.unknown_option("errors", o);

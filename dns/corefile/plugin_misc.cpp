@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "base/go_duration.h"
+
 namespace sb::dns {
 
 // `autopath [ZONE...] RESOLV-CONF`: only `autopath @kubernetes`, the
@@ -24,13 +26,49 @@ Status map_autopath(const CorefileDirective& d, ServerConfig& server, MapContext
     return {};
 }
 
+namespace {
+
+// `loadbalance weighted FILE { reload DURATION }`, checked as CoreDNS's
+// setup does, then refused: weighted round robin (answers picked by the
+// weights file) is not implemented, and shuffling instead would give
+// other answers.
+Status check_weighted(const CorefileDirective& d, const MapContext& context) {
+    if (d.args.size() < 2) return context.at(d.line, "loadbalance: missing weight file argument");
+    if (d.args.size() > 2) return context.at(d.line, "loadbalance: unexpected argument(s)");
+    for (const auto& o : d.block) {
+        if (o.name != "reload") return context.unknown_option("loadbalance", o);
+        if (auto s = context.count(o, 1, 1); !s) return s;
+        if (!parse_go_duration(o.args[0])) {
+            return context.at(o.line, fmt::format("loadbalance: invalid reload duration {}",
+                                                  escaped_for_message(o.args[0])));
+        }
+    }
+    return context.at(d.line, "loadbalance: policy weighted is not supported (round_robin only)");
+}
+
+}  // namespace
+
+// `loadbalance [round_robin] { prefer CIDR... }` or `loadbalance weighted
+// FILE ...`: only the round_robin shuffle is served.
 Status map_loadbalance(const CorefileDirective& d, ServerConfig& server, MapContext& context) {
-    if (auto s = context.count(d, 0, 1); !s) return s;
-    if (auto s = context.no_block(d); !s) return s;
+    if (!d.args.empty() && d.args[0] == "weighted") return check_weighted(d, context);
     if (!d.args.empty() && d.args[0] != "round_robin") {
-        return context.at(d.line, fmt::format("loadbalance: policy {} is not supported "
-                                              "(round_robin only)",
-                                              escaped_for_message(d.args[0])));
+        return context.at(
+            d.line, fmt::format("loadbalance: unknown policy {}", escaped_for_message(d.args[0])));
+    }
+    if (d.args.size() > 1) {
+        return context.at(d.line, "loadbalance: unknown property for round_robin");
+    }
+    for (const auto& o : d.block) {
+        if (o.name != "prefer") return context.unknown_option("loadbalance", o);
+        for (const auto& cidr : o.args) {
+            if (!Prefix::parse(cidr, true)) {
+                return context.at(
+                    o.line, fmt::format("loadbalance: invalid CIDR {}", escaped_for_message(cidr)));
+            }
+        }
+        // Answers in these subnets first: an order the shuffle would not give.
+        return context.at(o.line, "loadbalance: prefer is not supported");
     }
     server.loadbalance = true;
     return {};

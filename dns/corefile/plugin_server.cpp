@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
+#include <vector>
 
 namespace sb::dns {
 
@@ -30,8 +32,9 @@ Status map_reload(const CorefileDirective& d, ServerConfig& server, MapContext& 
     if (r.interval < std::chrono::seconds(2)) {
         return context.at(d.line, "reload: interval must be at least 2s");
     }
-    if (r.jitter < std::chrono::seconds(1)) {
-        return context.at(d.line, "reload: jitter must be at least 1s");
+    // CoreDNS: 0 is no jitter (every INTERVAL exactly).
+    if (r.jitter.count() != 0 && r.jitter < std::chrono::seconds(1)) {
+        return context.at(d.line, "reload: jitter must be 0 or at least 1s");
     }
     // CoreDNS: a jitter over half the interval is set to half of it.
     r.jitter = std::min(r.jitter, r.interval / 2);
@@ -64,7 +67,10 @@ Status map_timeouts(const CorefileDirective& d, ServerConfig& server, MapContext
             return context.at(
                 o.line, fmt::format("timeouts: unknown option {}", escaped_for_message(o.name)));
         }
-        auto value = context.check(o, parse_duration(o.args[0]));
+        // CoreDNS's durations.NewDurationFromArg: a bare integer is seconds.
+        const std::string& arg = o.args[0];
+        const bool integer = parse_number(arg, INT32_MIN, INT32_MAX).ok();
+        auto value = context.check(o, parse_duration(integer ? arg + "s" : arg));
         if (!value) return value.error();
         if (*value < std::chrono::seconds(1) || *value > std::chrono::hours(24)) {
             return context.at(o.line,
@@ -83,18 +89,60 @@ Status map_timeouts(const CorefileDirective& d, ServerConfig& server, MapContext
     return {};
 }
 
-Status map_bind(const CorefileDirective& d, ServerConfig& server, MapContext& context) {
-    if (auto s = context.count(d, 1, SIZE_MAX); !s) return s;
-    if (auto s = context.no_block(d); !s) return s;
-    for (const auto& arg : d.args) {
+namespace {
+
+// bind's addresses: IP addresses only. CoreDNS also takes an interface's
+// name (its addresses when the server starts, link-local IPv6 ones with
+// their zone); switchboard's listeners take no zone, so a name is refused.
+Result<std::vector<IpAddress>> bind_addresses(const CorefileDirective& d,
+                                              std::span<const std::string> args,
+                                              const MapContext& context) {
+    std::vector<IpAddress> addresses;
+    for (const auto& arg : args) {
         auto address = IpAddress::parse(arg);
         if (!address) {
             return context.at(d.line, fmt::format("bind: {} is not an IP address (interface "
-                                                  "names are not supported)",
+                                                  "names are not supported: list the "
+                                                  "interface's addresses)",
                                                   escaped_for_message(arg)));
         }
-        server.bind.push_back(*address);
+        addresses.push_back(*address);
     }
+    return addresses;
+}
+
+}  // namespace
+
+// `bind ADDRESS... { except ADDRESS... }`: the block's listen addresses,
+// adding up over its bind lines, less each line's `except`.
+Status map_bind(const CorefileDirective& d, ServerConfig& server, MapContext& context) {
+    if (d.args.empty()) {
+        return context.at(d.line, "bind: at least one address or interface name is expected");
+    }
+    auto addresses = bind_addresses(d, d.args, context);
+    if (!addresses) return addresses.error();
+    std::vector<IpAddress> except;
+    for (const auto& o : d.block) {
+        if (o.name != "except") {
+            return context.at(o.line,
+                              fmt::format("bind: invalid option {}", escaped_for_message(o.name)));
+        }
+        if (o.args.empty()) {
+            return context.at(o.line, "bind: except needs at least one address or interface");
+        }
+        auto excepted = bind_addresses(o, o.args, context);
+        if (!excepted) return excepted.error();
+        except = std::move(*excepted);
+    }
+    size_t kept = 0;
+    for (const auto& address : *addresses) {
+        if (std::find(except.begin(), except.end(), address) == except.end()) {
+            server.bind.push_back(address);
+            ++kept;
+        }
+    }
+    // No address left would read as "every address" (no bind) here.
+    if (kept == 0) return context.at(d.line, "bind: every address is excepted");
     return {};
 }
 

@@ -275,7 +275,7 @@ TEST_CASE("corefile config: every cache option") {
 TEST_CASE("corefile config: prometheus, health, ready, reload, bind, log, errors") {
     auto s = block_ok(
         "prometheus 127.0.0.1:9253\nhealth [::1]:8090 {\n lameduck 1m30s\n}\nready localhost:8282\n"
-        "reload 10s 5s\nbind 127.0.0.1 ::1\nlog . {\n class denial error\n}\nerrors stacktrace");
+        "reload 10s 5s\nbind 127.0.0.1 ::1\nlog . {\n class denial error\n}\nerrors stdout");
     CHECK(*s.prometheus == HttpListen{"127.0.0.1", 9253});
     CHECK(s.health->listen == HttpListen{"::1", 8090});
     CHECK(s.health->lameduck == milliseconds(90000));
@@ -316,7 +316,7 @@ TEST_CASE("corefile config: log rules as CoreDNS's log setup reads them") {
 TEST_CASE("corefile config: hosts with inline entries") {
     auto s = block_ok(
         "hosts /etc/coredns/NodeHosts example.org {\n 10.0.0.1 Node-1 node-1.example.org\n"
-        " fd00::1 node-1\n ttl 0\n no_reverse\n reload 0\n fallthrough in-addr.arpa\n}");
+        " fd00::1 node-1\n ttl 1\n no_reverse\n reload 0\n fallthrough in-addr.arpa\n}");
     const auto& h = *s.hosts;
     CHECK(h.file == "/etc/coredns/NodeHosts");
     CHECK(h.zones == std::vector<std::string>{"example.org."});
@@ -324,7 +324,7 @@ TEST_CASE("corefile config: hosts with inline entries") {
     CHECK(h.inline_entries[0].address == *IpAddress::parse("10.0.0.1"));
     CHECK(h.inline_entries[0].names == std::vector<std::string>{"node-1.", "node-1.example.org."});
     CHECK(h.inline_entries[1].address == *IpAddress::parse("fd00::1"));
-    CHECK(h.ttl == 0);
+    CHECK(h.ttl == 1);  // 1-65535, as CoreDNS
     CHECK(h.no_reverse);
     CHECK(h.reload == milliseconds(0));
     CHECK(h.fallthrough->zones == std::vector<std::string>{"in-addr.arpa."});
@@ -400,7 +400,19 @@ TEST_CASE("corefile config: bad arguments are errors with their line") {
     CHECK(block_error("cache {\n disable everything\n}") ==
           "Corefile:3: disable: \"everything\" is not one of success, denial");
     CHECK(block_error("cache {\n serve_stale -1s\n}") ==
-          "Corefile:3: serve_stale: \"-1s\" is negative");
+          "Corefile:3: serve_stale: negative DURATION \"-1s\"");
+    CHECK(block_error("cache {\n serve_stale 1h immediate 30s\n}") ==
+          "Corefile:3: serve_stale: a RESPONSE_TTL other than 0 is not supported (stale answers "
+          "have TTL 0 and a refresh waits for the upstream)");
+    CHECK(block_error("cache {\n serve_stale 1h verify 100ms\n}")
+              .find("a VERIFY_TIMEOUT other than 0 is not supported") != std::string::npos);
+    CHECK(block_error("cache {\n serve_stale 1h immediate 0 5m1s\n}") ==
+          "Corefile:3: serve_stale: FAILURE_RECHECK cannot exceed 5 minutes");
+    CHECK(block_error("cache {\n serve_stale\n serve_stale_policy prefer_positive\n}") ==
+          "Corefile:4: serve_stale_policy prefer_positive is not supported (a cached denial is "
+          "answered before a stale positive answer)");
+    CHECK(block_error("cache {\n serve_stale_policy prefer_positive\n}") ==
+          "Corefile:3: serve_stale_policy requires serve_stale");
     CHECK(block_error("cache {\n serve_stale 1h later\n}") ==
           "Corefile:3: serve_stale: \"later\" is not one of immediate, verify");
     CHECK(block_error("prometheus 9153") ==
@@ -414,21 +426,32 @@ TEST_CASE("corefile config: bad arguments are errors with their line") {
     CHECK(block_error("health {\n lameduck 5x\n}") ==
           "Corefile:3: lameduck: \"5x\" is not a duration (e.g. 500ms, 5s, 1m30s)");
     CHECK(block_error("reload 1s") == "Corefile:2: reload: interval must be at least 2s");
-    CHECK(block_error("reload 10s 500ms") == "Corefile:2: reload: jitter must be at least 1s");
+    CHECK(block_error("reload 10s 500ms") == "Corefile:2: reload: jitter must be 0 or at least 1s");
     CHECK(block_error("bind eth0") ==
-          "Corefile:2: bind: \"eth0\" is not an IP address (interface names are not supported)");
-    CHECK(block_error("bind") == "Corefile:2: bind: wrong argument count (0, wants at least 1)");
+          "Corefile:2: bind: \"eth0\" is not an IP address (interface names are not supported: "
+          "list the interface's addresses)");
+    CHECK(block_error("bind") ==
+          "Corefile:2: bind: at least one address or interface name is expected");
+    CHECK(block_error("bind 127.0.0.1 {\n except 127.0.0.1\n}") ==
+          "Corefile:2: bind: every address is excepted");
     CHECK(block_error("loop now") == "Corefile:2: loop: wrong argument count (1, wants 0)");
-    CHECK(block_error("loadbalance weighted") ==
-          "Corefile:2: loadbalance: policy \"weighted\" is not supported (round_robin only)");
-    CHECK(block_error("errors loudly") == "Corefile:2: errors: unknown argument \"loudly\"");
+    CHECK(block_error("loadbalance weighted /etc/weights") ==
+          "Corefile:2: loadbalance: policy weighted is not supported (round_robin only)");
+    CHECK(block_error("loadbalance fleeb") == "Corefile:2: loadbalance: unknown policy \"fleeb\"");
+    CHECK(block_error("errors loudly") ==
+          "Corefile:2: errors: invalid log file \"loudly\" (only stdout)");
+    CHECK(block_error("errors stacktrace") ==
+          "Corefile:2: errors: invalid log file \"stacktrace\" (only stdout)");
     // errors' block, as CoreDNS's errorsParse and parseConsolidate check it.
     CHECK(block_error("errors {\n consolidate 5m\n}") ==
-          "Corefile:3: consolidate: wrong argument count (1, wants 2-3)");
+          "Corefile:3: consolidate: wrong argument count (1, wants 2-4)");
     CHECK(block_error("errors {\n consolidate soon \".*\"\n}")
               .rfind("Corefile:3: consolidate: \"soon\" is not a duration", 0) == 0);
     CHECK(block_error("errors {\n consolidate 5m x loud\n}") ==
-          "Corefile:3: consolidate: \"loud\" is not one of warning, error, info, debug");
+          "Corefile:3: consolidate: \"loud\" is not one of warning, error, info, debug, "
+          "show_first");
+    CHECK(block_error("errors {\n panicRecoveryStacktrace\n}") ==
+          "Corefile:3: errors: unknown property \"panicRecoveryStacktrace\"");
     CHECK(block_error("errors {\n bogus\n}") == "Corefile:3: errors: unknown property \"bogus\"");
     // health_check's options: no_rec, domain NAME (CoreDNS's parseBlock).
     CHECK(block_error("forward . 1.1.1.1 {\n health_check 5s domain\n}") ==
@@ -443,7 +466,10 @@ TEST_CASE("corefile config: bad arguments are errors with their line") {
           "fallthrough)");
     CHECK(block_error("hosts {\n 10.0.0.1\n}") == "Corefile:3: hosts: \"10.0.0.1\" has no name");
     CHECK(block_error("hosts {\n ttl 70000\n}") ==
-          "Corefile:3: ttl: 70000 is out of range 0-65535");
+          "Corefile:3: ttl: 70000 is out of range 1-65535");
+    CHECK(block_error("hosts {\n ttl 0\n}") == "Corefile:3: ttl: 0 is out of range 1-65535");
+    CHECK(block_error("hosts {\n fallthrough_unsupported\n}") ==
+          "Corefile:2: hosts: fallthrough_unsupported requires fallthrough");
     CHECK(block_error("hosts {\n nodes here\n}") ==
           "Corefile:3: hosts: \"nodes\" is neither an option nor an IP address");
     CHECK(block_error("cache 30\ncache 60") ==
@@ -719,7 +745,7 @@ TEST_CASE("corefile config: what CoreDNS accepts in errors, health_check and hos
     auto errors = map_ok(
         ".:53 {\nerrors stdout\n}\n"
         "example.org:53 {\nerrors {\n consolidate 5m \".* i/o timeout$\" warning\n"
-        " consolidate 30s \"^Failed to .+\"\n panicRecoveryStacktrace\n}\n}\n");
+        " consolidate 30s \"^Failed to .+\"\n stacktrace\n}\n}\n");
     REQUIRE(errors.servers.size() == 2);
     CHECK(errors.servers[0].errors);
     CHECK(errors.servers[1].errors);
@@ -734,4 +760,47 @@ TEST_CASE("corefile config: what CoreDNS accepts in errors, health_check and hos
     REQUIRE(hosts.hosts.has_value());
     CHECK(hosts.hosts->inline_entries.size() == 1);
     CHECK(hosts.hosts->ttl == 60);
+}
+
+TEST_CASE("corefile config: what CoreDNS 1.14 accepts in reload, timeouts, bind, cache, ready") {
+    // reload: a zero jitter is none (CoreDNS: 0 or at least 1s).
+    auto reload = block_ok("reload 2s 0s");
+    REQUIRE(reload.reload.has_value());
+    CHECK(reload.reload->interval == std::chrono::seconds(2));
+    CHECK(reload.reload->jitter == milliseconds(0));
+    // timeouts: a bare number is seconds (durations.NewDurationFromArg).
+    auto timeouts = block_ok("timeouts {\n read 10\n idle 60\n}");
+    REQUIRE(timeouts.timeouts.has_value());
+    CHECK(timeouts.timeouts->read == std::chrono::seconds(10));
+    CHECK(timeouts.timeouts->idle == std::chrono::seconds(60));
+    // bind's except block removes its addresses.
+    auto bind = block_ok("bind 127.0.0.1 ::1 {\n except ::1\n}");
+    CHECK(bind.bind == std::vector<IpAddress>{*IpAddress::parse("127.0.0.1")});
+    // serve_stale's longer forms at their defaults; the mode in any case.
+    auto stale = block_ok("cache {\n serve_stale 30m VERIFY 0 0 0\n}");
+    REQUIRE(stale.cache.has_value());
+    CHECK(stale.cache->serve_stale == std::chrono::minutes(30));
+    CHECK(stale.cache->serve_stale_verify);
+    auto immediate = block_ok("cache {\n serve_stale 1h immediate 0s 0s\n}");
+    CHECK_FALSE(immediate.cache->serve_stale_verify);
+    // ready's monitor, prometheus's runtime_metrics (warned).
+    CHECK(block_ok("ready :8181 {\n monitor continuously\n}").ready == HttpListen{"", 8181});
+    auto metrics = map_ok(".:53 {\nprometheus :9153 {\n runtime_metrics\n}\n}\n");
+    CHECK(metrics.servers[0].prometheus == HttpListen{"", 9153});
+    CHECK(metrics.warnings ==
+          std::vector<std::string>{"Corefile:3: prometheus: runtime_metrics (Go runtime metrics) "
+                                   "has no equivalent; ignored"});
+}
+
+TEST_CASE("corefile apply: hosts' fallthrough_unsupported reaches the hosts table's options") {
+    DnsOptions options;
+    options.listen = {hp("127.0.0.1:53")};
+    auto warnings = apply_corefile(
+        ".:53 {\n kubernetes cluster.local\n hosts {\n  10.0.0.1 a.example\n  fallthrough\n"
+        "  fallthrough_unsupported\n }\n}\n",
+        "Corefile", nullptr, options);
+    REQUIRE(warnings.ok());
+    REQUIRE(options.hosts.has_value());
+    CHECK(options.hosts->fallthrough_unsupported);
+    CHECK(options.hosts->fallthrough.has_value());
 }
