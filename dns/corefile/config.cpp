@@ -14,7 +14,7 @@ namespace sb::dns {
 
 namespace {
 
-// Every plugin of CoreDNS's plugin.cfg (core/dnsserver/zdirectives.go):
+// Every plugin of CoreDNS's plugin.cfg (core/dnsserver/zdirectives.go, 1.14.7):
 // those switchboard does not implement are warned about, names outside
 // this list are errors as in CoreDNS ("unknown directive").
 const std::set<std::string_view>& coredns_plugins() {
@@ -29,6 +29,7 @@ const std::set<std::string_view>& coredns_plugins() {
         "auto",        "secondary",   "etcd",     "loop",         "forward",    "grpc",
         "erratic",     "whoami",      "on",       "sign",         "view",       "rrl",
         "quic",        "grpc_server", "https",    "https3",       "proxyproto", "nomad",
+        "shed",
     };
     return names;
 }

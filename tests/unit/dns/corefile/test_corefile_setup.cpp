@@ -499,6 +499,11 @@ TEST_CASE("coredns server tests: keys, listeners, zone overlap (core/dnsserver)"
              "All zones of a block must share its port"},
             {"example.org. {\n}\n", A, ok},
             {"example.org {\n}\nsub.example.org:1054 {\n}\n", A, ok},
+            // zdirectives.go: a plugin of CoreDNS's plugin.cfg switchboard
+            // lacks is warned about (1.14.7 added shed); another name is an
+            // unknown directive.
+            {".:53 {\nshed\n}\n", A, warns},
+            {".:53 {\nfrobnicate\n}\n", R, refused},
             // TestGroupingServers (register_test.go), as Corefiles
             {".:53 {\n}\n", A, ok},
             {".:53 {\n}\n.:54 {\n}\n", A, ok},
