@@ -95,25 +95,15 @@ size_t heading(const std::vector<std::string>& lines, const std::string& text) {
     return lines.size();
 }
 
-// The option table of `plugin`: under "### Options of `plugin`", or for
-// forward (whose section is its own) under "### Forward options".
+// The option table of `plugin`, under "### Options of `plugin`".
 std::vector<OptionRow> plugin_table(const std::vector<std::string>& lines,
                                     const std::string& plugin) {
     const size_t at = heading(lines, "### Options of `" + plugin + "`");
     if (at == lines.size()) FAIL("docs/corefile.md: no \"### Options of `" << plugin << "`\"");
     bool header_ok = false;
     auto rows = table_after(lines, at, plugin, header_ok);
-    if (header_ok || plugin != "forward") {
-        INFO("docs/corefile.md:" << at + 1 << ": " << plugin
-                                 << "'s table needs option, status and example columns");
-        CHECK(header_ok);
-        return rows;
-    }
-    const size_t forward = heading(lines, "### Forward options");
-    REQUIRE(forward < lines.size());
-    rows = table_after(lines, forward, plugin, header_ok);
-    INFO("docs/corefile.md:" << forward + 1
-                             << ": forward's table needs option, status and example columns");
+    INFO("docs/corefile.md:" << at + 1 << ": " << plugin
+                             << "'s table needs option, status and example columns");
     CHECK(header_ok);
     return rows;
 }
@@ -178,16 +168,8 @@ void check_row(const OptionRow& row) {
 TEST_CASE("docs/corefile.md: every option row's status is what the code does") {
     const auto lines = doc_lines();
     for (const auto& plugin : kMappedPlugins) {
-        if (plugin == "forward") continue;  // its own test case below
         const auto rows = plugin_table(lines, plugin);
         CHECK_FALSE(rows.empty());
         for (const auto& row : rows) check_row(row);
     }
-}
-
-TEST_CASE("docs/corefile.md: forward's option rows are what the code does") {
-    const auto lines = doc_lines();
-    const auto rows = plugin_table(lines, "forward");
-    CHECK_FALSE(rows.empty());
-    for (const auto& row : rows) check_row(row);
 }
