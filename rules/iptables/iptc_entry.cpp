@@ -7,6 +7,7 @@
 #include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/xt_addrtype.h>
 #include <linux/netfilter/xt_comment.h>
+#include <linux/netfilter/xt_conntrack.h>
 #include <linux/netfilter/xt_mark.h>
 #include <linux/netfilter/xt_recent.h>
 #include <linux/netfilter/xt_statistic.h>
@@ -29,6 +30,11 @@
 #undef bytes
 
 namespace sb::rules::iptables {
+
+static_assert(kCtStateEstablished == XT_CONNTRACK_STATE_BIT(IP_CT_ESTABLISHED));
+static_assert(kCtStateRelated == XT_CONNTRACK_STATE_BIT(IP_CT_RELATED));
+static_assert(kCtStateNew == XT_CONNTRACK_STATE_BIT(IP_CT_NEW));
+static_assert(kCtStateDnat == XT_CONNTRACK_STATE_DNAT);
 
 namespace {
 
@@ -140,6 +146,14 @@ Blob matches_of(const Rule& rule, IpFamily family) {
             info.check_set = XT_RECENT_SET;
         }
         add_match(out, "recent", 1, info);
+    }
+    if (rule.ctstate != 0) {
+        // Revision 3, what iptables 1.8 writes for --ctstate.
+        xt_conntrack_mtinfo3 info{};
+        info.match_flags = XT_CONNTRACK_STATE;
+        info.invert_flags = rule.ctstate_negate ? XT_CONNTRACK_STATE : 0;
+        info.state_mask = rule.ctstate;
+        add_match(out, "conntrack", 3, info);
     }
     return out;
 }

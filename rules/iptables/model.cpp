@@ -42,6 +42,19 @@ std::string target_text(const Target& t, IpFamily family) {
     return {};
 }
 
+// The states as iptables-save prints them: libxt_conntrack's order.
+std::string ctstate_text(uint16_t states) {
+    std::string out;
+    for (auto [bit, name] :
+         {std::pair{kCtStateNew, "NEW"}, std::pair{kCtStateRelated, "RELATED"},
+          std::pair{kCtStateEstablished, "ESTABLISHED"}, std::pair{kCtStateDnat, "DNAT"}}) {
+        if ((states & bit) == 0) continue;
+        if (!out.empty()) out += ',';
+        out += name;
+    }
+    return out;
+}
+
 // The family a rule belongs to, from the addresses it names (v4 when none).
 IpFamily rule_family(const Rule& rule) {
     if (rule.source) return rule.source->family();
@@ -81,6 +94,10 @@ std::string rule_text(const Rule& rule, IpFamily family) {
                         rule.recent_seconds, rule.recent_name));
     } else if (rule.recent == RecentKind::kSet) {
         add(fmt::format("-m recent --set --name {} --rsource", rule.recent_name));
+    }
+    if (rule.ctstate != 0) {
+        add(fmt::format("-m conntrack {}--ctstate {}", rule.ctstate_negate ? "! " : "",
+                        ctstate_text(rule.ctstate)));
     }
     add(target_text(rule.target, family));
     return out;

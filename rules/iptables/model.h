@@ -47,6 +47,13 @@ struct Target {
 // both key on the source address (--rsource) in the list `name`.
 enum class RecentKind : uint8_t { kNone, kCheck, kSet };
 
+// `-m conntrack --ctstate`: the states a rule names, as xt_conntrack's
+// state_mask bits (XT_CONNTRACK_STATE_BIT(IP_CT_...), _SNAT, _DNAT).
+inline constexpr uint16_t kCtStateEstablished = 1 << 1;
+inline constexpr uint16_t kCtStateRelated = 1 << 2;
+inline constexpr uint16_t kCtStateNew = 1 << 3;
+inline constexpr uint16_t kCtStateDnat = 1 << 7;
+
 // One rule: every present condition must hold, then the target applies.
 struct Rule {
     std::optional<Prefix> source;  // [!] -s
@@ -70,6 +77,9 @@ struct Rule {
     RecentKind recent = RecentKind::kNone;
     std::string recent_name;
     uint32_t recent_seconds = 0;
+    // -m conntrack [!] --ctstate STATES (kCtState* bits; 0: no conntrack match).
+    uint16_t ctstate = 0;
+    bool ctstate_negate = false;
     std::string comment;  // -m comment --comment (at most 255 bytes)
     Target target;
 

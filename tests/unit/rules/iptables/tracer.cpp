@@ -67,6 +67,12 @@ int Tracer::eval_rule(const Table& table, const Rule& rule, State& s, int depth)
     if (rule.mark_match && (((s.mark & rule.mark_mask) == rule.mark_value) == rule.mark_invert)) {
         return kNoMatch;
     }
+    if (rule.ctstate != 0) {
+        // Every traced packet opens its connection (NEW); DNAT once a nat
+        // rule rewrote its destination.
+        const uint16_t state = kCtStateNew | (s.out.dnat ? kCtStateDnat : 0);
+        if (((rule.ctstate & state) != 0) == rule.ctstate_negate) return kNoMatch;
+    }
     if (rule.probability_denominator != 0) {
         const double probability = 1.0 / rule.probability_denominator;
         const size_t i = s.next_decision++;

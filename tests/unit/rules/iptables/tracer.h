@@ -3,7 +3,9 @@
 // built-in chains the kernel would run (nat PREROUTING or OUTPUT, routing,
 // filter INPUT/FORWARD/OUTPUT, nat POSTROUTING), entering only switchboard's
 // hook rules (other rules are assumed to accept), and evaluates the rules as
-// x_tables does (-j with implicit return, RETURN, terminal targets).
+// x_tables does (-j with implicit return, RETURN, terminal targets). A
+// traced packet is the first of its connection: conntrack state NEW, plus
+// DNAT after a DNAT rule.
 //
 // Every `-m statistic --mode random --probability p` is explored both ways,
 // so trace() returns every possible outcome with its exact probability: a
