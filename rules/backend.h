@@ -45,6 +45,12 @@ struct BackendOptions {
     // addresses as sources (rules/service_policy.h).
     std::vector<IpAddress> node_ips;
     uint32_t masquerade_mark = 0x4000;  // --masquerade-bit as a mask
+    // --iptables-localhost-nodeports (iptables.localhostNodePorts): in
+    // iptables mode, IPv4 NodePorts also answer on 127.0.0.0/8 when the
+    // NodePort addresses include loopback (kube-proxy's rule; see
+    // rules/iptables/render.h localhost_node_ports_effective). Other modes
+    // and IPv6 ignore it, as kube-proxy's do.
+    bool localhost_node_ports = true;
     std::string ipvs_scheduler = "rr";  // --ipvs-scheduler
     // --ipvs-exclude-cidrs: IPVS virtual servers at these addresses are never
     // changed or deleted (kube-proxy's meaning).
@@ -70,6 +76,10 @@ struct SyncStats {
     // iptables: service ports and endpoints skipped because their chain name
     // collided with another's (each also logged).
     size_t chain_name_collisions = 0;
+    // iptables: 1 when localhost NodePorts are on and this sync could not set
+    // net.ipv4.conf.all.route_localnet=1 (the rules are written anyway; every
+    // sync tries again until it succeeds; the first failure is logged).
+    size_t route_localnet_failures = 0;
     // nftables: netlink answers to an earlier request found in the socket and
     // skipped (not charged to this sync's batch).
     size_t stale_netlink_messages = 0;

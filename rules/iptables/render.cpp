@@ -79,29 +79,79 @@ Rule local_match_rule(const LocalMatch& match, Target target) {
     return r;
 }
 
+Prefix loopback_of(IpFamily family) {
+    return family == IpFamily::kV4 ? kIpv4Loopback : host(*IpAddress::parse("::1"));
+}
+
+// Whether `outer` holds all of `inner` and more.
+bool strictly_contains(const Prefix& outer, const Prefix& inner) {
+    return outer.length() < inner.length() && outer.contains(inner.address());
+}
+
 // The destinations that are NodePort addresses, one rule template each
-// (addrtype LOCAL; loopback excluded because route_localnet is off and
-// DNAT of 127.0.0.0/8 would not route).
+// (addrtype LOCAL). Loopback is left out unless localhost NodePorts are on
+// (IPv4 only): kube-proxy's `! -d 127.0.0.0/8` (`::1/128`) for every local
+// address, and no rule for a --nodeport-addresses prefix inside loopback. A
+// prefix that holds loopback and more has loopback cut out by
+// loopback_return() in the nat table; the filter table's refusals keep it,
+// as kube-proxy's (`--dst-type LOCAL` alone) do.
 std::vector<Rule> nodeport_conditions(const BackendOptions& options, IpFamily family) {
-    const Prefix loopback = family == IpFamily::kV4 ? Prefix(IpAddress::v4(0x7f000000), 8)
-                                                    : host(*IpAddress::parse("::1"));
+    const bool localhost = family == IpFamily::kV4 && localhost_node_ports_effective(options);
+    const Prefix loopback = loopback_of(family);
     std::vector<Rule> out;
     if (options.nodeport_addresses.empty()) {
         Rule r;
-        r.destination = loopback;
-        r.destination_negate = true;
+        if (!localhost) {
+            r.destination = loopback;
+            r.destination_negate = true;
+        }
         r.dst_type_local = true;
         out.push_back(r);
         return out;
     }
     for (const Prefix& p : of_family(options.nodeport_addresses, family)) {
-        if (loopback.contains(p.address()) && p.length() >= loopback.length()) continue;
+        if (!localhost && loopback.contains(p.address()) && p.length() >= loopback.length()) {
+            continue;
+        }
         Rule r;
         r.destination = p;
         r.dst_type_local = true;
         out.push_back(r);
     }
     return out;
+}
+
+// `-d LOOPBACK -j RETURN`, placed before the NodePort dispatch, when a
+// --nodeport-addresses prefix holds loopback and more and localhost NodePorts
+// are off (IPv6: always): the dispatch rule alone would take 127.0.0.1 too.
+std::optional<Rule> loopback_return(const BackendOptions& options, IpFamily family) {
+    if (family == IpFamily::kV4 && localhost_node_ports_effective(options)) return std::nullopt;
+    const Prefix loopback = loopback_of(family);
+    for (const Prefix& p : of_family(options.nodeport_addresses, family)) {
+        if (strictly_contains(p, loopback)) {
+            Rule r = rule_to(simple(TargetKind::kReturn));
+            r.destination = loopback;
+            r.comment = "no NodePorts on loopback";
+            return r;
+        }
+    }
+    return std::nullopt;
+}
+
+// kube-proxy's martian guard (KUBE-FIREWALL's "block incoming localnet
+// connections", https://issue.k8s.io/90259): with route_localnet=1 a
+// packet from elsewhere addressed to 127.0.0.0/8 would reach services bound
+// to loopback; only those a NodePort rule DNATed (and their connections)
+// may pass.
+Rule localnet_guard() {
+    Rule r = rule_to(simple(TargetKind::kDrop));
+    r.source = kIpv4Loopback;
+    r.source_negate = true;
+    r.destination = kIpv4Loopback;
+    r.ctstate = kCtStateRelated | kCtStateEstablished | kCtStateDnat;
+    r.ctstate_negate = true;
+    r.comment = "block incoming localnet connections";
+    return r;
 }
 
 class Renderer {
@@ -121,7 +171,12 @@ class Renderer {
         m_.nat.hooks = {{"PREROUTING", rule_to(jump(kServicesChain))},
                         {"OUTPUT", rule_to(jump(kServicesChain))},
                         {"POSTROUTING", rule_to(jump(kPostroutingChain))}};
+        const bool guard = family_ == IpFamily::kV4 && localhost_node_ports_effective(options_);
+        if (guard) chain(m_.filter, kLocalnetGuardChain).rules.push_back(localnet_guard());
         for (const char* builtin : {"INPUT", "FORWARD", "OUTPUT"}) {
+            if (guard && std::string(builtin) != "FORWARD") {
+                m_.filter.hooks.push_back({builtin, rule_to(jump(kLocalnetGuardChain))});
+            }
             if (std::string(builtin) != "INPUT") {
                 m_.filter.hooks.push_back({builtin, rule_to(jump(kFilterServicesChain))});
             }
@@ -155,6 +210,9 @@ class Renderer {
     // OUTPUT), the rejection of what still heads for a cluster IP: no
     // service port of it matched (kube-proxy's nftables cluster-ips check).
     void finish() {
+        if (auto r = loopback_return(options_, family_)) {
+            chain(m_.nat, kServicesChain).rules.push_back(*r);
+        }
         for (Rule r : nodeport_conditions(options_, family_)) {
             r.target = jump(kNodePortsChain);
             chain(m_.nat, kServicesChain).rules.push_back(r);
@@ -378,6 +436,15 @@ class Renderer {
 };
 
 }  // namespace
+
+bool localhost_node_ports_effective(const BackendOptions& options) {
+    if (!options.localhost_node_ports) return false;
+    if (options.nodeport_addresses.empty()) return true;
+    for (const Prefix& p : of_family(options.nodeport_addresses, IpFamily::kV4)) {
+        if (p.contains(kIpv4Loopback.address()) || kIpv4Loopback.contains(p.address())) return true;
+    }
+    return false;
+}
 
 std::string service_chain_name(const char* kind, const ServicePortPlan& port,
                                const ChainHash& hash) {

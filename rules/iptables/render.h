@@ -33,6 +33,10 @@ inline constexpr const char* kMasqOutsideChain = "SWITCHBOARD-MASQ-OUTSIDE";
 inline constexpr const char* kFilterServicesChain = "SWITCHBOARD-FILTER-SERVICES";
 inline constexpr const char* kFilterExternalChain = "SWITCHBOARD-FILTER-EXTERNAL";
 inline constexpr const char* kFirewallChain = "SWITCHBOARD-FIREWALL";
+// filter, hooked first from INPUT and OUTPUT while localhost NodePorts are
+// effective (IPv4): drops what reaches 127.0.0.0/8 from elsewhere undNATed.
+inline constexpr const char* kLocalnetGuardChain = "SWITCHBOARD-LOCALNET-GUARD";
+inline const Prefix kIpv4Loopback{IpAddress::v4(0x7f000000), 8};
 inline constexpr uint32_t kDefaultAffinitySeconds = 10800;  // Kubernetes' default
 
 // A service port's chain: kPrefix + KIND + "-" + 12 base32 characters of a
@@ -42,6 +46,15 @@ std::string service_chain_name(const char* kind, const ServicePortPlan& port,
                                const ChainHash& hash = default_chain_hash);
 std::string endpoint_chain_name(const ServicePortPlan& port, const Endpoint& endpoint,
                                 const ChainHash& hash = default_chain_hash);
+
+// Whether IPv4 NodePorts answer on 127.0.0.0/8 (kube-proxy's iptables
+// NewProxier): --iptables-localhost-nodeports is on and --nodeport-addresses
+// is empty or has an IPv4 prefix that holds or lies in 127.0.0.0/8
+// (NodePortAddresses.ContainsIPv4Loopback). The backend then sets
+// net.ipv4.conf.all.route_localnet=1 (without it the kernel drops a packet
+// from 127.0.0.1 that DNAT sends off the node's loopback) and renders the
+// localnet guard. "primary" (a node address) holds no loopback: off.
+bool localhost_node_ports_effective(const BackendOptions& options);
 
 struct RenderResult {
     Model model;

@@ -137,8 +137,9 @@ std::vector<Scenario> node_port_scenarios() {
               dnat_to(kAllTargets, true)},
              {"the node reaching its own NodePort: masqueraded", from_node(kNode, kNode, 30080),
               dnat_to(kAllTargets, true)},
-             {"not on loopback (route_localnet is off)",
-              from_node(ip("127.0.0.1"), ip("127.0.0.1"), 30080), accepted()},
+             {"127.0.0.1: iptables only (localhostNodePorts), masqueraded",
+              from_node(ip("127.0.0.1"), ip("127.0.0.1"), 30080), accepted(),
+              dnat_to(kAllTargets, true)},
              {"not on an address that is not the node's",
               packet(kOutside, ip("192.168.1.99"), 30080), accepted()},
          }},
@@ -311,12 +312,95 @@ std::vector<Scenario> source_range_scenarios() {
     };
 }
 
+// kube-proxy's TestNodePorts (pkg/proxy/iptables/proxier_test.go):
+// --iptables-localhost-nodeports with --nodeport-addresses, in iptables mode
+// (the nftables backend never answers on loopback, as kube-proxy's nftables
+// mode in 1.33/1.34). The guard's drop of a packet from elsewhere to
+// 127.0.0.0/8 is iptables' too (nftables: the kernel's martian check).
+std::vector<Scenario> localhost_node_port_scenarios() {
+    ServicePortPlan cluster = with_node_port(web(three_endpoints()));
+    ServicePortPlan local = with_node_port(web(three_endpoints()), TrafficPolicy::kLocal);
+    BackendOptions off = options();
+    off.localhost_node_ports = false;
+    BackendOptions with_loopback = options();
+    with_loopback.nodeport_addresses = {prefix("192.168.1.0/24"), prefix("127.0.0.1/32")};
+    BackendOptions loopback_off = with_loopback;
+    loopback_off.localhost_node_ports = false;
+    BackendOptions without_loopback = options();
+    without_loopback.nodeport_addresses = {prefix("192.168.1.0/24"), prefix("2001:db8::/64")};
+    const Packet localhost = from_node(ip("127.0.0.1"), ip("127.0.0.1"), 30080);
+    const Packet node = from_node(kNode, kNode, 30080);
+    return {
+        {"localhost NodePorts on (the default), externalTrafficPolicy Local",
+         {local},
+         options(),
+         {kNode, kNode6},
+         {
+             {"127.0.0.1: the cluster endpoints, masqueraded", localhost, accepted(),
+              dnat_to(kAllTargets, true)},
+             {"127.0.0.1 from elsewhere, not a NodePort: dropped by the guard",
+              packet(kOutside, ip("127.0.0.1"), 22), accepted(), dropped()},
+             {"127.0.0.1 from the node's address, not a NodePort: dropped by the guard",
+              from_node(kNode, ip("127.0.0.1"), 22), accepted(), dropped()},
+             {"loopback to loopback, not a NodePort: untouched",
+              from_node(ip("127.0.0.1"), ip("127.0.0.1"), 22), accepted()},
+         }},
+        {"localhost NodePorts off",
+         {cluster},
+         off,
+         {kNode, kNode6},
+         {
+             {"127.0.0.1: untouched", localhost, accepted()},
+             {"127.0.0.1 from elsewhere: no guard", packet(kOutside, ip("127.0.0.1"), 22),
+              accepted()},
+             {"the node address still", node, dnat_to(kAllTargets, true)},
+         }},
+        {"localhost NodePorts on, 127.0.0.1/32 in --nodeport-addresses",
+         {cluster},
+         with_loopback,
+         {kNode, ip("172.16.0.10")},
+         {
+             {"127.0.0.1", localhost, accepted(), dnat_to(kAllTargets, true)},
+             {"another loopback address: not in the prefixes",
+              from_node(ip("127.0.0.1"), ip("127.0.0.2"), 30080), accepted()},
+             {"a node address outside the prefixes: untouched",
+              packet(kOutside, ip("172.16.0.10"), 30080), accepted()},
+         }},
+        {"localhost NodePorts off, 127.0.0.1/32 in --nodeport-addresses",
+         {cluster},
+         loopback_off,
+         {kNode, kNode6},
+         {
+             {"127.0.0.1: untouched", localhost, accepted()},
+             {"the node address still", packet(kOutside, kNode, 30080), dnat_to(kAllTargets, true)},
+         }},
+        {"localhost NodePorts on, --nodeport-addresses without loopback",
+         {cluster},
+         without_loopback,
+         {kNode, kNode6},
+         {
+             {"127.0.0.1: untouched", localhost, accepted()},
+             {"no guard", packet(kOutside, ip("127.0.0.1"), 22), accepted()},
+             {"the node address", node, dnat_to(kAllTargets, true)},
+         }},
+        {"localhost NodePorts on, IPv6",
+         {dual_stack(with_node_port(web(three_endpoints())))},
+         options(),
+         {kNode, kNode6},
+         {
+             {"::1: never", from_node(ip("::1"), ip("::1"), 30080), accepted()},
+             {"::1 from elsewhere: no guard in IPv6", packet(kOutside6, ip("::1"), 22), accepted()},
+             {"the IPv6 node address", from_node(kNode6, kNode6, 30080), dnat_to(kV6Targets, true)},
+         }},
+    };
+}
+
 }  // namespace
 
 std::vector<Scenario> tracer_scenarios() {
     std::vector<Scenario> out;
-    for (auto part :
-         {cluster_ip_scenarios, node_port_scenarios, external_scenarios, source_range_scenarios}) {
+    for (auto part : {cluster_ip_scenarios, node_port_scenarios, localhost_node_port_scenarios,
+                      external_scenarios, source_range_scenarios}) {
         for (Scenario& s : part()) out.push_back(std::move(s));
     }
     return out;

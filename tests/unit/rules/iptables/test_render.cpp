@@ -126,9 +126,10 @@ TEST_CASE("iptables render: iptables-restore text of a service") {
         "-A " + svc + " -m comment --comment \"default/web:http/TCP -> 10.244.2.7\" -j " + sep2));
     REQUIRE(contains_line(v4, "-A " + sep1 + " -s 10.244.1.7/32 -j SWITCHBOARD-MARK-MASQ"));
     REQUIRE(contains_line(v4, "-A " + sep1 + " -p tcp -j DNAT --to-destination 10.244.1.7:8080"));
+    // localhostNodePorts (on by default): loopback is a NodePort address too.
     REQUIRE(contains_line(v4,
-                          "-A SWITCHBOARD-SERVICES ! -d 127.0.0.0/8 -m addrtype --dst-type "
-                          "LOCAL -j SWITCHBOARD-NODEPORTS"));
+                          "-A SWITCHBOARD-SERVICES -m addrtype --dst-type LOCAL -j "
+                          "SWITCHBOARD-NODEPORTS"));
     REQUIRE(
         contains_line(v4, "-A SWITCHBOARD-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN"));
     REQUIRE(contains_line(v4, "-A SWITCHBOARD-MARK-MASQ -j MARK --or-mark 0x4000"));
@@ -148,6 +149,61 @@ TEST_CASE("iptables render: iptables-restore text of a service") {
                           "-j SWITCHBOARD-NODEPORTS"));
     // No IPv6 cluster CIDR: no masquerade-outside chain in IPv6.
     REQUIRE(v6.find("MASQ-OUTSIDE") == std::string::npos);
+}
+
+TEST_CASE("iptables render: localhost NodePorts bring kube-proxy's localnet guard, IPv4 only") {
+    const ServicePortPlan p = web();  // IPv4 and IPv6
+    const RenderResult on = render(plan_of({p}), options());
+    const std::string v4 = to_restore_text(on.model.v4);
+    INFO(v4);
+    // kube-proxy's KUBE-FIREWALL rule, in switchboard's own chain, hooked
+    // first from INPUT and OUTPUT (where kubelet and kube-proxy put theirs).
+    REQUIRE(contains_line(v4,
+                          "-A SWITCHBOARD-LOCALNET-GUARD ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m "
+                          "comment --comment \"block incoming localnet connections\" -m "
+                          "conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP"));
+    REQUIRE(contains_line(v4, "-I INPUT 1 -j SWITCHBOARD-LOCALNET-GUARD"));
+    REQUIRE(contains_line(v4, "-I OUTPUT 1 -j SWITCHBOARD-LOCALNET-GUARD"));
+    REQUIRE(v4.find("-I FORWARD 1 -j SWITCHBOARD-LOCALNET-GUARD") == std::string::npos);
+    const std::string v6 = to_restore_text(on.model.v6);
+    INFO(v6);
+    REQUIRE(v6.find("LOCALNET-GUARD") == std::string::npos);
+    REQUIRE(contains_line(v6,
+                          "-A SWITCHBOARD-SERVICES ! -d ::1/128 -m addrtype --dst-type LOCAL "
+                          "-j SWITCHBOARD-NODEPORTS"));
+
+    BackendOptions off = options();
+    off.localhost_node_ports = false;
+    const std::string v4_off = to_restore_text(render(plan_of({p}), off).model.v4);
+    INFO(v4_off);
+    REQUIRE(v4_off.find("LOCALNET-GUARD") == std::string::npos);
+    REQUIRE(contains_line(v4_off,
+                          "-A SWITCHBOARD-SERVICES ! -d 127.0.0.0/8 -m addrtype --dst-type "
+                          "LOCAL -j SWITCHBOARD-NODEPORTS"));
+}
+
+TEST_CASE("iptables render: when localhost NodePorts are effective") {
+    BackendOptions o = options();
+    REQUIRE(localhost_node_ports_effective(o));  // kube-proxy's default, every address
+    o.localhost_node_ports = false;
+    REQUIRE_FALSE(localhost_node_ports_effective(o));
+    for (const auto& [addresses, effective] :
+         std::vector<std::pair<std::vector<const char*>, bool>>{
+             {{"192.168.1.0/24"}, false},
+             {{"192.168.1.0/24", "127.0.0.1/32"}, true},
+             {{"127.0.0.0/8"}, true},
+             {{"0.0.0.0/0"}, true},
+             {{"64.0.0.0/2"}, true},  // holds 127.0.0.0
+             {{"::/0"}, false},       // nothing in IPv4: no IPv4 NodePort at all here
+             {{"::1/128", "192.168.1.0/24"}, false},
+         }) {
+        BackendOptions with = options();
+        for (const char* a : addresses) with.nodeport_addresses.push_back(*Prefix::parse(a));
+        INFO(addresses.front());
+        CHECK(localhost_node_ports_effective(with) == effective);
+        with.localhost_node_ports = false;
+        CHECK_FALSE(localhost_node_ports_effective(with));
+    }
 }
 
 TEST_CASE("iptables render: affinity uses recent lists named after the endpoint chains") {

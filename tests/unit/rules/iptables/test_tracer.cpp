@@ -62,3 +62,31 @@ TEST_CASE("iptables: ClientIP affinity sets a recent list, checked with the serv
     REQUIRE(timeouts(IptablesTracing::render({p}, options())) ==
             std::vector<uint32_t>{10800, 10800, 10800});
 }
+
+// A --nodeport-addresses prefix holding 127.0.0.0/8 and more: loopback is
+// cut out unless localhost NodePorts are on (kube-proxy: 0.0.0.0/0 is "every
+// address", `! -d 127.0.0.0/8` when off).
+TEST_CASE("iptables: --nodeport-addresses 0.0.0.0/0 takes loopback only when localhost is on") {
+    ServicePortPlan p = web(three_endpoints());
+    p.node_port = 30080;
+    BackendOptions o = options();
+    o.nodeport_addresses = {*Prefix::parse("0.0.0.0/0")};
+    const Packet localhost = packet(ip("127.0.0.1"), ip("127.0.0.1"), 30080, IPPROTO_TCP, true);
+    const Packet node = packet(kNode, kNode, 30080, IPPROTO_TCP, true);
+    for (const bool on : {true, false}) {
+        INFO("localhost NodePorts " << (on ? "on" : "off"));
+        o.localhost_node_ports = on;
+        const Model m = IptablesTracing::render({p}, o);
+        Tracer tracer(m.v4, {kNode});
+        require_uniform(tracer.trace(node), kAllTargets, true);
+        const auto outcomes = tracer.trace(localhost);
+        if (on) {
+            require_uniform(outcomes, kAllTargets, true);
+        } else {
+            REQUIRE(outcomes.size() == 1);
+            INFO(outcomes[0].describe());
+            REQUIRE(outcomes[0].fate == Fate::kAccept);
+            REQUIRE_FALSE(outcomes[0].dnat);
+        }
+    }
+}
