@@ -30,6 +30,12 @@ const Family kChainNameCollisions{
     "collided with another's",
     Type::kGauge,
     {}};
+const Family kRouteLocalnetFailures{
+    "switchboard_iptables_route_localnet_failures_total",
+    "iptables syncs with localhost NodePorts on that could not set "
+    "net.ipv4.conf.all.route_localnet to 1 (each is retried at the next sync)",
+    Type::kCounter,
+    {}};
 const Family kStaleNetlinkMessages{
     "switchboard_netlink_stale_messages_total",
     "Netlink answers to an earlier request, skipped instead of charged to the current one",
@@ -64,6 +70,7 @@ bool BackendMetrics::record(const rules::SyncStats& stats) {
     }
     chain_name_collisions_.set(static_cast<double>(stats.chain_name_collisions));
     stale_netlink_messages_.inc(stats.stale_netlink_messages);
+    route_localnet_failures_.inc(stats.route_localnet_failures);
     return failed;
 }
 
@@ -73,6 +80,7 @@ void BackendMetrics::write(metrics::TextWriter& out) const {
     reconcile_failures_.write(out);
     metrics::write_metric(out, kChainNameCollisions, chain_name_collisions_);
     metrics::write_metric(out, kStaleNetlinkMessages, stale_netlink_messages_);
+    metrics::write_metric(out, kRouteLocalnetFailures, route_localnet_failures_);
 }
 
 }  // namespace sb::proxy

@@ -1,8 +1,8 @@
 // Metrics of what a backend reports about a sync beyond the rules
 // themselves (rules::SyncStats): the UDP conntrack reconciler (kube-proxy's
 // kubeproxy_conntrack_reconciler_* families, labelled by ip_family, plus
-// switchboard's failure counter), iptables chain-name collisions and stale
-// netlink messages. docs/metrics.md.
+// switchboard's failure counter), iptables chain-name collisions and
+// route_localnet failures, and stale netlink messages. docs/metrics.md.
 //
 // Thread safety: record() from the sync thread while any thread writes.
 #pragma once
@@ -29,6 +29,7 @@ class BackendMetrics {
     metrics::Labelled<metrics::Counter> reconcile_failures_;
     metrics::Gauge chain_name_collisions_;
     metrics::Counter stale_netlink_messages_;
+    metrics::Counter route_localnet_failures_;
 };
 
 }  // namespace sb::proxy

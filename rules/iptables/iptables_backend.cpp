@@ -43,7 +43,8 @@ class IptablesBackend final : public Backend {
         : options_(std::move(options)),
           xtables_(std::move(edges.xtables)),
           chain_hash_(edges.chain_hash),
-          conntrack_(std::move(edges.conntrack)) {}
+          conntrack_(std::move(edges.conntrack)),
+          route_localnet_(std::move(edges.route_localnet)) {}
 
     const char* name() const override { return "iptables"; }
 
@@ -61,6 +62,7 @@ class IptablesBackend final : public Backend {
         stats.full = !partial;
         stats.services = plan.services.size();
         stats.chain_name_collisions = r.chain_name_collisions;
+        stats.route_localnet_failures = enable_route_localnet();
         // What the tables DNATed before the first sync: the one record of the
         // Services deleted while no daemon ran.
         UdpFrontends dnated_before;
@@ -125,6 +127,33 @@ class IptablesBackend final : public Backend {
     }
 
   private:
+    // Localhost NodePorts need route_localnet=1 (render.h). kube-proxy sets it
+    // once at start and exits when it cannot; here a failure is logged once,
+    // counted, and retried by every sync until it succeeds, and the rules are
+    // written either way (every other NodePort address works). The setting
+    // is never turned back off (docs/iptables.md, "Localhost NodePorts").
+    size_t enable_route_localnet() {
+        if (route_localnet_set_ || !localhost_node_ports_effective(options_)) return 0;
+        auto changed = route_localnet_->enable();
+        if (!changed) {
+            if (!route_localnet_warned_) {
+                log::warn(
+                    "iptables: localhost NodePorts: cannot set net.ipv4.conf.all.route_localnet "
+                    "to 1 ({}); 127.0.0.1:NODEPORT fails until it is set (retried at every sync)",
+                    changed.error().describe());
+                route_localnet_warned_ = true;
+            }
+            return 1;
+        }
+        log::info(
+            "iptables: NodePorts answer on 127.0.0.1: net.ipv4.conf.all.route_localnet is 1{}; "
+            "to change this set --iptables-localhost-nodeports=false "
+            "(iptables.localhostNodePorts) or --nodeport-addresses without loopback",
+            *changed ? " (set now)" : " (already)");
+        route_localnet_set_ = true;
+        return 0;
+    }
+
     static void report(const std::vector<std::string>& errors) {
         for (const std::string& e : errors) log::warn("iptables: skipped {}", e);
     }
@@ -148,7 +177,10 @@ class IptablesBackend final : public Backend {
     std::unique_ptr<Xtables> xtables_;
     ChainHash chain_hash_;
     UdpConntrackReconciler conntrack_;
-    Model applied_;  // what the last successful sync wrote
+    std::unique_ptr<RouteLocalnet> route_localnet_;
+    bool route_localnet_set_ = false;     // this backend saw it at 1
+    bool route_localnet_warned_ = false;  // its first failure was logged
+    Model applied_;                       // what the last successful sync wrote
     bool applied_valid_ = false;
     bool v6_skipped_ = false;  // the last sync wrote no IPv6 tables (none on the node)
 };
@@ -156,7 +188,8 @@ class IptablesBackend final : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
-    return make_backend(options, {make_libiptc_xtables(), make_kernel_conntrack_table()});
+    return make_backend(options, {make_libiptc_xtables(), make_kernel_conntrack_table(),
+                                  default_chain_hash, make_kernel_route_localnet()});
 }
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options, BackendEdges edges) {

@@ -9,6 +9,7 @@
 #include "rules/backend.h"
 #include "rules/conntrack.h"
 #include "rules/iptables/chain_names.h"
+#include "rules/iptables/route_localnet.h"
 #include "rules/iptables/xtables.h"
 
 namespace sb::rules::iptables {
@@ -23,9 +24,12 @@ struct BackendEdges {
     std::unique_ptr<Xtables> xtables;           // not null
     std::unique_ptr<ConntrackTable> conntrack;  // not null
     ChainHash chain_hash = default_chain_hash;
+    // Set once localhost NodePorts are effective (render.h); not null.
+    std::unique_ptr<RouteLocalnet> route_localnet;
 };
 // The same over the given edges (make_backend(options): libiptc, the
-// kernel's conntrack table and the real chain hash).
+// kernel's conntrack table, the real chain hash and this network
+// namespace's route_localnet).
 std::unique_ptr<Backend> make_backend(const BackendOptions& options, BackendEdges edges);
 
 }  // namespace sb::rules::iptables

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <catch.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <memory>
@@ -42,14 +43,43 @@ namespace {
 constexpr IpFamily kV4 = IpFamily::kV4;
 constexpr IpFamily kV6 = IpFamily::kV6;
 
-// One node's kernel: x_tables and conntrack, shared by every backend made
-// from it (a restarted daemon finds the same tables).
+// net.ipv4.conf.all.route_localnet as data: its value, and whether the
+// next writes are refused.
+struct FakeSysctl {
+    int value = 0;
+    int writes = 0;
+    bool refuse = false;
+};
+
+class FakeRouteLocalnet final : public RouteLocalnet {
+  public:
+    explicit FakeRouteLocalnet(FakeSysctl& sysctl) : sysctl_(sysctl) {}
+    Result<bool> enable() override {
+        if (sysctl_.value == 1) return false;
+        if (sysctl_.refuse) return make_error(ErrorCode::kKernel, "write refused", EROFS);
+        ++sysctl_.writes;
+        sysctl_.value = 1;
+        return true;
+    }
+
+  private:
+    FakeSysctl& sysctl_;
+};
+
+// One node's kernel: x_tables, conntrack and route_localnet, shared by every
+// backend made from it (a restarted daemon finds the same tables).
 struct Node {
     FakeXtablesKernel xtables;
     FakeConntrack conntrack;
+    FakeSysctl route_localnet;
 
     std::unique_ptr<Backend> backend(ChainHash hash = default_chain_hash) {
-        return make_backend(options(), {xtables.xtables(), conntrack.table(), std::move(hash)});
+        return backend_with(options(), std::move(hash));
+    }
+    std::unique_ptr<Backend> backend_with(const BackendOptions& o,
+                                          ChainHash hash = default_chain_hash) {
+        return make_backend(o, {xtables.xtables(), conntrack.table(), std::move(hash),
+                                std::make_unique<FakeRouteLocalnet>(route_localnet)});
     }
 };
 
@@ -592,4 +622,76 @@ TEST_CASE("iptables backend: a restart deletes the DNATed flows of a Service del
     node.conntrack.flows[kV4] = {kStats};
     REQUIRE(restarted->sync(sample_plan(), nullptr));
     CHECK(node.conntrack.deleted.empty());
+}
+
+TEST_CASE("iptables backend: localhost NodePorts set route_localnet once, and only when on") {
+    SECTION("on (kube-proxy's default): the first sync sets it, later ones find it set") {
+        Node node;
+        auto backend = node.backend();
+        auto first = backend->sync(sample_plan(), nullptr);
+        REQUIRE(first);
+        CHECK(first->route_localnet_failures == 0);
+        CHECK(node.route_localnet.value == 1);
+        REQUIRE(backend->sync(sample_plan(), nullptr));
+        CHECK(node.route_localnet.writes == 1);
+        CHECK(node.xtables.targets(kV4, "filter", "INPUT").front() == kLocalnetGuardChain);
+        CHECK(node.xtables.targets(kV4, "filter", "OUTPUT").front() == kLocalnetGuardChain);
+        CHECK(node.xtables.targets(kV6, "filter", "INPUT").front() != kLocalnetGuardChain);
+    }
+    SECTION("off, or --nodeport-addresses without loopback: never touched") {
+        BackendOptions off = options();
+        off.localhost_node_ports = false;
+        BackendOptions elsewhere = options();
+        elsewhere.nodeport_addresses = {*Prefix::parse("192.168.1.0/24")};
+        for (const BackendOptions& o : {off, elsewhere}) {
+            Node node;
+            REQUIRE(node.backend_with(o)->sync(sample_plan(), nullptr));
+            CHECK(node.route_localnet.value == 0);
+            CHECK(node.route_localnet.writes == 0);
+            CHECK(node.xtables.own_chains(kV4, "filter").count(kLocalnetGuardChain) == 0);
+        }
+    }
+    SECTION("--dry-run (render_text) sets nothing") {
+        Node node;
+        REQUIRE(node.backend()->render_text(sample_plan()));
+        CHECK(node.route_localnet.value == 0);
+    }
+}
+
+TEST_CASE("iptables backend: a refused route_localnet is counted, retried, and fails no sync") {
+    Node node;
+    node.route_localnet.refuse = true;
+    auto backend = node.backend();
+    const Plan plan = sample_plan();
+    auto first = backend->sync(plan, nullptr);
+    REQUIRE(first);  // the rules are in: every other NodePort address works
+    CHECK(first->route_localnet_failures == 1);
+    CHECK(node.xtables.own_chains(kV4, "filter").count(kLocalnetGuardChain) == 1);
+    auto second = backend->sync(plan, &plan);
+    REQUIRE(second);
+    CHECK(second->route_localnet_failures == 1);
+
+    node.route_localnet.refuse = false;
+    auto third = backend->sync(plan, &plan);
+    REQUIRE(third);
+    CHECK(third->route_localnet_failures == 0);
+    CHECK(node.route_localnet.value == 1);
+}
+
+TEST_CASE("iptables backend: turned off, the guard goes and route_localnet stays") {
+    Node node;
+    REQUIRE(node.backend()->sync(sample_plan(), nullptr));
+    REQUIRE(node.xtables.own_chains(kV4, "filter").count(kLocalnetGuardChain) == 1);
+
+    // A restart with --iptables-localhost-nodeports=false.
+    BackendOptions off = options();
+    off.localhost_node_ports = false;
+    REQUIRE(node.backend_with(off)->sync(sample_plan(), nullptr));
+    CHECK(node.xtables.own_chains(kV4, "filter").count(kLocalnetGuardChain) == 0);
+    for (const char* builtin : {"INPUT", "OUTPUT"}) {
+        const auto targets = node.xtables.targets(kV4, "filter", builtin);
+        CHECK(std::find(targets.begin(), targets.end(), kLocalnetGuardChain) == targets.end());
+    }
+    // Never turned back off: another component may rely on it (docs/iptables.md).
+    CHECK(node.route_localnet.value == 1);
 }
