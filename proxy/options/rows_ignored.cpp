@@ -49,9 +49,6 @@ std::vector<OptionSpec> ignored_rows() {
     table.push_back(ignored({"--show-hidden-metrics-for-version"}, ValueKind::kString,
                             "switchboard hides no metrics",
                             {{.path = "showHiddenMetricsForVersion"}}));
-    table.push_back(ignored({"--iptables-localhost-nodeports"}, ValueKind::kBool,
-                            "switchboard's NodePorts never answer on loopback addresses",
-                            {{.path = "iptables.localhostNodePorts"}}, "true"));
     table.push_back(ignored({}, ValueKind::kBool,
                             "switchboard masquerades to the outgoing interface's address",
                             {{.path = "iptables.snatNodeInternalIP"}}));

@@ -329,6 +329,16 @@ void add_local_traffic_rows(std::vector<OptionSpec>& table) {
                    {.path = "nftables.masqueradeAll", .sections = kNftablesSection}},
         .apply = store_bool_in<&Options::backend, &rules::BackendOptions::masquerade_all>,
     });
+    // kube-proxy reads it whatever the mode; only its iptables mode uses it.
+    table.push_back({
+        .names = {"--iptables-localhost-nodeports"},
+        .kind = ValueKind::kBool,
+        .default_text = "true",
+        .help = "iptables mode, IPv4: NodePorts answer on 127.0.0.1 too when --nodeport-addresses "
+                "holds loopback (sets net.ipv4.conf.all.route_localnet=1)",
+        .fields = {{.path = "iptables.localhostNodePorts"}},
+        .apply = store_bool_in<&Options::backend, &rules::BackendOptions::localhost_node_ports>,
+    });
     table.push_back({
         .names = {"--iptables-masquerade-bit", "--masquerade-bit"},
         .kind = ValueKind::kInt,

@@ -13,6 +13,7 @@ inline void check_kube_proxy_defaults(const sb::proxy::Options& options) {
     CHECK_FALSE(options.bind_address_hard_fail);
     CHECK(options.backend.local_detect_mode == sb::rules::LocalDetectMode::kClusterCidr);
     CHECK(options.backend.local_interface.empty());
+    CHECK(options.backend.localhost_node_ports);  // kubeadm writes null
     CHECK(options.conntrack.max_per_core == 32768);
     CHECK(options.conntrack.min == 131072);
     CHECK(options.conntrack.tcp_established_timeout == 24h);

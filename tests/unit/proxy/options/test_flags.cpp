@@ -140,6 +140,11 @@ TEST_CASE("every flag takes --flag=value and --flag value") {
 
 TEST_CASE("boolean flags stand alone or take =true/=false, as pflag's do") {
     CHECK(parse_ok({"--masquerade-all"}).backend.masquerade_all);
+    CHECK(parse_ok({}).backend.localhost_node_ports);  // kube-proxy's default
+    CHECK_FALSE(parse_ok({"--iptables-localhost-nodeports=false"}).backend.localhost_node_ports);
+    CHECK(parse_ok({"--iptables-localhost-nodeports"}).backend.localhost_node_ports);
+    CHECK(parse_error({"--iptables-localhost-nodeports=maybe"})
+              .rfind("--iptables-localhost-nodeports: ", 0) == 0);
     CHECK(parse_ok({"--masquerade-all=true"}).backend.masquerade_all);
     CHECK_FALSE(parse_ok({"--masquerade-all=false"}).backend.masquerade_all);
     CHECK(parse_ok({"--dry-run"}).dry_run);
@@ -514,12 +519,11 @@ TEST_CASE("the IPVS flags reach the backend options with kube-proxy's meanings")
 }
 
 TEST_CASE("kube-proxy flags without meaning here are accepted with one warning each") {
-    Options options =
-        parse_ok({"--feature-gates=Foo=true", "--profiling", "--kube-api-qps", "20",
-                  "--kube-api-burst=30", "--kube-api-content-type=application/json",
-                  "--config-sync-period=1m", "--show-hidden-metrics-for-version=1.30",
-                  "--iptables-localhost-nodeports", "--feature-gates=Bar=false",
-                  "--log_dir=/var/log", "--alsologtostderr", "--proxy-mode=iptables"});
+    Options options = parse_ok({"--feature-gates=Foo=true", "--profiling", "--kube-api-qps", "20",
+                                "--kube-api-burst=30", "--kube-api-content-type=application/json",
+                                "--config-sync-period=1m", "--show-hidden-metrics-for-version=1.30",
+                                "--feature-gates=Bar=false", "--log_dir=/var/log",
+                                "--alsologtostderr", "--proxy-mode=iptables"});
     CHECK(options.proxy_mode == ProxyMode::kIptables);  // the flags after them still count
     std::vector<std::string> expected_flags{"--feature-gates",
                                             "--profiling",
@@ -528,7 +532,6 @@ TEST_CASE("kube-proxy flags without meaning here are accepted with one warning e
                                             "--kube-api-content-type",
                                             "--config-sync-period",
                                             "--show-hidden-metrics-for-version",
-                                            "--iptables-localhost-nodeports",
                                             "--log_dir",
                                             "--alsologtostderr"};
     REQUIRE(options.warnings.size() == expected_flags.size());  // --feature-gates twice: once

@@ -114,7 +114,7 @@ TEST_CASE("every honoured field reaches Options") {
         "detectLocalMode: BridgeInterface\n"
         "detectLocal:\n  bridgeInterface: cbr0\n  interfaceNamePrefix: veth\n"
         "iptables:\n  masqueradeAll: true\n  masqueradeBit: 3\n  syncPeriod: 1m0s\n"
-        "  minSyncPeriod: 2s\n"
+        "  minSyncPeriod: 2s\n  localhostNodePorts: false\n"
         "ipvs:\n  scheduler: sh\n"
         "conntrack:\n  maxPerCore: 0\n  min: 5000\n  tcpEstablishedTimeout: 2h0m0s\n"
         "  tcpCloseWaitTimeout: 30m\n  tcpBeLiberal: true\n  udpTimeout: 30s\n"
@@ -136,6 +136,7 @@ TEST_CASE("every honoured field reaches Options") {
     CHECK(options.backend.local_interface == "cbr0");
     CHECK(options.backend.masquerade_all);
     CHECK(options.backend.masquerade_mark == 0x8);
+    CHECK_FALSE(options.backend.localhost_node_ports);
     CHECK(options.sync_period == 60s);
     CHECK(options.min_sync_period == 2s);
     CHECK(options.backend.ipvs_scheduler == "sh");
