@@ -89,6 +89,10 @@ rules::BackendOptions resolved_backend_options(const Options& options,
     backend.node_ips = node_ips(snapshot, options);
     if (options.nodeport_primary) {
         backend.nodeport_addresses = primary_node_prefixes(snapshot, options.node_name);
+        // The node's primary addresses hold no loopback. While they are
+        // unknown (every local address, above) localhost NodePorts stay off
+        // too: they would set route_localnet, which is never set back.
+        backend.localhost_node_ports = false;
     }
     if (backend.local_detect_mode == rules::LocalDetectMode::kNodeCidr) {
         const watch::Node* node = snapshot.node(options.node_name);

@@ -625,12 +625,15 @@ TEST_CASE("--nodeport-addresses=primary follows the Node's InternalIP") {
     NodeDerivedOptions daemon(options, node_json());
     REQUIRE(daemon.log().backends_made().size() == 1);
     CHECK(daemon.log().backends_made()[0].nodeport_addresses.empty());  // every local address
+    // ... but not loopback: localhost NodePorts (and route_localnet) stay off.
+    CHECK_FALSE(daemon.log().backends_made()[0].localhost_node_ports);
     CHECK(daemon.write_node(node_json()).had_previous);
 
     auto first = daemon.write_node(node_with_internal_ip("192.168.1.5"));
     auto made = daemon.log().backends_made();
     REQUIRE(made.size() == 2);
     CHECK(made[1].nodeport_addresses == prefixes({"192.168.1.5/32"}));
+    CHECK_FALSE(made[1].localhost_node_ports);
     CHECK(first.backend == 1);
     CHECK_FALSE(first.had_previous);
 
