@@ -110,8 +110,9 @@ bool node_derived_options_differ(const rules::BackendOptions& before,
 void log_resolution(const Options& options, const rules::BackendOptions& backend) {
     if (options.nodeport_primary && backend.nodeport_addresses.empty()) {
         log::warn(
-            "--nodeport-addresses=primary: Node {} has no InternalIP (or is unknown); "
-            "NodePorts answer on every local address",
+            "NodePort addresses \"primary\" (--nodeport-addresses=primary, or an empty one in "
+            "nftables mode): Node {} has no InternalIP (or is unknown); NodePorts answer on "
+            "every local address",
             options.node_name);
     }
     if (backend.local_detect_mode != rules::LocalDetectMode::kNodeCidr) return;

@@ -120,9 +120,10 @@ std::map<const OptionSpec*, const Token*> last_tokens(const std::vector<Token>& 
 
 // Where a default comes from: with --config, kube-proxy's default for the
 // field of the file that was absent; else the flag.
-Origin default_origin(const OptionSpec& spec, const std::string& config_file) {
-    if (!config_file.empty() && spec.role == OptionRole::kKubeProxy && !spec.fields.empty()) {
-        std::string field(spec.fields.front().path);
+Origin default_origin(const OptionSpec& spec, const std::string& config_file,
+                      ConfigVersion version) {
+    std::string field(first_field_path(spec, version));
+    if (!config_file.empty() && spec.role == OptionRole::kKubeProxy && !field.empty()) {
         return Origin{fmt::format("{}: {}", config_file, field), field};
     }
     std::string name(spec.name());
@@ -133,7 +134,7 @@ Origin default_origin(const OptionSpec& spec, const std::string& config_file) {
 // with --config (docs/kube-proxy-config.md), then the row's default.
 std::optional<OptionValue> choose_value(const OptionSpec& spec, const Token* token,
                                         const std::map<const OptionSpec*, OptionValue>& file,
-                                        const std::string& config_file,
+                                        const std::string& config_file, ConfigVersion version,
                                         std::vector<std::string>& warnings) {
     auto from_token = [&] {
         return OptionValue{&spec, token->text, Origin{token->spelling, token->spelling}};
@@ -167,7 +168,8 @@ std::optional<OptionValue> choose_value(const OptionSpec& spec, const Token* tok
             return std::nullopt;
     }
     if (!spec.default_text) return std::nullopt;
-    return OptionValue{&spec, std::string(*spec.default_text), default_origin(spec, config_file)};
+    return OptionValue{&spec, std::string(*spec.default_text),
+                       default_origin(spec, config_file, version)};
 }
 
 // The BridgeInterface and InterfaceNamePrefix detect-local modes need their
@@ -226,6 +228,20 @@ Status check_combinations(const Options& options, Command command,
     return {};
 }
 
+// kube-proxy's nftables mode answers NodePorts on the node's primary IPs
+// when nodePortAddresses is empty (server_linux.go platformApplyDefaults);
+// its empty mode is iptables, which keeps every local address. So only a
+// mode named nftables (the file's `mode`, or --proxy-mode without --config)
+// gets that default: switchboard's own default mode, nftables too, keeps
+// every address, as the iptables mode it stands in for does.
+void default_nodeport_addresses(Options& options, bool nftables_named) {
+    if (!nftables_named || options.nodeport_primary ||
+        !options.backend.nodeport_addresses.empty()) {
+        return;
+    }
+    options.nodeport_primary = true;
+}
+
 // "a, b, c" in lines of at most 78 columns, indented by two.
 std::string wrap_list(std::vector<std::string> items) {
     for (size_t i = 0; i + 1 < items.size(); ++i) items[i] += ',';
@@ -266,12 +282,14 @@ Result<Options> parse_flags(const std::vector<std::string>& args, const Environm
     if (auto it = last.find(find_flag("--config")); it != last.end())
         config_file = it->second->text;
     std::map<const OptionSpec*, OptionValue> file;
+    ConfigVersion config_version = ConfigVersion::kV1alpha1;
     if (!config_file.empty()) {
         if (!environment.read_file) return flag_error("--config", "no file reader");
         auto text = environment.read_file(config_file);
         if (!text) return flag_error("--config", text.error().message);
         auto config = parse_kube_proxy_config(*text, config_file);
         if (!config) return config.error();
+        config_version = config->version;
         for (auto& value : config->values) file[value.spec] = std::move(value);
         for (auto& warning : config->warnings) options.warnings.push_back(std::move(warning));
     }
@@ -281,7 +299,7 @@ Result<Options> parse_flags(const std::vector<std::string>& args, const Environm
     for (const auto& spec : option_table()) {
         auto token = last.find(&spec);
         auto value = choose_value(spec, token == last.end() ? nullptr : token->second, file,
-                                  config_file, options.warnings);
+                                  config_file, config_version, options.warnings);
         if (!value) continue;
         if (spec.applies_in != nullptr && !spec.applies_in(options.proxy_mode)) {
             if (token != last.end() && value->origin.name == token->second->spelling) {
@@ -296,6 +314,11 @@ Result<Options> parse_flags(const std::vector<std::string>& args, const Environm
         }
         origins[spec.name()] = std::move(value->origin);
     }
+
+    const OptionSpec* mode_spec = find_flag("--proxy-mode");
+    const bool mode_named =
+        config_file.empty() ? last.count(mode_spec) != 0 : file.count(mode_spec) != 0;
+    default_nodeport_addresses(options, mode_named && options.proxy_mode == ProxyMode::kNftables);
 
     if (!options.dns_corefile.empty()) {
         if (!environment.read_file) return flag_error("--dns-corefile", "no file reader");
@@ -367,7 +390,7 @@ std::string usage() {
 std::string version_text() {
     return fmt::format("switchboard {}\n{}", SWITCHBOARD_VERSION,
                        "kube-proxy compatible: its flags and KubeProxyConfiguration "
-                       "kubeproxy.config.k8s.io/v1alpha1\n");
+                       "kubeproxy.config.k8s.io/v1alpha1 and v1alpha2\n");
 }
 
 }  // namespace sb::proxy

@@ -4,48 +4,49 @@
 
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "base/go_duration.h"
 #include "base/quote.h"
+#include "proxy/options/config_fields.h"
 
 namespace sb::proxy {
 
 namespace {
 
-constexpr std::string_view kApiVersion = "kubeproxy.config.k8s.io/v1alpha1";
+constexpr std::string_view kV1alpha1 = "kubeproxy.config.k8s.io/v1alpha1";
+constexpr std::string_view kV1alpha2 = "kubeproxy.config.k8s.io/v1alpha2";
 constexpr std::string_view kKind = "KubeProxyConfiguration";
 
-struct FieldRef {
-    const OptionSpec* spec;
-    size_t index;  // in spec->fields: earlier fields win
-};
-
-// Every config field path of the table, and every map that holds one
+// Every config field path of a version, and every map that holds one
 // ("iptables", "logging.options" is itself a field).
 struct FieldIndex {
-    std::multimap<std::string, FieldRef, std::less<>> fields;
+    std::multimap<std::string, const VersionField*, std::less<>> fields;
     std::map<std::string, bool, std::less<>> containers;
 };
 
-const FieldIndex& field_index() {
-    static const FieldIndex index = [] {
-        FieldIndex built;
-        for (const auto& spec : option_table()) {
-            for (size_t i = 0; i < spec.fields.size(); ++i) {
-                std::string path(spec.fields[i].path);
-                built.fields.emplace(path, FieldRef{&spec, i});
-                for (size_t dot = path.find('.'); dot != std::string::npos;
-                     dot = path.find('.', dot + 1)) {
-                    built.containers[path.substr(0, dot)] = true;
-                }
-            }
+FieldIndex build_index(ConfigVersion version) {
+    FieldIndex built;
+    auto add_containers = [&built](const std::string& path) {
+        for (size_t dot = path.find('.'); dot != std::string::npos; dot = path.find('.', dot + 1)) {
+            built.containers[path.substr(0, dot)] = true;
         }
-        return built;
-    }();
-    return index;
+    };
+    for (const auto& field : config_fields(version)) {
+        std::string path(field.field.path);
+        built.fields.emplace(path, &field);
+        add_containers(path);
+    }
+    return built;
+}
+
+const FieldIndex& field_index(ConfigVersion version) {
+    static const FieldIndex v1alpha1 = build_index(ConfigVersion::kV1alpha1);
+    static const FieldIndex v1alpha2 = build_index(ConfigVersion::kV1alpha2);
+    return version == ConfigVersion::kV1alpha1 ? v1alpha1 : v1alpha2;
 }
 
 int line_of(const YAML::Node& node) {
@@ -77,9 +78,13 @@ class Reader {
         if (auto status = check_type(root); !status) return status.error();
         section_ = section_of(root["mode"]);
         if (auto status = walk(root, ""); !status) return status.error();
+        if (version_ == ConfigVersion::kV1alpha2) {
+            if (auto status = take_v1alpha2_binds(); !status) return status.error();
+        }
         add_absent_defaults();
 
         KubeProxyConfig config;
+        config.version = version_;
         for (auto& [spec, found] : found_) config.values.push_back(std::move(found.value));
         add_warning(config, "fields switchboard does not use, ignored: ", unused_);
         add_warning(config,
@@ -129,16 +134,22 @@ class Reader {
         return {};
     }
 
-    Status check_type(const YAML::Node& root) const {
-        for (auto [key, want] : {std::pair{"apiVersion", kApiVersion}, std::pair{"kind", kKind}}) {
+    Status check_type(const YAML::Node& root) {
+        for (auto [key, want] : {std::pair{"apiVersion", std::string(kV1alpha1) + " or v1alpha2"},
+                                 std::pair{"kind", std::string(kKind)}}) {
             YAML::Node node = root[key];
             if (!node) return error(1, fmt::format("{} is missing (want {})", key, want));
-            if (!node.IsScalar() || node.Scalar() != want) {
+            const bool known =
+                node.IsScalar() && (key == std::string_view("kind")
+                                        ? node.Scalar() == kKind
+                                        : node.Scalar() == kV1alpha1 || node.Scalar() == kV1alpha2);
+            if (!known) {
                 std::string got =
                     node.IsScalar() ? quote_for_message(node.Scalar()) : "a non-string value";
                 return error(line_of(node), fmt::format("{}: {} is not {}", key, got, want));
             }
         }
+        if (root["apiVersion"].Scalar() == kV1alpha2) version_ = ConfigVersion::kV1alpha2;
         return {};
     }
 
@@ -151,6 +162,8 @@ class Reader {
     }
 
     Status walk(const YAML::Node& map, const std::string& prefix) {
+        const FieldIndex& index = field_index(version_);
+        std::set<std::string> keys;
         for (auto it = map.begin(); it != map.end(); ++it) {
             // Copies (Nodes are handles): yaml-cpp's operator-> returns a
             // temporary, so a reference to it->first dangles.
@@ -159,19 +172,107 @@ class Reader {
             std::string name = key.IsScalar() ? key.Scalar() : "?";
             std::string path = prefix.empty() ? name : prefix + "." + name;
             int line = line_of(key);
+            // kube-proxy decodes v1alpha2 strictly: no lenient retry.
+            if (version_ == ConfigVersion::kV1alpha2 && !keys.insert(name).second) {
+                return error(line, fmt::format("{}: repeated (kube-proxy decodes v1alpha2 "
+                                               "strictly)",
+                                               path));
+            }
             if (prefix.empty() && (name == "apiVersion" || name == "kind")) continue;
-            auto [first, last] = field_index().fields.equal_range(path);
+            if (version_ == ConfigVersion::kV1alpha2 && is_v1alpha2_bind_field(path)) {
+                binds_[path] = BindField{value, line};
+                continue;
+            }
+            auto [first, last] = index.fields.equal_range(path);
             if (first != last) {
                 if (auto status = take(path, line, value, first, last); !status) return status;
                 continue;
             }
-            if (field_index().containers.count(path) != 0) {
+            if (index.containers.count(path) != 0) {
                 if (value.IsNull()) continue;
                 if (!value.IsMap()) return error(line, fmt::format("{}: is not an object", path));
                 if (auto status = walk(value, path); !status) return status;
                 continue;
             }
+            if (version_ == ConfigVersion::kV1alpha2) {
+                return error(line, fmt::format("{}: unknown field (kube-proxy decodes v1alpha2 "
+                                               "strictly)",
+                                               path));
+            }
             unknown_.push_back(fmt::format("{} (line {})", path, line));
+        }
+        return {};
+    }
+
+    // v1alpha2's bind fields, as the v1alpha1 rows take them: nodeIPOverride
+    // (at most one address: switchboard keeps one primary IP) is
+    // bindAddress; an address list and its port make ADDRESS:PORT.
+    Status take_v1alpha2_binds() {
+        auto list_of = [this](std::string_view path) -> Result<std::vector<std::string>> {
+            std::vector<std::string> items;
+            auto it = binds_.find(path);
+            if (it == binds_.end() || it->second.value.IsNull()) return items;
+            const auto& [value, line] = it->second;
+            if (!value.IsSequence()) {
+                return error(line, fmt::format("{}: is not a list", path));
+            }
+            for (const auto& item : value) {
+                if (!item.IsScalar()) {
+                    return error(line_of(item), fmt::format("{}: items must be strings", path));
+                }
+                items.push_back(item.Scalar());
+            }
+            return items;
+        };
+        auto origin_of = [this](std::string_view path) {
+            auto it = binds_.find(path);
+            int line = it == binds_.end() ? 0 : it->second.line;
+            return Origin{line == 0 ? fmt::format("{}: {}", path_, path)
+                                    : fmt::format("{}:{}: {}", path_, line, path),
+                          std::string(path)};
+        };
+        auto node_ips = list_of("nodeIPOverride");
+        if (!node_ips) return node_ips.error();
+        if (node_ips->size() > 1) {
+            return error(binds_.at("nodeIPOverride").line,
+                         "nodeIPOverride: switchboard takes one node IP (its primary)");
+        }
+        if (!node_ips->empty()) {
+            found_[find_flag("--bind-address")] =
+                Found{OptionValue{find_flag("--bind-address"), node_ips->front(),
+                                  origin_of("nodeIPOverride")},
+                      0};
+        }
+        IpFamily primary = IpFamily::kV4;
+        if (!node_ips->empty()) {
+            auto address = IpAddress::parse(node_ips->front());
+            if (address && address->is_v6()) primary = IpFamily::kV6;
+        }
+        for (auto [name, port_flag, any, default_port] :
+             {std::tuple{"healthz", "--healthz-bind-address", true, "10256"},
+              std::tuple{"metrics", "--metrics-bind-address", false, "10249"}}) {
+            const std::string addresses_path = fmt::format("{}BindAddresses", name);
+            const std::string port_path = fmt::format("{}BindPort", name);
+            auto addresses = list_of(addresses_path);
+            if (!addresses) return addresses.error();
+            auto address = v1alpha2_bind_address(*addresses, any, primary);
+            if (!address) {
+                return error(binds_.at(addresses_path).line,
+                             fmt::format("{}: {}", addresses_path, address.error().message));
+            }
+            std::string port = default_port;
+            if (auto it = binds_.find(port_path); it != binds_.end()) {
+                auto text = text_of(it->second.value, ValueKind::kInt, port_path, it->second.line);
+                if (!text) return text.error();
+                if (text->has_value() && !is_zero_text(ValueKind::kInt, **text)) port = **text;
+            }
+            const bool v6 = address->find(':') != std::string::npos;
+            std::string text =
+                v6 ? fmt::format("[{}]:{}", *address, port) : fmt::format("{}:{}", *address, port);
+            const OptionSpec* spec = find_flag(port_flag);
+            const std::string origin_path =
+                binds_.count(addresses_path) != 0 ? addresses_path : port_path;
+            found_[spec] = Found{OptionValue{spec, std::move(text), origin_of(origin_path)}, 0};
         }
         return {};
     }
@@ -179,17 +280,16 @@ class Reader {
     template <typename Iterator>
     Status take(const std::string& path, int line, const YAML::Node& value, Iterator first,
                 Iterator last) {
-        const OptionSpec& spec = *first->second.spec;
+        const OptionSpec& spec = *first->second->spec;
         if (spec.role == OptionRole::kIgnored) {
             if (!is_silent(value, spec)) {
                 unused_.push_back(fmt::format("{} (line {})", path, line));
             }
             return {};
         }
-        const FieldRef* chosen = nullptr;
+        const VersionField* chosen = nullptr;
         for (auto it = first; it != last; ++it) {
-            const ConfigField& field = it->second.spec->fields[it->second.index];
-            if ((field.sections & section_) != 0) chosen = &it->second;
+            if ((it->second->field.sections & section_) != 0) chosen = it->second;
         }
         if (chosen == nullptr) {
             if (!is_silent(value, spec)) {
@@ -198,16 +298,16 @@ class Reader {
             return {};
         }
         const OptionSpec& row = *chosen->spec;
-        const ConfigField& field = row.fields[chosen->index];
-        auto text = text_of(value, row.kind, path, line);
+        const ConfigField& field = chosen->field;
+        auto text = text_of(value, chosen->kind.value_or(row.kind), path, line);
         if (!text) return text.error();
         if (!text->has_value()) return {};
         if (field.zero_is_absent && is_zero_text(row.kind, **text)) return {};
         auto existing = found_.find(&row);
-        if (existing != found_.end() && existing->second.field_index < chosen->index) return {};
+        if (existing != found_.end() && existing->second.field_index < chosen->order) return {};
         Origin origin{fmt::format("{}:{}: {}", path_, line, path), path};
         found_[&row] =
-            Found{OptionValue{&row, std::move(**text), std::move(origin)}, chosen->index};
+            Found{OptionValue{&row, std::move(**text), std::move(origin)}, chosen->order};
         return {};
     }
 
@@ -306,19 +406,18 @@ class Reader {
                 bind_v6 = address && address->is_v6();
             }
         }
-        for (const auto& spec : option_table()) {
+        std::set<const OptionSpec*> decided;
+        for (const auto& entry : config_fields(version_)) {
+            const OptionSpec& spec = *entry.spec;
+            const ConfigField& field = entry.field;
             if (spec.role == OptionRole::kIgnored || found_.count(&spec) != 0) continue;
-            for (const auto& field : spec.fields) {
-                if ((field.sections & section_) == 0) continue;
-                std::optional<std::string_view> text = field.absent_value;
-                if (bind_v6 && field.path == "metricsBindAddress") text = "[::1]:10249";
-                if (bind_v6 && field.path == "healthzBindAddress") text = "[::]:10256";
-                if (text) {
-                    Origin origin{fmt::format("{}: {}", path_, field.path),
-                                  std::string(field.path)};
-                    found_[&spec] = Found{OptionValue{&spec, std::string(*text), origin}, 0};
-                }
-                break;
+            if ((field.sections & section_) == 0 || !decided.insert(&spec).second) continue;
+            std::optional<std::string_view> text = field.absent_value;
+            if (bind_v6 && field.path == "metricsBindAddress") text = "[::1]:10249";
+            if (bind_v6 && field.path == "healthzBindAddress") text = "[::]:10256";
+            if (text) {
+                Origin origin{fmt::format("{}: {}", path_, field.path), std::string(field.path)};
+                found_[&spec] = Found{OptionValue{&spec, std::string(*text), origin}, 0};
             }
         }
     }
@@ -330,7 +429,14 @@ class Reader {
             one_line(fmt::format("{}: {}{}", path_, what, fmt::join(fields, ", "))));
     }
 
+    struct BindField {
+        YAML::Node value;
+        int line;
+    };
+
     const std::string path_;
+    ConfigVersion version_ = ConfigVersion::kV1alpha1;
+    std::map<std::string, BindField, std::less<>> binds_;
     uint8_t section_ = kIptablesSection;
     std::string mode_text_;
     // Ordered by row (table order) so values come out in a stable order.

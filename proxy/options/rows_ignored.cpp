@@ -52,6 +52,11 @@ std::vector<OptionSpec> ignored_rows() {
     table.push_back(ignored({}, ValueKind::kBool,
                             "switchboard masquerades to the outgoing interface's address",
                             {{.path = "iptables.snatNodeInternalIP"}}));
+    // v1alpha2 only: kube-proxy reads it once, to log rather than exit when
+    // its node IPs disagree with the cluster CIDRs' families (checkIPConfig).
+    table.push_back(ignored({}, ValueKind::kBool,
+                            "switchboard makes no node IP consistency check to soften",
+                            {{.path = "configHardFail"}}, "true"));
     table.push_back(ignored({}, ValueKind::kString, "the user-space proxy is gone (kube-proxy too)",
                             {{.path = "portRange"}}));
     table.push_back(ignored({}, ValueKind::kMap, "Windows only", {{.path = "winkernel"}}));

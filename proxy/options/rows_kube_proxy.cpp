@@ -178,7 +178,7 @@ void add_source_rows(std::vector<OptionSpec>& table) {
     table.push_back({
         .names = {"--config"},
         .role = OptionRole::kCommandLine,
-        .help = "kube-proxy's KubeProxyConfiguration file (v1alpha1, YAML or JSON)",
+        .help = "kube-proxy's KubeProxyConfiguration file (v1alpha1 or v1alpha2, YAML or JSON)",
         .apply = [](std::string_view text, ApplyContext& context) -> Status {
             context.options.config_file = text;
             return {};
@@ -358,7 +358,7 @@ void add_local_traffic_rows(std::vector<OptionSpec>& table) {
         .kind = ValueKind::kList,
         .default_text = "",
         .help = "CIDRs (comma-separated) of the node addresses NodePorts answer on, or "
-                "\"primary\"; empty: all",
+                "\"primary\"; empty: all, or primary when the mode is named nftables",
         .fields = {{.path = "nodePortAddresses"}},
         .apply = [](std::string_view text, ApplyContext& context) -> Status {
             context.options.nodeport_primary = trim_lower(text) == "primary";

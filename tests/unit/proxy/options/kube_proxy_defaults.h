@@ -8,6 +8,15 @@
 
 inline void check_kube_proxy_defaults(const sb::proxy::Options& options) {
     using namespace std::chrono_literals;
+    CHECK(options.sync_period == 30s);
+    CHECK(options.min_sync_period == 1s);
+    CHECK(options.backend.masquerade_mark == 0x4000);  // bit 14
+    CHECK_FALSE(options.backend.masquerade_all);
+    // Every local address: kube-proxy's default outside a mode named nftables.
+    CHECK(options.backend.nodeport_addresses.empty());
+    CHECK_FALSE(options.nodeport_primary);
+    CHECK(options.healthz_bind == sb::parse_host_port("0.0.0.0:10256").value());
+    CHECK(options.metrics_bind == sb::parse_host_port("127.0.0.1:10249").value());
     CHECK(options.bind_address.is_unspecified());
     CHECK(options.bind_address.is_v4());
     CHECK_FALSE(options.bind_address_hard_fail);

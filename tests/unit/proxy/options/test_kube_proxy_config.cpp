@@ -9,10 +9,12 @@
 
 #include "proxy/options/flags.h"
 #include "proxy/options/kube_proxy_config.h"
+#include "tests/unit/proxy/options/config_file.h"
 #include "tests/unit/proxy/options/kube_proxy_defaults.h"
 
 using namespace sb;
 using namespace sb::proxy;
+using namespace sb::proxy::testing;
 using namespace std::chrono_literals;
 
 namespace {
@@ -29,42 +31,16 @@ std::string read_data(const std::string& name) {
     return text.str();
 }
 
-// An environment whose files are `files` (path -> text).
-Environment environment_with(std::map<std::string, std::string> files) {
-    Environment environment{"", "host-a", nullptr};
-    environment.read_file = [files](const std::string& path) -> Result<std::string> {
-        auto it = files.find(path);
-        if (it == files.end()) return make_error(ErrorCode::kInvalidArgument, path + ": missing");
-        return it->second;
-    };
-    return environment;
-}
-
 Result<Options> parse_with_config(const std::string& body, std::vector<std::string> flags = {}) {
-    flags.insert(flags.begin(), "--config=c.conf");
-    return parse_flags(flags, environment_with({{"c.conf", kHeader + body}}));
+    return parse_with_config_text(kHeader + body, std::move(flags));
 }
 
 Options config_ok(const std::string& body, std::vector<std::string> flags = {}) {
-    auto options = parse_with_config(body, std::move(flags));
-    INFO((options ? std::string("ok") : options.error().message));
-    REQUIRE(options.ok());
-    return *options;
+    return options_ok(parse_with_config(body, std::move(flags)));
 }
 
 std::string config_error(const std::string& body) {
-    auto options = parse_with_config(body);
-    REQUIRE_FALSE(options.ok());
-    CHECK(options.error().code == ErrorCode::kInvalidArgument);
-    CHECK(options.error().message.find('\n') == std::string::npos);
-    return options.error().message;
-}
-
-Prefix prefix(const char* text) {
-    return *Prefix::parse(text);
-}
-HostPort host_port(const char* text) {
-    return *parse_host_port(text);
+    return error_line(parse_with_config(body));
 }
 
 }  // namespace
@@ -85,16 +61,8 @@ TEST_CASE("kubeadm's config.conf with kubeadm's command line") {
     // mode "": iptables for kube-proxy, nftables (the default) here.
     CHECK(options.proxy_mode == ProxyMode::kNftables);
     CHECK(options.backend.cluster_cidrs == std::vector<Prefix>{prefix("10.244.0.0/16")});
-    CHECK_FALSE(options.backend.masquerade_all);
-    CHECK(options.backend.masquerade_mark == 0x4000);
-    CHECK(options.backend.nodeport_addresses.empty());
-    CHECK_FALSE(options.nodeport_primary);
     CHECK(options.backend.ipvs_scheduler == "rr");
     // kube-proxy's defaulting of the zero values and nulls kubeadm writes.
-    CHECK(options.sync_period == 30s);
-    CHECK(options.min_sync_period == 1s);
-    CHECK(options.metrics_bind == host_port("127.0.0.1:10249"));
-    CHECK(options.healthz_bind == host_port("0.0.0.0:10256"));
     check_kube_proxy_defaults(options);
     // Every field kubeadm writes is known and holds nothing to warn about.
     CHECK(options.warnings.empty());
@@ -121,34 +89,7 @@ TEST_CASE("every honoured field reaches Options") {
         "  udpStreamTimeout: 2m\n"
         "oomScoreAdj: -500\n"
         "logging:\n  verbosity: 4\n");
-    CHECK(options.proxy_mode == ProxyMode::kIptables);
-    CHECK(options.kubeconfig == "/etc/kp.conf");
-    CHECK(options.node_name == "worker-9");
-    CHECK(options.backend.cluster_cidrs ==
-          std::vector<Prefix>{prefix("10.244.0.0/16"), prefix("fd00:10:244::/56")});
-    CHECK(options.bind_address == *IpAddress::parse("192.168.1.10"));
-    CHECK(options.healthz_bind == host_port("0.0.0.0:11256"));
-    CHECK(options.metrics_bind == host_port("0.0.0.0:10249"));
-    CHECK(options.bind_address_hard_fail);
-    CHECK(options.backend.nodeport_addresses ==
-          std::vector<Prefix>{prefix("192.168.0.0/16"), prefix("10.1.2.3/32")});
-    CHECK(options.backend.local_detect_mode == rules::LocalDetectMode::kBridgeInterface);
-    CHECK(options.backend.local_interface == "cbr0");
-    CHECK(options.backend.masquerade_all);
-    CHECK(options.backend.masquerade_mark == 0x8);
-    CHECK_FALSE(options.backend.localhost_node_ports);
-    CHECK(options.sync_period == 60s);
-    CHECK(options.min_sync_period == 2s);
-    CHECK(options.backend.ipvs_scheduler == "sh");
-    CHECK(options.conntrack.max_per_core == 0);
-    CHECK(options.conntrack.min == 5000);
-    CHECK(options.conntrack.tcp_established_timeout == 2h);
-    CHECK(options.conntrack.tcp_close_wait_timeout == 30min);
-    CHECK(options.conntrack.tcp_be_liberal);
-    CHECK(options.conntrack.udp_timeout == 30s);
-    CHECK(options.conntrack.udp_stream_timeout == 2min);
-    CHECK(options.oom_score_adj == -500);
-    CHECK(options.verbosity == 4);
+    check_every_field_example(options);
     CHECK(options.warnings.empty());
 }
 
@@ -327,11 +268,11 @@ TEST_CASE("the file's type and syntax") {
     CHECK(error_of("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"
                    "  mode: x\n") == "/etc/kp/config.conf:3: illegal map value");
     CHECK(error_of("kind: KubeProxyConfiguration\n") ==
-          "/etc/kp/config.conf:1: apiVersion is missing (want kubeproxy.config.k8s.io/v1alpha1)");
-    CHECK(
-        error_of("apiVersion: kubeproxy.config.k8s.io/v1alpha2\nkind: KubeProxyConfiguration\n") ==
-        "/etc/kp/config.conf:1: apiVersion: \"kubeproxy.config.k8s.io/v1alpha2\" is not "
-        "kubeproxy.config.k8s.io/v1alpha1");
+          "/etc/kp/config.conf:1: apiVersion is missing (want kubeproxy.config.k8s.io/v1alpha1 "
+          "or v1alpha2)");
+    CHECK(error_of("apiVersion: kubeproxy.config.k8s.io/v1beta1\nkind: KubeProxyConfiguration\n") ==
+          "/etc/kp/config.conf:1: apiVersion: \"kubeproxy.config.k8s.io/v1beta1\" is not "
+          "kubeproxy.config.k8s.io/v1alpha1 or v1alpha2");
     CHECK(error_of("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeletConfiguration\n") ==
           "/etc/kp/config.conf:2: kind: \"KubeletConfiguration\" is not KubeProxyConfiguration");
     CHECK(error_of("") ==
