@@ -88,6 +88,17 @@ struct SyncStats {
     // next periodic sync will do) even when the plan did not change: that
     // sync deletes the ones whose connections have ended.
     size_t draining_real_servers = 0;
+    // iptables: per family and table ("filter", "nat") that this sync
+    // committed, the rules switchboard owns there (its hook rules and its
+    // chains' rules) and the rules this sync wrote: kube-proxy's
+    // kubeproxy_sync_proxy_rules_iptables_total and _iptables_last.
+    struct TableRules {
+        IpFamily family = IpFamily::kV4;
+        std::string table;
+        size_t total = 0;
+        size_t written = 0;
+    };
+    std::vector<TableRules> iptables_rules;
 };
 
 class Backend {

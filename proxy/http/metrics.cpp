@@ -71,6 +71,10 @@ const Family kNftablesSyncFailures{"kubeproxy_sync_proxy_rules_nftables_sync_fai
                                    "Cumulative proxy nftables sync failures",
                                    Type::kCounter,
                                    {"ip_family"}};
+const Family kNftablesCleanupFailures{"kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total",
+                                      "Cumulative proxy nftables cleanup failures",
+                                      Type::kCounter,
+                                      {"ip_family"}};
 const Family kIptablesRestoreFailures{"kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
                                       "Cumulative proxy iptables restore failures",
                                       Type::kCounter,
@@ -184,7 +188,8 @@ ProxyMetrics::ProxyMetrics(ProxyMode mode)
       livez_total_(kLivezTotal),
       sync_failures_(mode == ProxyMode::kIptables ? kIptablesRestoreFailures
                                                   : kNftablesSyncFailures),
-      partial_sync_failures_(kIptablesPartialRestoreFailures) {
+      partial_sync_failures_(kIptablesPartialRestoreFailures),
+      nftables_cleanup_failures_(kNftablesCleanupFailures) {
     // Every per-family series from the start, at 0 (both families always).
     for (const auto& family : kFamilyLabels) {
         for (auto* histogram : {&sync_duration_, &full_sync_duration_, &partial_sync_duration_,
@@ -197,6 +202,7 @@ ProxyMetrics::ProxyMetrics(ProxyMode mode)
         no_local_endpoints_.with({family, "external"});
         sync_failures_.with({family});
         partial_sync_failures_.with({family});
+        nftables_cleanup_failures_.with({family});
     }
 }
 
@@ -260,6 +266,7 @@ void ProxyMetrics::write(metrics::TextWriter& out, const BuildInfo& build,
     // kube-proxy registers the failure counters of its mode only.
     if (mode_ == ProxyMode::kNftables || mode_ == ProxyMode::kIptables) sync_failures_.write(out);
     if (mode_ == ProxyMode::kIptables) partial_sync_failures_.write(out);
+    if (mode_ == ProxyMode::kNftables) nftables_cleanup_failures_.write(out);
 
     // switchboard is not built with Go: go_version names the C++ toolchain
     // that built it, and the git fields it does not know are empty.

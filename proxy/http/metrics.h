@@ -85,6 +85,11 @@ class ProxyMetrics {
     // ..._iptables_restore_failures_total and ..._partial_restore_failures_total.
     metrics::Labelled<metrics::Counter> sync_failures_;
     metrics::Labelled<metrics::Counter> partial_sync_failures_;
+    // nftables: ..._nftables_cleanup_failures_total, at 0 for good:
+    // kube-proxy deletes stale chains in a transaction after the sync's and
+    // counts its failures here; switchboard deletes them in the sync's own
+    // batch, so such a failure is a sync failure (docs/metrics.md).
+    metrics::Labelled<metrics::Counter> nftables_cleanup_failures_;
 };
 
 // kube-proxy's buckets for network programming latency (metrics.go merge()):

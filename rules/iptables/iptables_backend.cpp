@@ -12,20 +12,20 @@ namespace sb::rules::iptables {
 
 namespace {
 
-// Rules in the chains an apply rewrites (all of them without `applied`).
-size_t rules_written(const FamilyModel& m, const FamilyModel* applied) {
-    size_t n = applied ? 0 : m.nat.hooks.size() + m.filter.hooks.size();
-    for (const auto& [table, before] :
-         {std::pair{&m.nat, applied ? &applied->nat : nullptr},
-          std::pair{&m.filter, applied ? &applied->filter : nullptr}}) {
-        for (const auto& [name, chain] : table->chains) {
-            auto it = before ? before->chains.find(name) : table->chains.end();
-            if (!before || it == before->chains.end() || !(it->second == chain)) {
-                n += chain.rules.size();
-            }
+// The rules switchboard owns in `table`, and those of them an apply
+// rewrites: the chains that changed since `applied` (all of them, and the
+// hook rules, without it).
+SyncStats::TableRules table_rules(IpFamily family, const Table& table, const Table* applied) {
+    SyncStats::TableRules counted{family, table.name, table.hooks.size(),
+                                  applied ? 0 : table.hooks.size()};
+    for (const auto& [name, chain] : table.chains) {
+        counted.total += chain.rules.size();
+        auto it = applied ? applied->chains.find(name) : table.chains.end();
+        if (!applied || it == applied->chains.end() || !(it->second == chain)) {
+            counted.written += chain.rules.size();
         }
     }
-    return n;
+    return counted;
 }
 
 bool has_services(const Plan& plan, IpFamily family) {
@@ -82,7 +82,12 @@ class IptablesBackend final : public Backend {
                 }
                 return s.error();
             }
-            stats.objects_sent += rules_written(*m, known);
+            for (const auto& [table, before_table] :
+                 {std::pair{&m->nat, known ? &known->nat : nullptr},
+                  std::pair{&m->filter, known ? &known->filter : nullptr}}) {
+                stats.iptables_rules.push_back(table_rules(m->family, *table, before_table));
+                stats.objects_sent += stats.iptables_rules.back().written;
+            }
         }
         applied_ = std::move(r.model);
         applied_valid_ = true;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "proxy/http/backend_metrics.h"
 #include "proxy/http/metrics.h"
 #include "proxy/http/process_metrics.h"
 #include "proxy/sync/change_tracker.h"
@@ -72,6 +73,67 @@ TEST_CASE("kube-proxy's families with their types, per IP family from the start"
               0);
     }
     CHECK_FALSE(out.has_family("kubeproxy_sync_proxy_rules_iptables_restore_failures_total"));
+}
+
+TEST_CASE(
+    "nftables mode has kube-proxy's cleanup failure counter, at 0: stale chains go in "
+    "the sync's batch") {
+    auto nftables = written(ProxyMetrics(ProxyMode::kNftables));
+    const std::string name = "kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total";
+    REQUIRE(nftables.has_family(name));
+    CHECK(nftables.families.at(name).type == "counter");
+    CHECK(nftables.families.at(name).help == "Cumulative proxy nftables cleanup failures");
+    for (const char* family : {"IPv4", "IPv6"}) {
+        CHECK(nftables.value(name + "{ip_family=\"" + family + "\"}") == 0);
+    }
+    for (ProxyMode other : {ProxyMode::kIptables, ProxyMode::kIpvs}) {
+        CHECK_FALSE(written(ProxyMetrics(other)).has_family(name));
+    }
+}
+
+TEST_CASE("iptables mode has kube-proxy's rule gauges per family and table, from the syncs") {
+    const auto exposition = [](const BackendMetrics& backend) {
+        metrics::TextWriter out;
+        backend.write(out);
+        auto parsed = parse_exposition(out.text());
+        for (const auto& problem : parsed.problems) FAIL_CHECK(problem);
+        return parsed;
+    };
+    BackendMetrics iptables(true);
+    auto at_start = exposition(iptables);
+    for (const char* name : {"kubeproxy_sync_proxy_rules_iptables_total",
+                             "kubeproxy_sync_proxy_rules_iptables_last"}) {
+        INFO(name);
+        REQUIRE(at_start.has_family(name));
+        CHECK(at_start.families.at(name).type == "gauge");
+        CHECK(at_start.value(std::string(name) + "{ip_family=\"IPv6\",table=\"nat\"}") == 0);
+    }
+    CHECK(at_start.families.at("kubeproxy_sync_proxy_rules_iptables_total").help ==
+          "Total number of iptables rules owned by kube-proxy");
+    CHECK(at_start.families.at("kubeproxy_sync_proxy_rules_iptables_last").help ==
+          "Number of iptables rules written by kube-proxy in last sync");
+
+    rules::SyncStats stats;
+    stats.iptables_rules = {{IpFamily::kV4, "nat", 120, 7},
+                            {IpFamily::kV4, "filter", 9, 0},
+                            {IpFamily::kV6, "nat", 40, 40}};
+    iptables.record(stats);
+    auto out = exposition(iptables);
+    CHECK(
+        out.value("kubeproxy_sync_proxy_rules_iptables_total{ip_family=\"IPv4\",table=\"nat\"}") ==
+        120);
+    CHECK(out.value("kubeproxy_sync_proxy_rules_iptables_last{ip_family=\"IPv4\",table=\"nat\"}") ==
+          7);
+    CHECK(out.value(
+              "kubeproxy_sync_proxy_rules_iptables_total{ip_family=\"IPv4\",table=\"filter\"}") ==
+          9);
+    CHECK(out.value("kubeproxy_sync_proxy_rules_iptables_last{ip_family=\"IPv6\",table=\"nat\"}") ==
+          40);
+
+    // The other modes have none, as kube-proxy registers them in iptables
+    // mode only.
+    CHECK_FALSE(
+        exposition(BackendMetrics(false)).has_family("kubeproxy_sync_proxy_rules_iptables_total"));
 }
 
 TEST_CASE("syncs, failures, queues and probes move their series for both families") {

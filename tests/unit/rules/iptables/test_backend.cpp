@@ -268,6 +268,36 @@ TEST_CASE("iptables backend: a partial sync rewrites only the changed chains, a 
     check_applied(node.xtables, next);
 }
 
+TEST_CASE("iptables backend: rules owned and written, per family and table") {
+    Node node;
+    auto backend = node.backend();
+    const Plan plan = sample_plan();
+    auto full = backend->sync(plan, nullptr);
+    REQUIRE(full);
+    auto sum_written = [](const SyncStats& stats) {
+        size_t n = 0;
+        for (const auto& table : stats.iptables_rules) n += table.written;
+        return n;
+    };
+    REQUIRE(full->iptables_rules.size() == 4);  // IPv4 and IPv6, nat and filter
+    for (const auto& table : full->iptables_rules) {
+        INFO(to_string(table.family) << " " << table.table);
+        CHECK((table.table == "nat" || table.table == "filter"));
+        CHECK(table.written == table.total);  // a full sync writes every rule
+    }
+    CHECK(full->iptables_rules[0].total > 0);
+    CHECK(sum_written(*full) == full->objects_sent);
+
+    // The same plan again, partial: nothing written, as many rules owned.
+    auto again = backend->sync(plan, &plan);
+    REQUIRE(again);
+    REQUIRE(again->iptables_rules.size() == 4);
+    for (size_t i = 0; i < 4; ++i) {
+        CHECK(again->iptables_rules[i].total == full->iptables_rules[i].total);
+        CHECK(again->iptables_rules[i].written == 0);
+    }
+}
+
 TEST_CASE("iptables backend: with `previous` but no known last apply, the sync is full") {
     Node node;
     REQUIRE(node.backend()->sync(sample_plan(), nullptr));
