@@ -73,6 +73,26 @@ TEST_CASE("nf_conntrack_max: kube-proxy's formula") {
     CHECK(conntrack_max(conntrack, 8) == 0);  // leave it alone
 }
 
+TEST_CASE("nf_conntrack_max: kube-proxy's TestGetConntrackMax table") {
+    // pkg/proxy/conntrack's cases (min, maxPerCore, CPUs -> limit), the
+    // 1048576 cap of kube-proxy 1.33 included.
+    struct Case {
+        int32_t min;
+        int32_t max_per_core;
+        int cpus;
+        int64_t expected;
+    };
+    for (const Case& test :
+         {Case{0, 0, 4, 0}, Case{1, 67890, 4, 67890 * 4}, Case{1, 67890, 16, 1048576},
+          Case{123456, 1, 4, 123456}, Case{123456, 0, 4, 0}}) {
+        INFO(test.min << " " << test.max_per_core << " " << test.cpus);
+        ConntrackOptions conntrack;
+        conntrack.min = test.min;
+        conntrack.max_per_core = test.max_per_core;
+        CHECK(conntrack_max(conntrack, test.cpus) == test.expected);
+    }
+}
+
 TEST_CASE("the node's CPUs come from /sys, ranges and single CPUs") {
     FakeKernel kernel;
     CHECK(count_cpus(kernel.paths) == 4);

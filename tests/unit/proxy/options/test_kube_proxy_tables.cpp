@@ -1,6 +1,7 @@
 // kube-proxy's own test tables as switchboard's specification: the inputs
-// and verdicts of pkg/proxy/apis/config/validation/validation_test.go
-// (kube-proxy 1.33), transcribed as data and fed through the program's path:
+// and verdicts of pkg/proxy/apis/config/validation/validation_test.go and
+// cmd/kube-proxy/app/options_test.go (kube-proxy 1.33), transcribed as data
+// and fed through the program's path (the command line, or):
 // a --config file, kube-proxy's defaulting, then validation. A value that
 // kube-proxy's Validate() refuses may load after defaulting (v1alpha1's
 // AppendPortIfNeeded gives "0.0.0.0" its port): the program's verdict is the
@@ -17,6 +18,7 @@
 using namespace sb;
 using namespace sb::proxy;
 using namespace sb::proxy::testing;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -443,5 +445,187 @@ TEST_CASE("kube-proxy's cases where switchboard's verdict differs (docs/kube-pro
          kV2,
          {{"nodeIPOverride", "[172.16.200.0, \"fde4:8dba:82e1::\"]"}},
          "nodeIPOverride: switchboard takes one node IP (its primary)"},
+    });
+}
+
+namespace {
+
+// A case of cmd/kube-proxy/app/options_test.go: a command line, with a
+// --config file when `config` is not null (after v1alpha1's header).
+struct CommandLineCase {
+    const char* kube_proxy_case;
+    std::vector<std::string> flags;
+    const char* config;
+    const char* error;  // "": parses; else a part of the one-line error
+    void (*check)(const Options&);
+};
+
+void check_command_lines(const std::vector<CommandLineCase>& cases) {
+    for (const auto& test : cases) {
+        INFO(test.kube_proxy_case);
+        auto options =
+            test.config == nullptr
+                ? parse_flags(test.flags, environment_with({}))
+                : parse_with_config_text(
+                      std::string("apiVersion: kubeproxy.config.k8s.io/v1alpha1\n") + test.config,
+                      test.flags);
+        if (!std::string(test.error).empty()) {
+            REQUIRE_FALSE(options.ok());
+            INFO(options.error().message);
+            CHECK(options.error().message.find(test.error) != std::string::npos);
+            continue;
+        }
+        INFO((options ? std::string("ok") : options.error().message));
+        REQUIRE(options.ok());
+        if (test.check != nullptr) test.check(*options);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("kube-proxy's options_test.go tables, through the command line") {
+    check_command_lines({
+        // TestLoadConfigFailures.
+        {"Decode error test",
+         {},
+         "Twas bryllyg, and ye slythy toves\n",
+         "could not find expected ':'",
+         nullptr},
+        {"Bad config type test",
+         {},
+         "kind: KubeSchedulerConfiguration\n",
+         "kind: \"KubeSchedulerConfiguration\" is not KubeProxyConfiguration",
+         nullptr},
+        {"Missing quotes around :: bindAddress",
+         {},
+         "kind: KubeProxyConfiguration\nbindAddress: ::\n",
+         "c.conf:3: ",
+         nullptr},
+        // TestProcessHostnameOverrideFlag: the file says foo.
+        {"Hostname from config file",
+         {"--hostname-override="},
+         "kind: KubeProxyConfiguration\nhostnameOverride: foo\n",
+         "",
+         [](const Options& o) { CHECK(o.node_name == "foo"); }},
+        {"Hostname from flag",
+         {"--hostname-override=  bar "},
+         "kind: KubeProxyConfiguration\nhostnameOverride: foo\n",
+         "",
+         [](const Options& o) { CHECK(o.node_name == "bar"); }},
+        {"Hostname is space",
+         {"--hostname-override=   "},
+         "kind: KubeProxyConfiguration\nhostnameOverride: foo\n",
+         "--hostname-override: ",
+         nullptr},
+        // TestProcessV1Alpha1Flags: the sync periods of the mode in use.
+        {"iptables configuration",
+         {"--iptables-sync-period=36s", "--iptables-min-sync-period=3s", "--proxy-mode=iptables"},
+         nullptr,
+         "",
+         [](const Options& o) {
+             CHECK(o.sync_period == 36s);
+             CHECK(o.min_sync_period == 3s);
+         }},
+        {"iptables + ipvs configuration with iptables mode",
+         {"--iptables-sync-period=36s", "--iptables-min-sync-period=3s", "--ipvs-sync-period=16s",
+          "--ipvs-min-sync-period=7s", "--proxy-mode=iptables"},
+         nullptr,
+         "",
+         [](const Options& o) {
+             CHECK(o.sync_period == 36s);
+             CHECK(o.min_sync_period == 3s);
+         }},
+        // kube-proxy's flag processing keeps the periods; its validation
+        // refuses the Windows mode on Linux, and so does switchboard.
+        {"winkernel configuration (refused on Linux)",
+         {"--iptables-sync-period=36s", "--iptables-min-sync-period=3s",
+          "--proxy-mode=kernelspace"},
+         nullptr,
+         "--proxy-mode: \"kernelspace\"",
+         nullptr},
+        {"ipvs + iptables configuration with ipvs mode",
+         {"--iptables-sync-period=36s", "--iptables-min-sync-period=3s", "--ipvs-sync-period=16s",
+          "--ipvs-min-sync-period=7s", "--proxy-mode=ipvs"},
+         nullptr,
+         "",
+         [](const Options& o) {
+             CHECK(o.sync_period == 16s);
+             CHECK(o.min_sync_period == 7s);
+         }},
+        {"ipvs configuration",
+         {"--ipvs-sync-period=16s", "--ipvs-min-sync-period=7s", "--proxy-mode=ipvs"},
+         nullptr,
+         "",
+         [](const Options& o) {
+             CHECK(o.sync_period == 16s);
+             CHECK(o.min_sync_period == 7s);
+         }},
+        {"cluster cidr",
+         {"--cluster-cidr=2002:0:0:1234::/64,10.0.0.0/14"},
+         nullptr,
+         "",
+         [](const Options& o) {
+             CHECK(o.backend.cluster_cidrs ==
+                   std::vector<Prefix>{prefix("2002:0:0:1234::/64"), prefix("10.0.0.0/14")});
+         }},
+        // TestOptionsComplete: -v over the file's logging, other flags
+        // overwritten by the file (--vmodule: ignored here).
+        {"flags",
+         {"-v=7", "--vmodule", "goo.go=8"},
+         nullptr,
+         "",
+         [](const Options& o) { CHECK(o.verbosity == 7); }},
+        {"both",
+         {"-v=7", "--vmodule", "goo.go=8", "--ipvs-scheduler", "some-scheduler"},
+         "kind: KubeProxyConfiguration\nlogging:\n  format: json\n  verbosity: 10\n",
+         "",
+         [](const Options& o) {
+             CHECK(o.verbosity == 7);
+             CHECK(o.backend.ipvs_scheduler == "rr");
+         }},
+        // TestAddressFromDeprecatedFlags.
+        {"IPv4 bind address",
+         {"--healthz-bind-address=1.2.3.4", "--healthz-port=12345",
+          "--metrics-bind-address=2.3.4.5", "--metrics-port=23456"},
+         nullptr,
+         "",
+         [](const Options& o) {
+             CHECK(o.healthz_bind == host_port("1.2.3.4:12345"));
+             CHECK(o.metrics_bind == host_port("2.3.4.5:23456"));
+         }},
+        {"IPv4 bind address has port",
+         {"--healthz-bind-address=1.2.3.4:12345", "--healthz-port=23456",
+          "--metrics-bind-address=2.3.4.5:12345", "--metrics-port=23456"},
+         nullptr,
+         "",
+         [](const Options& o) {
+             CHECK(o.healthz_bind == host_port("1.2.3.4:12345"));
+             CHECK(o.metrics_bind == host_port("2.3.4.5:12345"));
+         }},
+        {"IPv6 bind address",
+         {"--healthz-bind-address=fd00:1::5", "--healthz-port=12345",
+          "--metrics-bind-address=fd00:1::6", "--metrics-port=23456"},
+         nullptr,
+         "",
+         [](const Options& o) {
+             CHECK(o.healthz_bind == host_port("[fd00:1::5]:12345"));
+             CHECK(o.metrics_bind == host_port("[fd00:1::6]:23456"));
+         }},
+        {"IPv6 bind address has port",
+         {"--healthz-bind-address=[fd00:1::5]:12345", "--healthz-port=56789",
+          "--metrics-bind-address=[fd00:1::6]:56789", "--metrics-port=12345"},
+         nullptr,
+         "",
+         [](const Options& o) {
+             CHECK(o.healthz_bind == host_port("[fd00:1::5]:12345"));
+             CHECK(o.metrics_bind == host_port("[fd00:1::6]:56789"));
+         }},
+        // addressFromDeprecatedFlags keeps "[fd00:1::5]", which kube-proxy's
+        // validation then refuses: the program's verdict.
+        {"Invalid IPv6 Config (refused by validation)",
+         {"--healthz-bind-address=[fd00:1::5]", "--healthz-port=12345"},
+         nullptr,
+         "--healthz-bind-address: \"[fd00:1::5]\" is not IP or IP:PORT",
+         nullptr},
     });
 }
