@@ -24,6 +24,8 @@ struct V1alpha2Field {
     uint8_t sections = kEverySection;
     bool zero_is_absent = false;
     std::optional<ValueKind> kind = std::nullopt;
+    // v1alpha2's default where it is not the row's (v1alpha1's) default.
+    std::optional<std::string_view> absent_value = std::nullopt;
 };
 
 // kube-proxy's v1alpha2 types (staging/src/k8s.io/kube-proxy/config/
@@ -63,7 +65,9 @@ const std::vector<V1alpha2Field> kV1alpha2Fields = {
     {.path = "iptables.masqueradeBit",
      .row = "--iptables-masquerade-bit",
      .sections = kIptablesSection},
-    {.path = "iptables.localhostNodePorts", .row = "--iptables-localhost-nodeports"},
+    {.path = "iptables.localhostNodePorts",
+     .row = "--iptables-localhost-nodeports",
+     .absent_value = "false"},
     {.path = "ipvs.masqueradeBit", .row = "--iptables-masquerade-bit", .sections = kIpvsSection},
     {.path = "ipvs.scheduler", .row = "--ipvs-scheduler", .zero_is_absent = true},
     {.path = "ipvs.excludeCIDRs", .row = "--ipvs-exclude-cidrs"},
@@ -138,7 +142,8 @@ std::vector<VersionField> build_v1alpha2() {
         fields.push_back(VersionField{&spec,
                                       ConfigField{.path = entry.path,
                                                   .sections = entry.sections,
-                                                  .zero_is_absent = entry.zero_is_absent},
+                                                  .zero_is_absent = entry.zero_is_absent,
+                                                  .absent_value = entry.absent_value},
                                       order, entry.kind});
     }
     // By row in table order, as v1alpha1's: values come out in that order.

@@ -6,7 +6,10 @@
 
 #include "proxy/options/flags.h"
 
-inline void check_kube_proxy_defaults(const sb::proxy::Options& options) {
+// `localhost_node_ports`: v1alpha2 defaults iptables.localhostNodePorts to
+// false, the flag and v1alpha1 to true.
+inline void check_kube_proxy_defaults(const sb::proxy::Options& options,
+                                      bool localhost_node_ports = true) {
     using namespace std::chrono_literals;
     CHECK(options.sync_period == 30s);
     CHECK(options.min_sync_period == 1s);
@@ -22,7 +25,7 @@ inline void check_kube_proxy_defaults(const sb::proxy::Options& options) {
     CHECK_FALSE(options.bind_address_hard_fail);
     CHECK(options.backend.local_detect_mode == sb::rules::LocalDetectMode::kClusterCidr);
     CHECK(options.backend.local_interface.empty());
-    CHECK(options.backend.localhost_node_ports);  // kubeadm writes null
+    CHECK(options.backend.localhost_node_ports == localhost_node_ports);  // kubeadm writes null
     CHECK(options.conntrack.max_per_core == 32768);
     CHECK(options.conntrack.min == 131072);
     CHECK(options.conntrack.tcp_established_timeout == 24h);

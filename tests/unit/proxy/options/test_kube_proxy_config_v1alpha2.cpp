@@ -76,7 +76,7 @@ TEST_CASE("v1alpha2: kube-proxy's defaulted object gives its defaults, without a
         INFO(body);
         Options options = v1alpha2_ok(body);
         CHECK(options.proxy_mode == ProxyMode::kNftables);  // mode "": switchboard's default
-        check_kube_proxy_defaults(options);
+        check_kube_proxy_defaults(options, /*localhost_node_ports=*/false);
         CHECK(options.warnings.empty());
     }
 }
@@ -201,4 +201,12 @@ TEST_CASE("v1alpha2: ignored fields that hold something are named, as in v1alpha
     CHECK(options.warnings[0] ==
           "c.conf: fields switchboard does not use, ignored: windows.runAsService (line 5), "
           "clientConnection.qps (line 7)");
+}
+
+TEST_CASE("v1alpha2: iptables.localhostNodePorts is false when absent and honoured when set") {
+    CHECK_FALSE(v1alpha2_ok("mode: iptables\n").backend.localhost_node_ports);
+    CHECK_FALSE(v1alpha2_ok("mode: iptables\niptables:\n  localhostNodePorts: null\n")
+                    .backend.localhost_node_ports);
+    CHECK(v1alpha2_ok("mode: iptables\niptables:\n  localhostNodePorts: true\n")
+              .backend.localhost_node_ports);
 }
