@@ -56,9 +56,7 @@ std::optional<std::string> write_int(const std::string& path, int64_t value) {
     if (fd < 0) {
         error = errno;
     } else {
-        if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-            error = errno != 0 ? errno : EIO;
-        }
+        error = write_whole(fd, text);
         if (::close(fd) != 0 && error == 0) error = errno;
     }
     if (error != 0) {

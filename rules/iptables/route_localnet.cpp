@@ -26,8 +26,7 @@ class KernelRouteLocalnet final : public RouteLocalnet {
         if (fd < 0) {
             return make_error(ErrorCode::kKernel, std::string("open ") + kRouteLocalnetPath, errno);
         }
-        int error = 0;
-        if (::write(fd, "1", 1) != 1) error = errno != 0 ? errno : EIO;
+        int error = write_whole(fd, "1");
         if (::close(fd) != 0 && error == 0) error = errno;
         if (error != 0) {
             return make_error(ErrorCode::kKernel, std::string("write 1 to ") + kRouteLocalnetPath,
